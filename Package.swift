@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers, one direction of dependency: experiment (C ABI) -> ExperimentRuntime -> ExperimentCore.
+let package = Package(
+    name: "libexperiment",
+    products: [
+        // libexperiment.so: the only product users link. Its exported surface is include/experiment.h.
+        .library(name: "experiment", type: .dynamic, targets: ["experiment"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CJSONC", path: "Sources/CJSONC", pkgConfig: "json-c",
+                       providers: [.apt(["libjson-c-dev"])]),
+        // The public header as a Swift module, so the ABI target shares the exact C layouts.
+        .systemLibrary(name: "CExperimentABI", path: "Sources/CExperimentABI"),
+        // Pure decision logic: datafile -> compiled config, bucketing, audiences, decisions, event payloads.
+        .target(name: "ExperimentCore", dependencies: ["CJSONC"]),
+        // Moving parts: client state, config snapshots, user stores, event dispatch.
+        .target(name: "ExperimentRuntime", dependencies: ["ExperimentCore"]),
+        // The C ABI only: @_cdecl functions translating C <-> Swift.
+        .target(name: "experiment", dependencies: ["ExperimentRuntime", "ExperimentCore", "CExperimentABI"],
+                linkerSettings: [
+                    .unsafeFlags([
+                        "-use-ld=lld",
+                        "-Xlinker", "-soname=libexperiment.so.0",
+                        "-Xlinker", "--version-script=Sources/experiment/exports.map",
+                        "-Xlinker", "-z", "-Xlinker", "nodelete",
+                    ]),
+                ]),
+        .testTarget(name: "ExperimentCoreTests", dependencies: ["ExperimentCore"]),
+    ]
+)

@@ -1,0 +1,56 @@
+/// UTF-8 bytes borrowed for the duration of one evaluation (a user id, an attribute's string value).
+/// Never stored: the memory belongs to the caller of the decision.
+public typealias UTF8Text = UnsafeBufferPointer<UInt8>
+
+/// A user attribute's value as audience conditions see it during one decision.
+/// Numbers keep the integer/double distinction of their source; conditions treat them alike,
+/// while `bool` never compares equal to a number (the reference SDK's typing).
+public enum AttributeValue {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(UTF8Text)
+}
+
+/// A value written in an audience condition of the datafile ("value" of a leaf condition).
+public enum ConditionValue: Sendable, Equatable {
+    /// The key was absent or JSON null.
+    case missing
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string([UInt8])
+    /// An array or object: no match type accepts it.
+    case unsupported
+}
+
+/// The match types of Optimizely audience leaf conditions.
+public enum MatchType: Sendable, Equatable {
+    case exact, exists, substring
+    case greaterThan, greaterThanOrEqual, lessThan, lessThanOrEqual
+    case semverEqual, semverGreaterThan, semverGreaterThanOrEqual, semverLessThan, semverLessThanOrEqual
+    case qualified
+    /// A match name this version does not know: the condition evaluates to unknown (nil).
+    case unknown
+
+    /// `nil` (an absent or null "match") means exact, as in the reference SDK.
+    public init(name: String?) {
+        switch name {
+        case nil, "exact": self = .exact
+        case "exists": self = .exists
+        case "substring": self = .substring
+        case "gt": self = .greaterThan
+        case "ge": self = .greaterThanOrEqual
+        case "lt": self = .lessThan
+        case "le": self = .lessThanOrEqual
+        case "semver_eq": self = .semverEqual
+        case "semver_gt": self = .semverGreaterThan
+        case "semver_ge": self = .semverGreaterThanOrEqual
+        case "semver_lt": self = .semverLessThan
+        case "semver_le": self = .semverLessThanOrEqual
+        case "qualified": self = .qualified
+        default: self = .unknown
+        }
+    }
+}

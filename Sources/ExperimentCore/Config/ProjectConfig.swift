@@ -1,0 +1,213 @@
+/// A compiled, immutable Optimizely v4 datafile: everything a decision needs, indexed for the hot path.
+///
+/// Built once per datafile by `DatafileCompiler`, then shared read-only by every thread (hence
+/// `@unchecked Sendable`: all stored properties are `let`, and `StringStorage` is never mutated after
+/// compilation). Entities refer to each other by array index, never by string lookup at decision time.
+public final class ProjectConfig: @unchecked Sendable {
+    public let version: String
+    public let revision: String
+    public let projectId: String
+    public let accountId: String
+    public let environmentKey: String?
+    public let sdkKey: String?
+    public let anonymizeIP: Bool
+    public let sendFlagDecisions: Bool
+    public let botFiltering: Bool?
+    public let region: String
+
+    public let experiments: [Experiment]
+    public let groups: [Group]
+    public let audiences: [Audience]
+    public let flags: [Flag]
+    public let events: [Event]
+    public let attributes: [Attribute]
+    public let holdouts: [Holdout]
+    /// Indices into `holdouts` of running global holdouts, in datafile order.
+    public let globalHoldouts: [Int32]
+
+    public let flagIndex: KeyIndex
+    public let experimentKeyIndex: KeyIndex
+    public let experimentIdIndex: KeyIndex
+    public let eventKeyIndex: KeyIndex
+    public let attributeKeyIndex: KeyIndex
+
+    /// Owns the C strings that decisions hand out.
+    public let strings: StringStorage
+
+    init(header: Header, experiments: [Experiment], groups: [Group], audiences: [Audience], flags: [Flag],
+         events: [Event], attributes: [Attribute], holdouts: [Holdout], globalHoldouts: [Int32],
+         indexes: Indexes, strings: StringStorage)
+    {
+        version = header.version
+        revision = header.revision
+        projectId = header.projectId
+        accountId = header.accountId
+        environmentKey = header.environmentKey
+        sdkKey = header.sdkKey
+        anonymizeIP = header.anonymizeIP
+        sendFlagDecisions = header.sendFlagDecisions
+        botFiltering = header.botFiltering
+        region = header.region
+        self.experiments = experiments
+        self.groups = groups
+        self.audiences = audiences
+        self.flags = flags
+        self.events = events
+        self.attributes = attributes
+        self.holdouts = holdouts
+        self.globalHoldouts = globalHoldouts
+        flagIndex = indexes.flags
+        experimentKeyIndex = indexes.experimentKeys
+        experimentIdIndex = indexes.experimentIds
+        eventKeyIndex = indexes.events
+        attributeKeyIndex = indexes.attributes
+        self.strings = strings
+    }
+
+    struct Header {
+        var version = "4", revision = "", projectId = "", accountId = ""
+        var environmentKey: String? = nil, sdkKey: String? = nil
+        var anonymizeIP = false, sendFlagDecisions = false
+        var botFiltering: Bool? = nil
+        var region = "US"
+    }
+
+    struct Indexes {
+        var flags = KeyIndex(capacity: 8), experimentKeys = KeyIndex(capacity: 8)
+        var experimentIds = KeyIndex(capacity: 8), events = KeyIndex(capacity: 8)
+        var attributes = KeyIndex(capacity: 8)
+    }
+}
+
+public struct Variation: Sendable {
+    public let id: ConfigString
+    public let key: ConfigString
+    public let featureEnabled: Bool
+    /// Variable values by variable id, as written in the datafile.
+    public let variableValues: [VariableValue]
+}
+
+/// One range of a traffic allocation: bucket values below `endOfRange` (and at or above the previous
+/// range's end) go to `entity` — a variation index for experiments, an experiment index for groups —
+/// or nowhere when `entity` is -1 (an unallocated "" range or an id the entity does not have).
+public struct VariableValue: Sendable {
+    public let id: String
+    public let value: String
+}
+
+public struct TrafficRange: Sendable {
+    public let endOfRange: Int32
+    public let entity: Int32
+}
+
+public enum RuleKind: Sendable {
+    /// Listed in "experiments" or a group: an A/B test (or a flag's experiment rule).
+    case experiment
+    /// A targeted-delivery rule of a rollout.
+    case rolloutRule
+}
+
+public struct Experiment: Sendable {
+    public let id: ConfigString
+    public let key: ConfigString
+    public let layerId: String
+    public let isRunning: Bool
+    public let kind: RuleKind
+    /// The datafile's "type" ("ab", "td", "fr", ...), empty when absent.
+    public let type: String
+    /// nil: no audience restriction (an empty list), everyone qualifies.
+    public let audience: AudienceCondition?
+    public internal(set) var variations: [Variation]
+    public internal(set) var traffic: [TrafficRange]
+    /// Whitelisted users ("forcedVariations"): user id -> variation index.
+    public let whitelist: KeyIndex?
+    /// Index of the random-policy group this experiment belongs to, or -1.
+    public let group: Int32
+    public let groupId: String
+
+    public func variationIndex(id: String) -> Int? { variations.firstIndex { $0.id.text == id } }
+    public func variationIndex(key: String) -> Int? { variations.firstIndex { $0.key.text == key } }
+}
+
+public struct Group: Sendable {
+    public let id: String
+    public let traffic: [TrafficRange]
+}
+
+public struct Holdout: Sendable {
+    public let id: ConfigString
+    public let key: ConfigString
+    public let isRunning: Bool
+    public let audience: AudienceCondition?
+    public let variations: [Variation]
+    public let traffic: [TrafficRange]
+    public let excludeTargetedDeliveries: Bool
+}
+
+public struct Event: Sendable {
+    public let id: String
+    public let key: String
+}
+
+public struct Attribute: Sendable {
+    public let id: String
+    public let key: String
+}
+
+public enum VariableType: String, Sendable {
+    case boolean, integer, double, string, json
+}
+
+public struct Variable: Sendable {
+    public let id: String
+    public let key: String
+    public let type: VariableType
+    public let defaultValue: String
+}
+
+public struct Flag: Sendable {
+    public let id: String
+    public let key: ConfigString
+    /// The flag's experiment rules first, then its rollout's delivery rules, in evaluation order.
+    public let rules: [FlagRule]
+    /// How many of `rules` are experiment rules (the rest are rollout rules).
+    public let experimentRuleCount: Int
+    public let variables: [Variable]
+    /// Every variation reachable from the flag's rules, unique by id, in rule order
+    /// (the reference's flag variations: forced decisions and impression metadata use them).
+    public let flagVariations: [FlagVariation]
+    /// The variables JSON when the flag is off or variables come from defaults only.
+    public nonisolated(unsafe) let defaultVariablesJSON: UnsafePointer<CChar>
+}
+
+public struct FlagRule: Sendable {
+    public let experiment: Int32
+    /// Running local holdouts that target this rule ("localHoldouts" with this rule in includedRules).
+    public let holdouts: [Int32]
+    /// For each variation index of the rule's experiment, its index in the flag's `flagVariations`.
+    public let flagVariationOf: [Int32]
+}
+
+/// A variation as the flag knows it, with its precomputed variables JSON.
+public struct FlagVariation: Sendable {
+    public let id: String
+    public let key: ConfigString
+    public let featureEnabled: Bool
+    /// The flag's variables with this variation's values (used when the variation is enabled).
+    public nonisolated(unsafe) let variablesJSON: UnsafePointer<CChar>
+}
+
+extension ProjectConfig {
+    public func flagVariation(flag: Int, id: String) -> FlagVariation? {
+        flags[flag].flagVariations.first { $0.id == id }
+    }
+
+    public func flagVariation(flag: Int, key: String) -> FlagVariation? {
+        flags[flag].flagVariations.first { $0.key.text == key }
+    }
+
+    public func attributeId(forKey key: String) -> String? {
+        if let index = attributeKeyIndex.find(key) { return attributes[index].id }
+        return key.hasPrefix("$opt_") ? key : nil
+    }
+}

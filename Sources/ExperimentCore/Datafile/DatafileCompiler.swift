@@ -1,0 +1,503 @@
+/// Compiles an Optimizely v4 datafile into a `ProjectConfig`, validating as it goes.
+///
+/// The entity order rules follow the reference SDK where datafiles are ambiguous (an experiment id
+/// listed twice: rollout rules override top-level experiments and group experiments override both;
+/// typedAudiences override audiences with the same id; the last attribute/event/flag with a key wins).
+/// Problems the reference would only hit at decision time (a rule naming an unknown audience, a
+/// variation naming a variable its flag does not have) are rejected here with their place.
+public enum DatafileCompiler {
+    public static let maxBytes = 64 << 20
+    public static let maxDepth = 64
+    public static let supportedVersions: Set<String> = ["4"]
+
+    public static func compile(_ bytes: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
+        let document: JSONDocument
+        do {
+            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
+        } catch {
+            throw DatafileError(error)
+        }
+        var compiler = Compilation(root: DatafileReader(document.root, path: ""))
+        return try compiler.run()
+    }
+
+    public static func compile(_ text: String) throws(DatafileError) -> ProjectConfig {
+        var copy = text
+        let result: Result<ProjectConfig, DatafileError> = copy.withUTF8 { buffer in
+            do throws(DatafileError) { return .success(try compile(UnsafeRawBufferPointer(buffer))) }
+            catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}
+
+/// The state of one compilation: entity tables filled in dependency order.
+private struct Compilation {
+    let root: DatafileReader
+    let strings = StringStorage()
+    var audiences: [Audience] = []
+    var audienceIndexById: [String: Int] = [:]
+    var experiments: [Experiment] = []
+    var experimentIndexById: [String: Int] = [:]
+    /// Experiment ids in first-seen order (the reference's id map iteration order).
+    var experimentIdOrder: [String] = []
+    var groups: [Group] = []
+    var rolloutRulesById: [String: [Int32]] = [:]
+    var holdouts: [Holdout] = []
+    var globalHoldouts: [Int32] = []
+    var holdoutsByRuleId: [String: [Int32]] = [:]
+    var indexes = ProjectConfig.Indexes()
+
+    init(root: DatafileReader) { self.root = root }
+
+    mutating func run() throws(DatafileError) -> ProjectConfig {
+        guard root.value.kind == .object else {
+            throw DatafileError(.invalidDatafile, "datafile: expected a JSON object, got \(root.value.kindName)")
+        }
+        let header = try readHeader()
+        let attributes = try readAttributes()
+        let events = try readEvents()
+        try readAudiences()
+        try readExperiments()
+        try readHoldouts()
+        let flags = try readFlags()
+        return ProjectConfig(header: header, experiments: experiments, groups: groups, audiences: audiences,
+                             flags: flags, events: events, attributes: attributes, holdouts: holdouts,
+                             globalHoldouts: globalHoldouts, indexes: indexes, strings: strings)
+    }
+
+    // MARK: header, attributes, events
+
+    func readHeader() throws(DatafileError) -> ProjectConfig.Header {
+        let versionField = try root.required("version")
+        guard let version = versionField.value.string else {
+            throw DatafileError(.unsupportedVersion,
+                                "datafile: version: expected a string such as \"4\", got \(versionField.value.kindName)")
+        }
+        guard DatafileCompiler.supportedVersions.contains(version) else {
+            throw DatafileError(.unsupportedVersion, "datafile: version \"\(version)\" is not supported (supported: \"4\")")
+        }
+        var header = ProjectConfig.Header()
+        header.version = version
+        header.projectId = try root.requiredString("projectId")
+        header.accountId = try root.requiredString("accountId")
+        header.revision = try root.requiredString("revision")
+        header.environmentKey = try root.optionalString("environmentKey")
+        header.sdkKey = try root.optionalString("sdkKey")
+        header.anonymizeIP = try root.optionalBool("anonymizeIP") ?? false
+        header.sendFlagDecisions = try root.optionalBool("sendFlagDecisions") ?? false
+        header.botFiltering = try root.optionalBool("botFiltering")
+        header.region = try root.optionalString("region") ?? "US"
+        if header.region.isEmpty { header.region = "US" }
+        return header
+    }
+
+    mutating func readAttributes() throws(DatafileError) -> [Attribute] {
+        var attributes: [Attribute] = []
+        for entry in try root.optionalArray("attributes") {
+            let attribute = Attribute(id: try entry.requiredString("id"), key: try entry.requiredString("key"))
+            indexes.attributes.insert(attribute.key, attributes.count, replacing: true)
+            attributes.append(attribute)
+        }
+        return attributes
+    }
+
+    mutating func readEvents() throws(DatafileError) -> [Event] {
+        var events: [Event] = []
+        for entry in try root.optionalArray("events") {
+            let event = Event(id: try entry.requiredString("id"), key: try entry.requiredString("key"))
+            for id in try entry.optionalArray("experimentIds") { _ = try id.string() }
+            indexes.events.insert(event.key, events.count, replacing: true)
+            events.append(event)
+        }
+        return events
+    }
+
+    // MARK: audiences
+
+    mutating func readAudiences() throws(DatafileError) {
+        for entry in try root.optionalArray("audiences") {
+            let conditionsField = try entry.required("conditions")
+            let text = try conditionsField.string()
+            let parsed: JSONDocument
+            do {
+                parsed = try JSONDocument.parse(text, what: "datafile: \(conditionsField.path)",
+                                                maxBytes: DatafileCompiler.maxBytes, maxDepth: DatafileCompiler.maxDepth)
+            } catch {
+                throw DatafileError(.invalidDatafile, error.message)
+            }
+            let audience = try compileAudience(entry, conditions: DatafileReader(parsed.root, path: conditionsField.path),
+                                               conditionsText: text)
+            addAudience(audience)
+        }
+        for entry in try root.optionalArray("typedAudiences") {
+            let conditions = try entry.required("conditions")
+            addAudience(try compileAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText))
+        }
+    }
+
+    mutating func addAudience(_ audience: Audience) {
+        if let existing = audienceIndexById[audience.id] {
+            audiences[existing] = audience
+        } else {
+            audienceIndexById[audience.id] = audiences.count
+            audiences.append(audience)
+        }
+    }
+
+    func compileAudience(_ entry: DatafileReader, conditions: DatafileReader, conditionsText: String)
+        throws(DatafileError) -> Audience
+    {
+        let id = try entry.requiredString("id")
+        let name = try entry.optionalString("name") ?? ""
+        var leaves: [LeafCondition] = []
+        let tree = try conditionTree(conditions, leaves: &leaves)
+        return Audience(id: id, name: name, conditions: tree, leaves: leaves, conditionsText: conditionsText)
+    }
+
+    /// An audience's own condition tree: lists are operators (or an implicit "or"), objects are leaves.
+    func conditionTree(_ node: DatafileReader, leaves: inout [LeafCondition]) throws(DatafileError) -> LogicTree {
+        switch node.value.kind {
+        case .object:
+            leaves.append(try leafCondition(node))
+            return .leaf(Int32(leaves.count - 1))
+        case .array:
+            let items = try node.array()
+            guard let first = items.first else { throw node.fail("an empty condition list cannot be evaluated") }
+            let op = first.value.string
+            let operands = ["and", "or", "not"].contains(op ?? "") ? Array(items.dropFirst()) : items
+            var children: [LogicTree] = []
+            for operand in operands { children.append(try conditionTree(operand, leaves: &leaves)) }
+            switch op {
+            case "and": return .and(children)
+            case "not": return .not(children.first)
+            default: return .or(children)
+            }
+        default:
+            throw node.fail("expected a condition object or list, got \(node.value.kindName)")
+        }
+    }
+
+    func leafCondition(_ node: DatafileReader) throws(DatafileError) -> LeafCondition {
+        let name = node.member("name")?.value.stringBytes.map { Array($0) }
+        let type = node.member("type")?.value.string
+        let matchField = node.member("match")?.value
+        let match: MatchType
+        switch matchField?.kind {
+        case nil, .null?: match = .exact
+        case .string?: match = MatchType(name: matchField?.string)
+        default: match = .unknown
+        }
+        return LeafCondition(attribute: name,
+                             hasKnownType: type == "custom_attribute" || type == "third_party_dimension",
+                             match: match, value: conditionValue(node.member("value")?.value),
+                             description: node.value.jsonText)
+    }
+
+    func conditionValue(_ value: JSONValue?) -> ConditionValue {
+        guard let value else { return .missing }
+        switch value.kind {
+        case .null: return .missing
+        case .bool: return .bool(value.bool!)
+        case .int: return .int(value.int64!)
+        case .double: return .double(value.double!)
+        case .string: return .string(Array(value.stringBytes!))
+        case .array, .object: return .unsupported
+        }
+    }
+
+    /// The audience restriction of a rule: "audienceConditions" when present, else "audienceIds".
+    func audienceCondition(_ entry: DatafileReader) throws(DatafileError) -> AudienceCondition? {
+        let field: DatafileReader
+        if let conditions = entry.optional("audienceConditions") {
+            field = conditions
+        } else {
+            field = try entry.required("audienceIds")
+            guard field.value.kind == .array else { throw field.fail("expected an array, got \(field.value.kindName)") }
+        }
+        if field.value.kind == .array && field.value.count == 0 { return nil }
+        return AudienceCondition(tree: try audienceTree(field), text: field.value.jsonText)
+    }
+
+    func audienceTree(_ node: DatafileReader) throws(DatafileError) -> LogicTree {
+        switch node.value.kind {
+        case .string:
+            let id = try node.string()
+            guard let index = audienceIndexById[id] else { throw node.fail("unknown audience \"\(id)\"") }
+            return .leaf(Int32(index))
+        case .array:
+            let items = try node.array()
+            guard let first = items.first else { throw node.fail("an empty condition list cannot be evaluated") }
+            let op = first.value.string
+            let operands = ["and", "or", "not"].contains(op ?? "") ? Array(items.dropFirst()) : items
+            var children: [LogicTree] = []
+            for operand in operands { children.append(try audienceTree(operand)) }
+            switch op {
+            case "and": return .and(children)
+            case "not": return .not(children.first)
+            default: return .or(children)
+            }
+        default:
+            throw node.fail("expected an audience id or a condition list, got \(node.value.kindName)")
+        }
+    }
+
+    // MARK: experiments, groups, rollouts
+
+    mutating func readExperiments() throws(DatafileError) {
+        for entry in try root.optionalArray("experiments") {
+            try addExperiment(entry, kind: .experiment, group: -1, groupId: "")
+        }
+        for rollout in try root.optionalArray("rollouts") {
+            let id = try rollout.requiredString("id")
+            var rules: [Int32] = []
+            for entry in try rollout.requiredArray("experiments") {
+                rules.append(Int32(try addExperiment(entry, kind: .rolloutRule, group: -1, groupId: "")))
+            }
+            rolloutRulesById[id] = rules
+        }
+        var groupEntries: [(reader: DatafileReader, id: String, experiments: [Int])] = []
+        for entry in try root.optionalArray("groups") {
+            let id = try entry.requiredString("id")
+            let policy = try entry.requiredString("policy")
+            var members: [Int] = []
+            for member in try entry.requiredArray("experiments") {
+                // Only the "random" policy makes a group mutually exclusive; others bucket independently.
+                let group = policy == "random" ? Int32(groupEntries.count) : -1
+                members.append(try addExperiment(member, kind: .experiment, group: group, groupId: id))
+            }
+            groupEntries.append((entry, id, members))
+        }
+        for (entry, id, _) in groupEntries {
+            let ranges = try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
+                experimentIndexById[entityId]
+            }
+            groups.append(Group(id: id, traffic: ranges))
+        }
+        for id in experimentIdOrder {
+            let index = experimentIndexById[id]!
+            indexes.experimentIds.insert(id, index, replacing: true)
+            indexes.experimentKeys.insert(experiments[index].key.text, index, replacing: true)
+        }
+    }
+
+    @discardableResult
+    mutating func addExperiment(_ entry: DatafileReader, kind: RuleKind, group: Int32, groupId: String)
+        throws(DatafileError) -> Int
+    {
+        let id = try entry.requiredString("id")
+        let key = try entry.requiredString("key")
+        let status = try entry.requiredString("status")
+        let layerId = try entry.requiredString("layerId")
+        let variations = try readVariations(entry.requiredArray("variations"))
+        let traffic = try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
+            variations.firstIndex { $0.id.text == entityId }
+        }
+        let whitelist = try readWhitelist(entry.required("forcedVariations"), variations: variations)
+        let experiment = Experiment(
+            id: ConfigString(id, in: strings), key: ConfigString(key, in: strings), layerId: layerId,
+            isRunning: status == "Running", kind: kind, type: try entry.optionalString("type") ?? "",
+            audience: try audienceCondition(entry), variations: variations, traffic: traffic,
+            whitelist: whitelist, group: group, groupId: groupId)
+        let index = experiments.count
+        experiments.append(experiment)
+        if experimentIndexById[id] == nil { experimentIdOrder.append(id) }
+        experimentIndexById[id] = index
+        return index
+    }
+
+    func readVariations(_ entries: [DatafileReader]) throws(DatafileError) -> [Variation] {
+        var variations: [Variation] = []
+        for entry in entries {
+            var values: [VariableValue] = []
+            for usage in try entry.optionalArray("variables") {
+                values.append(VariableValue(id: try usage.requiredString("id"), value: try usage.requiredString("value")))
+            }
+            variations.append(Variation(id: ConfigString(try entry.requiredString("id"), in: strings),
+                                        key: ConfigString(try entry.requiredString("key"), in: strings),
+                                        featureEnabled: try entry.optionalBool("featureEnabled") ?? false,
+                                        variableValues: values))
+        }
+        return variations
+    }
+
+    func trafficRanges(_ entries: [DatafileReader], entity: (String) -> Int?) throws(DatafileError) -> [TrafficRange] {
+        var ranges: [TrafficRange] = []
+        for entry in entries {
+            let entityId = try entry.requiredString("entityId")
+            let endField = try entry.required("endOfRange")
+            let end = try endField.int()
+            guard end >= 0 && end <= 10_000 else { throw endField.fail("must be between 0 and 10000, got \(end)") }
+            ranges.append(TrafficRange(endOfRange: Int32(end), entity: entityId.isEmpty ? -1 : Int32(entity(entityId) ?? -1)))
+        }
+        return ranges
+    }
+
+    func readWhitelist(_ field: DatafileReader, variations: [Variation]) throws(DatafileError) -> KeyIndex? {
+        let entries = try field.object()
+        guard !entries.isEmpty else { return nil }
+        var whitelist = KeyIndex(capacity: entries.count)
+        for (user, variationKey) in entries {
+            let key = try variationKey.string()
+            // A whitelist entry naming no variation of the experiment is ignored, as in the reference.
+            if let index = variations.firstIndex(where: { $0.key.text == key }) {
+                whitelist.insert(user, index, replacing: true)
+            }
+        }
+        return whitelist
+    }
+
+    // MARK: holdouts
+
+    mutating func readHoldouts() throws(DatafileError) {
+        for entry in try root.optionalArray("holdouts") {
+            let holdout = try readHoldout(entry)
+            holdouts.append(holdout)
+            if holdout.isRunning { globalHoldouts.append(Int32(holdouts.count - 1)) }
+        }
+        for entry in try root.optionalArray("localHoldouts") {
+            // The reference skips a local holdout without includedRules; so do we.
+            guard let rules = entry.optional("includedRules") else { continue }
+            let holdout = try readHoldout(entry)
+            holdouts.append(holdout)
+            guard holdout.isRunning else { continue }
+            for rule in try rules.array() {
+                holdoutsByRuleId[try rule.string(), default: []].append(Int32(holdouts.count - 1))
+            }
+        }
+    }
+
+    func readHoldout(_ entry: DatafileReader) throws(DatafileError) -> Holdout {
+        let variations = try readVariations(entry.requiredArray("variations"))
+        return Holdout(
+            id: ConfigString(try entry.requiredString("id"), in: strings),
+            key: ConfigString(try entry.requiredString("key"), in: strings),
+            isRunning: try entry.requiredString("status") == "Running",
+            audience: try audienceCondition(entry), variations: variations,
+            traffic: try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
+                variations.firstIndex { $0.id.text == entityId }
+            },
+            excludeTargetedDeliveries: try entry.optionalBool("excludeTargetedDeliveries") ?? false)
+    }
+
+    // MARK: feature flags
+
+    mutating func readFlags() throws(DatafileError) -> [Flag] {
+        struct FlagSource { let reader: DatafileReader; let id: String; let key: String; let variables: [Variable]
+                            let experimentRules: [Int32]; let rolloutRules: [Int32] }
+        var sources: [FlagSource] = []
+        for entry in try root.optionalArray("featureFlags") {
+            let variables = try readVariables(entry.requiredArray("variables"))
+            var experimentRules: [Int32] = []
+            for idField in try entry.requiredArray("experimentIds") {
+                let id = try idField.string()
+                guard let index = experimentIndexById[id] else { throw idField.fail("unknown experiment \"\(id)\"") }
+                experimentRules.append(Int32(index))
+            }
+            let rolloutField = try entry.required("rolloutId")
+            let rolloutId = try rolloutField.string()
+            var rolloutRules: [Int32] = []
+            if !rolloutId.isEmpty {
+                guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\"") }
+                rolloutRules = rules
+            }
+            sources.append(FlagSource(reader: entry, id: try entry.requiredString("id"), key: try entry.requiredString("key"),
+                                      variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules))
+            appendEveryoneElse(toFeatureRolloutsOf: experimentRules, rolloutRules: rolloutRules)
+        }
+        let usages = variableUsagesByVariationId()
+        var flags: [Flag] = []
+        for source in sources {
+            let flag = try compileFlag(source.reader, id: source.id, key: source.key, variables: source.variables,
+                                       experimentRules: source.experimentRules, rolloutRules: source.rolloutRules,
+                                       usages: usages)
+            indexes.flags.insert(source.key, flags.count, replacing: true)
+            flags.append(flag)
+        }
+        return flags
+    }
+
+    func readVariables(_ entries: [DatafileReader]) throws(DatafileError) -> [Variable] {
+        var variables: [Variable] = []
+        for entry in entries {
+            let typeField = try entry.required("type")
+            let typeName = try typeField.string()
+            let subType = try entry.optionalString("subType")
+            let resolved = typeName == "string" && subType == "json" ? "json" : typeName
+            guard let type = VariableType(rawValue: resolved) else {
+                throw typeField.fail("unknown variable type \"\(typeName)\" (boolean, integer, double, string, json)")
+            }
+            let defaultField = try entry.required("defaultValue")
+            variables.append(Variable(id: try entry.requiredString("id"), key: try entry.requiredString("key"),
+                                      type: type, defaultValue: try defaultField.string()))
+        }
+        return variables
+    }
+
+    /// A flag's "fr" (feature rollout) experiments also serve the everyone-else variation to users
+    /// outside their traffic: the reference appends it with a range ending at 10000.
+    mutating func appendEveryoneElse(toFeatureRolloutsOf experimentRules: [Int32], rolloutRules: [Int32]) {
+        guard let last = rolloutRules.last, let everyoneElse = experiments[Int(last)].variations.first else { return }
+        for rule in experimentRules where experiments[Int(rule)].type == "fr" {
+            experiments[Int(rule)].variations.append(everyoneElse)
+            experiments[Int(rule)].traffic.append(
+                TrafficRange(endOfRange: 10_000, entity: Int32(experiments[Int(rule)].variations.count - 1)))
+        }
+    }
+
+    /// The reference keeps one variable-usage table keyed by variation id; later definitions win.
+    func variableUsagesByVariationId() -> [String: [VariableValue]] {
+        var usages: [String: [VariableValue]] = [:]
+        for id in experimentIdOrder {
+            for variation in experiments[experimentIndexById[id]!].variations {
+                usages[variation.id.text] = variation.variableValues
+            }
+        }
+        return usages
+    }
+
+    func compileFlag(_ entry: DatafileReader, id: String, key: String, variables: [Variable], experimentRules: [Int32],
+                     rolloutRules: [Int32], usages: [String: [VariableValue]]) throws(DatafileError) -> Flag
+    {
+        let variableIds = Set(variables.map(\.id))
+        var flagVariations: [FlagVariation] = []
+        var rules: [FlagRule] = []
+        for ruleIndex in experimentRules + rolloutRules {
+            let experiment = experiments[Int(ruleIndex)]
+            var flagVariationOf: [Int32] = []
+            for (position, variation) in experiment.variations.enumerated() {
+                for usage in variation.variableValues where !variableIds.contains(usage.id) {
+                    throw DatafileError(.invalidDatafile, "datafile: experiment \"\(experiment.key.text)\" variation "
+                        + "\"\(variation.key.text)\" (variations[\(position)]): variable id \"\(usage.id)\" is not a "
+                        + "variable of flag \"\(key)\"")
+                }
+                if let existing = flagVariations.firstIndex(where: { $0.id == variation.id.text }) {
+                    flagVariationOf.append(Int32(existing))
+                    continue
+                }
+                let json = variablesJSON(variables, overrides: usages[variation.id.text] ?? [])
+                flagVariations.append(FlagVariation(id: variation.id.text, key: variation.key,
+                                                    featureEnabled: variation.featureEnabled,
+                                                    variablesJSON: strings.store(json)))
+                flagVariationOf.append(Int32(flagVariations.count - 1))
+            }
+            rules.append(FlagRule(experiment: ruleIndex, holdouts: holdoutsByRuleId[experiment.id.text] ?? [],
+                                  flagVariationOf: flagVariationOf))
+        }
+        return Flag(id: id, key: ConfigString(key, in: strings), rules: rules, experimentRuleCount: experimentRules.count,
+                    variables: variables, flagVariations: flagVariations,
+                    defaultVariablesJSON: strings.store(variablesJSON(variables, overrides: [])))
+    }
+
+    func variablesJSON(_ variables: [Variable], overrides: [VariableValue]) -> String {
+        var writer = JSONWriter()
+        writer.beginObject()
+        for variable in variables {
+            let text = overrides.last(where: { $0.id == variable.id })?.value ?? variable.defaultValue
+            writer.key(variable.key)
+            writer.raw(VariableValues.json(text, as: variable.type))
+        }
+        writer.endObject()
+        return writer.text
+    }
+}

@@ -1,0 +1,119 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Turns a variable's datafile text into the JSON the reference SDK's typecast produces:
+/// boolean is `text == "true"`, integer is Python's `int(text)`, double is `float(text)`, json is
+/// `json.loads(text)`, string is the text. A value that does not cast becomes null, as in the reference.
+enum VariableValues {
+    static func json(_ text: String, as type: VariableType) -> String {
+        switch type {
+        case .boolean: return text == "true" ? "true" : "false"
+        case .string: return JSONWriter.quoted(text)
+        case .integer: return pythonInt(text) ?? "null"
+        case .double:
+            guard let value = pythonFloat(text) else { return "null" }
+            return JSONWriter.format(value)
+        case .json:
+            guard (try? JSONDocument.parse(text, what: "variable", maxBytes: 16 << 20, maxDepth: 64)) != nil else {
+                return "null"
+            }
+            return text
+        }
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || (0x09...0x0D).contains(byte)
+    }
+
+    private static func trimmed(_ text: String) -> ArraySlice<UInt8> {
+        let bytes = Array(text.utf8)
+        var start = 0, end = bytes.count
+        while start < end && isSpace(bytes[start]) { start += 1 }
+        while end > start && isSpace(bytes[end - 1]) { end -= 1 }
+        return bytes[start..<end]
+    }
+
+    /// Digits with single underscores between them (Python's numeric literal grouping). Returns the
+    /// digits without underscores, or nil.
+    private static func digitRun(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+        guard let first = bytes.first, let last = bytes.last, isDigit(first), isDigit(last) else { return nil }
+        var digits: [UInt8] = []
+        var previousUnderscore = false
+        for byte in bytes {
+            if byte == UInt8(ascii: "_") {
+                if previousUnderscore { return nil }
+                previousUnderscore = true
+            } else if isDigit(byte) {
+                digits.append(byte)
+                previousUnderscore = false
+            } else {
+                return nil
+            }
+        }
+        return digits
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+
+    /// Python `int(text)` as a JSON integer literal (any size), or nil when Python raises.
+    static func pythonInt(_ text: String) -> String? {
+        var body = trimmed(text)
+        var negative = false
+        if let sign = body.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+            negative = sign == UInt8(ascii: "-")
+            body = body.dropFirst()
+        }
+        guard var digits = digitRun(body)?[...] else { return nil }
+        while digits.count > 1 && digits.first == UInt8(ascii: "0") { digits = digits.dropFirst() }
+        let magnitude = String(decoding: digits, as: UTF8.self)
+        return negative && magnitude != "0" ? "-" + magnitude : magnitude
+    }
+
+    /// Python `float(text)`, or nil when Python raises.
+    static func pythonFloat(_ text: String) -> Double? {
+        var body = trimmed(text)
+        var sign: Double = 1
+        if let first = body.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") {
+            if first == UInt8(ascii: "-") { sign = -1 }
+            body = body.dropFirst()
+        }
+        let lower = String(decoding: body, as: UTF8.self).lowercased()
+        if lower == "inf" || lower == "infinity" { return sign * Double.infinity }
+        if lower == "nan" { return Double.nan }
+        guard let literal = decimalLiteral(body) else { return nil }
+        return literal.withCString { strtod($0, nil) } * sign
+    }
+
+    /// Validates `digits[.digits][(e|E)[sign]digits]` (either side of the point may be empty, not both)
+    /// and returns it without underscores.
+    private static func decimalLiteral(_ bytes: ArraySlice<UInt8>) -> String? {
+        var mantissa = bytes, exponent: ArraySlice<UInt8>? = nil
+        if let e = bytes.firstIndex(where: { $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }) {
+            mantissa = bytes[bytes.startIndex..<e]
+            exponent = bytes[(e + 1)...]
+        }
+        var integerPart = mantissa, fractionPart: ArraySlice<UInt8>? = nil
+        if let point = mantissa.firstIndex(of: UInt8(ascii: ".")) {
+            integerPart = mantissa[mantissa.startIndex..<point]
+            fractionPart = mantissa[(point + 1)...]
+        }
+        let integerDigits = integerPart.isEmpty ? [] : digitRun(integerPart)
+        let fractionDigits = (fractionPart?.isEmpty ?? true) ? [] : digitRun(fractionPart!)
+        guard let integerDigits, let fractionDigits, !(integerDigits.isEmpty && fractionDigits.isEmpty) else {
+            return nil
+        }
+        var literal = String(decoding: integerDigits, as: UTF8.self)
+        if !fractionDigits.isEmpty { literal += "." + String(decoding: fractionDigits, as: UTF8.self) }
+        if var exponent {
+            var exponentSign = ""
+            if let first = exponent.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") {
+                exponentSign = first == UInt8(ascii: "-") ? "-" : "+"
+                exponent = exponent.dropFirst()
+            }
+            guard let exponentDigits = digitRun(exponent) else { return nil }
+            literal += "e" + exponentSign + String(decoding: exponentDigits, as: UTF8.self)
+        }
+        return literal
+    }
+}

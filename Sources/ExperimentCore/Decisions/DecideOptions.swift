@@ -1,0 +1,35 @@
+/// The reference SDK's decide options, as the bit set the C ABI passes (EXP_DECIDE_*).
+public struct DecideOptions: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    public static let disableDecisionEvent = DecideOptions(rawValue: 1 << 0)
+    public static let enabledFlagsOnly = DecideOptions(rawValue: 1 << 1)
+    public static let ignoreUserProfileService = DecideOptions(rawValue: 1 << 2)
+    public static let includeReasons = DecideOptions(rawValue: 1 << 3)
+    public static let excludeVariables = DecideOptions(rawValue: 1 << 4)
+
+    public static let all: DecideOptions = [.disableDecisionEvent, .enabledFlagsOnly, .ignoreUserProfileService,
+                                            .includeReasons, .excludeVariables]
+
+    public static let names: [(String, DecideOptions)] = [
+        ("DISABLE_DECISION_EVENT", .disableDecisionEvent), ("ENABLED_FLAGS_ONLY", .enabledFlagsOnly),
+        ("IGNORE_USER_PROFILE_SERVICE", .ignoreUserProfileService), ("INCLUDE_REASONS", .includeReasons),
+        ("EXCLUDE_VARIABLES", .excludeVariables),
+    ]
+
+    public init?(name: String) {
+        guard let match = DecideOptions.names.first(where: { $0.0 == name }) else { return nil }
+        self = match.1
+    }
+}
+
+/// Decision reasons, collected only when asked for (INCLUDE_REASONS). Callers hold an optional log and
+/// write `reasons?.add("...")`: with no log, optional chaining skips building the message entirely.
+public final class ReasonLog {
+    public private(set) var messages: [String] = []
+
+    public init() {}
+
+    public func add(_ message: String) { messages.append(message) }
+}

@@ -1,0 +1,290 @@
+/// Decides flags and experiments for one user against one compiled config, in the reference SDK's
+/// order: flag-level forced decision, global holdouts, the flag's experiment rules (forced decision,
+/// local holdouts, running status, forced variation, whitelist, audiences, group, traffic), then the
+/// rollout's delivery rules with the everyone-else rule last.
+///
+/// A value type built per call on the stack; generic over the runtime's attribute and override sources
+/// so the hot path is specialized and allocation-free (unless reasons are collected).
+public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOverrides> {
+    public let config: ProjectConfig
+    public let userId: UTF8Text
+    public let attributes: Attributes
+    public let overrides: Overrides
+    public let reasons: ReasonLog?
+
+    public init(config: ProjectConfig, userId: UTF8Text, attributes: Attributes, overrides: Overrides,
+                includeReasons: Bool)
+    {
+        self.config = config
+        self.userId = userId
+        self.attributes = attributes
+        self.overrides = overrides
+        self.reasons = includeReasons ? ReasonLog() : nil
+    }
+
+    var userText: String { String(decoding: userId, as: UTF8.self) }
+
+    // MARK: flags
+
+    public mutating func decide(flag flagIndex: Int) -> FlagDecision {
+        let flag = config.flags[flagIndex]
+        var decision = FlagDecision(flag: Int32(flagIndex))
+        if let forced = forcedFlagVariation(flag: flagIndex, rule: nil) {
+            decision.source = .featureTest
+            decision.flagVariation = forced
+            return decision
+        }
+        for holdoutIndex in config.globalHoldouts {
+            guard let variation = holdoutVariation(Int(holdoutIndex)) else { continue }
+            let holdout = config.holdouts[Int(holdoutIndex)]
+            reasons?.add("The user '\(userText)' is bucketed into holdout '\(holdout.key.text)' for feature flag '\(flag.key.text)'.")
+            guard holdout.excludeTargetedDeliveries else {
+                return holdoutDecision(decision, holdout: holdoutIndex, variation: variation)
+            }
+            reasons?.add("Holdout '\(holdout.key.text)' excludes targeted deliveries. Targeted delivery rules will be evaluated.")
+            decision.exclusionHoldout = holdoutIndex
+            decision.exclusionHoldoutVariation = variation
+            break
+        }
+        if let decided = decideExperimentRules(flag: flagIndex, base: decision) { return decided }
+        if decision.exclusionHoldout >= 0 {
+            reasons?.add("Holdout \"\(config.holdouts[Int(decision.exclusionHoldout)].key.text)\" has excludeTargetedDeliveries enabled, continuing to rollout evaluation.")
+        }
+        return decideRolloutRules(flag: flagIndex, base: decision)
+    }
+
+    private mutating func decideExperimentRules(flag flagIndex: Int, base: FlagDecision) -> FlagDecision? {
+        let flag = config.flags[flagIndex]
+        for slot in 0..<flag.experimentRuleCount {
+            let rule = flag.rules[slot]
+            let experiment = config.experiments[Int(rule.experiment)]
+            if base.exclusionHoldout >= 0 && experiment.type != "td" { continue }
+            var decision = base
+            decision.source = .featureTest
+            decision.experiment = rule.experiment
+            if let forced = forcedFlagVariation(flag: flagIndex, rule: slot) {
+                decision.flagVariation = forced
+                return decision
+            }
+            if let caught = localHoldoutDecision(rule: rule, ruleKey: experiment.key.text, ruleKind: "experiment rule", base: base) {
+                return caught
+            }
+            if case .variation(let variation) = outcome(experiment: Int(rule.experiment)) {
+                decision.variation = variation
+                decision.flagVariation = rule.flagVariationOf[Int(variation)]
+                return decision
+            }
+        }
+        return nil
+    }
+
+    private mutating func decideRolloutRules(flag flagIndex: Int, base: FlagDecision) -> FlagDecision {
+        let flag = config.flags[flagIndex]
+        var decision = base
+        decision.source = .rollout
+        let first = flag.experimentRuleCount, last = flag.rules.count - 1
+        guard first <= last else { return decision }
+        let bucketingId = self.bucketingId()
+        var slot = first
+        while slot <= last {
+            let rule = flag.rules[slot]
+            let experiment = config.experiments[Int(rule.experiment)]
+            if let forced = forcedFlagVariation(flag: flagIndex, rule: slot) {
+                decision.experiment = rule.experiment
+                decision.flagVariation = forced
+                return decision
+            }
+            if let caught = localHoldoutDecision(rule: rule, ruleKey: experiment.key.text, ruleKind: "delivery rule", base: base) {
+                return caught
+            }
+            let everyoneElse = slot == last
+            let label = everyoneElse ? "Everyone Else" : String(slot - first + 1)
+            guard meetsAudience(experiment.audience, label: label, ruleLog: "rule") else {
+                reasons?.add("User \"\(userText)\" does not meet audience conditions for targeting rule \(label).")
+                slot += 1
+                continue
+            }
+            reasons?.add("User \"\(userText)\" meets audience conditions for targeting rule \(label).")
+            let variation = bucket(bucketingId, parent: experiment.id.utf8, ranges: experiment.traffic)
+            if variation >= 0 {
+                reasons?.add("User \"\(userText)\" bucketed into a targeting rule \(label).")
+                decision.experiment = rule.experiment
+                decision.variation = variation
+                decision.flagVariation = rule.flagVariationOf[Int(variation)]
+                return decision
+            }
+            reasons?.add("Bucketed into an empty traffic range. Returning nil.")
+            if everyoneElse { break }
+            reasons?.add("User \"\(userText)\" not bucketed into a targeting rule \(label). Checking \"Everyone Else\" rule now.")
+            slot = last
+        }
+        return decision
+    }
+
+    private func holdoutDecision(_ base: FlagDecision, holdout: Int32, variation: Int32) -> FlagDecision {
+        var decision = base
+        decision.source = .holdout
+        decision.holdout = holdout
+        decision.variation = variation
+        decision.exclusionHoldout = -1
+        decision.exclusionHoldoutVariation = -1
+        return decision
+    }
+
+    private mutating func localHoldoutDecision(rule: FlagRule, ruleKey: String, ruleKind: String, base: FlagDecision)
+        -> FlagDecision?
+    {
+        for holdoutIndex in rule.holdouts {
+            guard let variation = holdoutVariation(Int(holdoutIndex)) else { continue }
+            reasons?.add("The user '\(userText)' is bucketed into local holdout '\(config.holdouts[Int(holdoutIndex)].key.text)' for \(ruleKind) '\(ruleKey)'.")
+            var decision = holdoutDecision(base, holdout: holdoutIndex, variation: variation)
+            // A local holdout decision stands alone: the reference attaches no global holdout to it.
+            decision.exclusionHoldout = -1
+            return decision
+        }
+        return nil
+    }
+
+    /// A forced decision for the flag (rule nil) or one of its rules, resolved among the flag's variations.
+    private mutating func forcedFlagVariation(flag flagIndex: Int, rule slot: Int?) -> Int32? {
+        guard !overrides.isEmpty else { return nil }
+        let flag = config.flags[flagIndex]
+        let ruleKey = slot.map { config.experiments[Int(flag.rules[$0].experiment)].key.text }
+        guard let variationKey = overrides.forcedDecision(flagKey: flag.key.text, ruleKey: ruleKey) else { return nil }
+        if let index = flag.flagVariations.firstIndex(where: { $0.key.text == variationKey }) {
+            if let ruleKey {
+                reasons?.add("Variation (\(variationKey)) is mapped to flag (\(flag.key.text)), rule (\(ruleKey)) and user (\(userText)) in the forced decision map.")
+            } else {
+                reasons?.add("Variation (\(variationKey)) is mapped to flag (\(flag.key.text)) and user (\(userText)) in the forced decision map.")
+            }
+            return Int32(index)
+        }
+        if let ruleKey {
+            reasons?.add("Invalid variation is mapped to flag (\(flag.key.text)), rule (\(ruleKey)) and user (\(userText)) in the forced decision map.")
+        } else {
+            reasons?.add("Invalid variation is mapped to flag (\(flag.key.text)) and user (\(userText)) in the forced decision map.")
+        }
+        return nil
+    }
+
+    // MARK: experiments
+
+    /// The reference's get_variation for one experiment.
+    public mutating func outcome(experiment index: Int) -> ExperimentOutcome {
+        let experiment = config.experiments[index]
+        guard experiment.isRunning else {
+            reasons?.add("Experiment \"\(experiment.key.text)\" is not running.")
+            return .notRunning
+        }
+        if !overrides.isEmpty, let variationId = overrides.forcedVariation(experimentId: experiment.id.text),
+           let forced = experiment.variationIndex(id: variationId)
+        {
+            reasons?.add("Variation \"\(experiment.variations[forced].key.text)\" is mapped to experiment \"\(experiment.key.text)\" and user \"\(userText)\" in the forced variation map")
+            return .variation(Int32(forced))
+        }
+        if let whitelisted = experiment.whitelist?.find(userId) {
+            reasons?.add("User \"\(userText)\" is forced in variation \"\(experiment.variations[whitelisted].key.text)\".")
+            return .variation(Int32(whitelisted))
+        }
+        guard meetsAudience(experiment.audience, label: experiment.key.text, ruleLog: "experiment") else {
+            reasons?.add("User \"\(userText)\" does not meet conditions to be in experiment \"\(experiment.key.text)\".")
+            return .notTargeted
+        }
+        let bucketingId = self.bucketingId()
+        if experiment.group >= 0 {
+            let group = config.groups[Int(experiment.group)]
+            let chosen = bucket(bucketingId, parent: Array(group.id.utf8), ranges: group.traffic)
+            guard chosen == Int32(index) || (chosen >= 0 && config.experiments[Int(chosen)].id.text == experiment.id.text) else {
+                reasons?.add(chosen < 0 ? "User \"\(userText)\" is in no experiment."
+                            : "User \"\(userText)\" is not in experiment \"\(experiment.key.text)\" of group \(group.id).")
+                return .notAllocated
+            }
+            reasons?.add("User \"\(userText)\" is in experiment \(experiment.key.text) of group \(group.id).")
+        }
+        let variation = bucket(bucketingId, parent: experiment.id.utf8, ranges: experiment.traffic)
+        guard variation >= 0 else {
+            reasons?.add("Bucketed into an empty traffic range. Returning nil.")
+            reasons?.add("User \"\(userText)\" is in no variation.")
+            return .notAllocated
+        }
+        reasons?.add("User \"\(userText)\" is in variation \"\(experiment.variations[Int(variation)].key.text)\" of experiment \(experiment.key.text).")
+        return .variation(variation)
+    }
+
+    /// The variation of a running holdout the user falls into, or nil.
+    private mutating func holdoutVariation(_ index: Int) -> Int32? {
+        let holdout = config.holdouts[index]
+        guard holdout.isRunning else { return nil }
+        guard meetsAudience(holdout.audience, label: holdout.key.text, ruleLog: "experiment") else {
+            reasons?.add("User '\(userText)' does not meet the conditions for holdout '\(holdout.key.text)'.")
+            return nil
+        }
+        let variation = bucket(bucketingId(), parent: holdout.id.utf8, ranges: holdout.traffic)
+        guard variation >= 0 else {
+            reasons?.add("User '\(userText)' is not bucketed into any variation for holdout '\(holdout.key.text)'.")
+            return nil
+        }
+        reasons?.add("The user '\(userText)' is bucketed into variation '\(holdout.variations[Int(variation)].key.text)' of holdout '\(holdout.key.text)'.")
+        return variation
+    }
+
+    // MARK: bucketing
+
+    /// `$opt_bucketing_id` when it is a string, else the user id.
+    public mutating func bucketingId() -> UTF8Text {
+        let found: AttributeValue? = StaticName.bucketingId.withUnsafeBufferPointer { attributes.value(named: $0) }
+        switch found {
+        case .string(let text)?: return text
+        case nil, .null?: return userId
+        default:
+            reasons?.add("Bucketing ID attribute is not a string. Defaulted to user_id.")
+            return userId
+        }
+    }
+
+    /// MurmurHash3 of bucketing id + parent id, scaled to 10,000 buckets, looked up in the ranges.
+    @inlinable
+    public func bucket(_ bucketingId: UTF8Text, parent: [UInt8], ranges: [TrafficRange]) -> Int32 {
+        let hash = parent.withUnsafeBytes { parentBytes in
+            MurmurHash3.x86_32(concatenating: UnsafeRawBufferPointer(bucketingId), parentBytes, seed: 1)
+        }
+        let value = Bucketing.bucketValue(hash: hash)
+        for range in ranges where value < range.endOfRange { return range.entity }
+        return -1
+    }
+
+    // MARK: audiences
+
+    private mutating func meetsAudience(_ condition: AudienceCondition?, label: String, ruleLog: String) -> Bool {
+        guard let condition else {
+            reasons?.add("Audiences for \(ruleLog) \(label) collectively evaluated to TRUE.")
+            return true
+        }
+        let result = condition.tree.evaluate { evaluateAudience(Int($0)) } ?? false
+        reasons?.add("Audiences for \(ruleLog) \(label) collectively evaluated to \(result ? "TRUE" : "FALSE").")
+        return result
+    }
+
+    private func evaluateAudience(_ index: Int) -> Bool? {
+        let audience = config.audiences[index]
+        return audience.conditions.evaluate { evaluateLeaf(audience.leaves[Int($0)]) }
+    }
+
+    private func evaluateLeaf(_ leaf: LeafCondition) -> Bool? {
+        guard leaf.hasKnownType else { return nil }
+        switch leaf.match {
+        case .unknown:
+            return nil
+        case .qualified:
+            guard case .string(let segment) = leaf.value else { return nil }
+            return segment.withUnsafeBufferPointer { attributes.isQualified(for: $0) }
+        default:
+            let user = leaf.attribute.flatMap { name in name.withUnsafeBufferPointer { attributes.value(named: $0) } }
+            return LeafMatcher.evaluate(leaf.match, condition: leaf.value, user: user)
+        }
+    }
+}
+
+enum StaticName {
+    static let bucketingId: [UInt8] = Array("$opt_bucketing_id".utf8)
+}

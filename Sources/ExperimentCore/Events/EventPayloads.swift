@@ -1,0 +1,303 @@
+/// Builds event batches in the reference SDK's format (what its event dispatcher receives), one visitor
+/// per batch: `{account_id, project_id, revision, client_name, client_version, anonymize_ip,
+/// enrich_decisions, visitors: [{snapshots: [{events, decisions?}], attributes, visitor_id}]}`.
+/// Unique ids and clocks come from the caller, so this stays pure.
+public struct EventBatch: Sendable {
+    public let url: String
+    public let httpVerb: String
+    public let body: String
+}
+
+/// Who sends the events (the batch's client_name / client_version).
+public struct EventClient: Sendable {
+    public let name: String
+    public let version: String
+    public init(name: String, version: String) {
+        self.name = name
+        self.version = version
+    }
+}
+
+/// The campaign and variation an impression reports.
+public struct ImpressionSubject {
+    public var experimentId: String = ""
+    public var layerId: String = ""
+    public var variationId: String? = nil
+    public var variationKey: String = ""
+    public var flagKey: String = ""
+    public var ruleKey: String = ""
+    public var ruleType: DecisionSource = .rollout
+    public var enabled: Bool = false
+    public init() {}
+}
+
+public enum EventPayloads {
+    public static func endpoint(region: String) -> String {
+        region.uppercased() == "EU" ? "https://eu.logx.optimizely.com/v1/events" : "https://logx.optimizely.com/v1/events"
+    }
+
+    /// The impression of a flag decision, as the reference sends it from decide.
+    public static func subject(of decision: FlagDecision, in config: ProjectConfig) -> ImpressionSubject {
+        var subject = ImpressionSubject()
+        let flag = config.flags[Int(decision.flag)]
+        subject.flagKey = flag.key.text
+        subject.ruleType = decision.source
+        if decision.holdout >= 0 {
+            let holdout = config.holdouts[Int(decision.holdout)]
+            subject.experimentId = holdout.id.text
+            subject.ruleKey = holdout.key.text
+            if decision.variation >= 0 {
+                let variation = holdout.variations[Int(decision.variation)]
+                subject.variationId = variation.id.text
+                subject.variationKey = variation.key.text
+                subject.enabled = variation.featureEnabled
+            }
+            return subject
+        }
+        if decision.experiment >= 0 {
+            let experiment = config.experiments[Int(decision.experiment)]
+            subject.experimentId = experiment.id.text
+            subject.layerId = experiment.layerId
+            subject.ruleKey = experiment.key.text
+        }
+        if decision.flagVariation >= 0 {
+            // The reference re-reads the variation among the flag's variations by id.
+            let decided = flag.flagVariations[Int(decision.flagVariation)]
+            let variation = flag.flagVariations.first { $0.id == decided.id } ?? decided
+            subject.variationId = variation.id
+            subject.variationKey = variation.key.text
+            subject.enabled = decision.enabled(in: config)
+        }
+        return subject
+    }
+
+    /// The separate impression of a global holdout that excludes targeted deliveries.
+    public static func exclusionHoldoutSubject(of decision: FlagDecision, in config: ProjectConfig) -> ImpressionSubject? {
+        guard decision.exclusionHoldout >= 0 else { return nil }
+        var holdoutDecision = FlagDecision(flag: decision.flag)
+        holdoutDecision.source = .holdout
+        holdoutDecision.holdout = decision.exclusionHoldout
+        holdoutDecision.variation = decision.exclusionHoldoutVariation
+        return subject(of: holdoutDecision, in: config)
+    }
+
+    /// The impression of activate / trigger_experiment: an A/B experiment's variation, no flag.
+    public static func subject(experiment index: Int, variation: Int32, in config: ProjectConfig) -> ImpressionSubject {
+        let experiment = config.experiments[index]
+        let chosen = experiment.variations[Int(variation)]
+        var subject = ImpressionSubject()
+        subject.experimentId = experiment.id.text
+        subject.layerId = experiment.layerId
+        subject.variationId = chosen.id.text
+        subject.variationKey = chosen.key.text
+        subject.ruleKey = experiment.key.text
+        subject.ruleType = .experiment
+        subject.enabled = true
+        return subject
+    }
+
+    public static func impression<A: UserAttributes>(
+        _ subject: ImpressionSubject, config: ProjectConfig, userId: String, attributes: A, uuid: String,
+        timestamp: Int64, client: EventClient
+    ) -> EventBatch {
+        let campaignId = subject.layerId.isEmpty ? subject.experimentId : subject.layerId
+        var writer = batchPrologue(config: config, client: client)
+        writer.beginObject()  // visitor
+        writer.key("snapshots"); writer.beginArray(); writer.beginObject()
+        writer.key("events"); writer.beginArray(); writer.beginObject()
+        writer.field("entity_id", campaignId)
+        writer.field("uuid", uuid)
+        writer.field("key", "campaign_activated")
+        writer.key("timestamp"); writer.int(timestamp)
+        writer.endObject(); writer.endArray()
+        writer.key("decisions"); writer.beginArray(); writer.beginObject()
+        writer.field("campaign_id", campaignId)
+        writer.field("experiment_id", subject.experimentId)
+        writer.field("variation_id", subject.variationId.flatMap { isNumericId($0) ? $0 : nil })
+        writer.key("metadata"); writer.beginObject()
+        writer.field("flag_key", subject.flagKey)
+        writer.field("rule_key", subject.ruleKey)
+        writer.field("rule_type", subject.ruleType.rawValue)
+        writer.field("variation_key", subject.variationKey)
+        writer.field("enabled", subject.enabled)
+        writer.endObject()
+        writer.endObject(); writer.endArray()
+        writer.endObject(); writer.endArray()  // snapshot, snapshots
+        return batchEpilogue(writer, config: config, userId: userId, attributes: attributes)
+    }
+
+    /// A conversion. `tags` is the caller's validated tag object as JSON text (nil: no tags), with the
+    /// revenue and value the reference derives from it.
+    public static func conversion<A: UserAttributes>(
+        event: Event, tags: EventTags?, config: ProjectConfig, userId: String, attributes: A, uuid: String,
+        timestamp: Int64, client: EventClient
+    ) -> EventBatch {
+        var writer = batchPrologue(config: config, client: client)
+        writer.beginObject()  // visitor
+        writer.key("snapshots"); writer.beginArray(); writer.beginObject()
+        writer.key("events"); writer.beginArray(); writer.beginObject()
+        writer.field("entity_id", event.id)
+        writer.field("uuid", uuid)
+        writer.field("key", event.key)
+        writer.key("timestamp"); writer.int(timestamp)
+        if let tags {
+            if let revenue = tags.revenue { writer.key("revenue"); writer.int(revenue) }
+            if let value = tags.value { writer.key("value"); writer.double(value) }
+            writer.key("tags"); writer.raw(tags.json)
+        }
+        writer.endObject(); writer.endArray()
+        writer.endObject(); writer.endArray()  // snapshot, snapshots
+        return batchEpilogue(writer, config: config, userId: userId, attributes: attributes)
+    }
+
+    private static func batchPrologue(config: ProjectConfig, client: EventClient) -> JSONWriter {
+        var writer = JSONWriter(reservingCapacity: 640)
+        writer.beginObject()
+        writer.field("account_id", config.accountId)
+        writer.field("project_id", config.projectId)
+        writer.field("revision", config.revision)
+        writer.field("client_name", client.name)
+        writer.field("client_version", client.version)
+        writer.field("anonymize_ip", config.anonymizeIP)
+        writer.field("enrich_decisions", true)
+        writer.key("visitors"); writer.beginArray()
+        return writer
+    }
+
+    private static func batchEpilogue<A: UserAttributes>(_ start: JSONWriter, config: ProjectConfig, userId: String,
+                                                         attributes: A) -> EventBatch
+    {
+        var writer = start
+        writer.key("attributes"); writer.beginArray()
+        attributes.forEach { key, value in
+            let name = String(decoding: key, as: UTF8.self)
+            guard let id = config.attributeId(forKey: name), isReportable(value) else { return }
+            writer.beginObject()
+            writer.field("entity_id", id)
+            writer.field("key", name)
+            writer.field("type", "custom")
+            writer.key("value"); write(value, to: &writer)
+            writer.endObject()
+        }
+        if let botFiltering = config.botFiltering {
+            writer.beginObject()
+            writer.field("entity_id", "$opt_bot_filtering")
+            writer.field("key", "$opt_bot_filtering")
+            writer.field("type", "custom")
+            writer.field("value", botFiltering)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.field("visitor_id", userId)
+        writer.endObject()  // visitor
+        writer.endArray()   // visitors
+        writer.endObject()
+        return EventBatch(url: endpoint(region: config.region), httpVerb: "POST", body: writer.text)
+    }
+
+    /// Strings, booleans and finite numbers within 2^53 are sent; other values are left out.
+    static func isReportable(_ value: AttributeValue) -> Bool {
+        switch value {
+        case .string, .bool: return true
+        case .int(let n): return n.magnitude <= 1 << 53
+        case .double(let d): return d.isFinite && d.magnitude <= 9_007_199_254_740_992
+        case .null: return false
+        }
+    }
+
+    static func write(_ value: AttributeValue, to writer: inout JSONWriter) {
+        switch value {
+        case .string(let bytes): writer.string(String(decoding: bytes, as: UTF8.self))
+        case .bool(let b): writer.bool(b)
+        case .int(let n): writer.int(n)
+        case .double(let d): writer.double(d)
+        case .null: writer.null()
+        }
+    }
+
+    /// The reference sends a variation id only when it is a non-empty string of ASCII digits.
+    static func isNumericId(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+}
+
+/// Event tags validated for a conversion: the JSON object, and the revenue and value read from it.
+public struct EventTags: Sendable {
+    public let json: String
+    public let revenue: Int64?
+    public let value: Double?
+
+    /// Reads tags from a JSON object. "revenue" must be an integer and "value" a number or numeric
+    /// string with a finite value; anything else is refused with a message naming the tag.
+    public static func parse(_ object: JSONValue) -> Result<EventTags, TagError> {
+        guard object.kind == .object else {
+            return .failure(TagError(message: "event tags: expected a JSON object, got \(object.kindName)"))
+        }
+        var revenue: Int64? = nil
+        var value: Double? = nil
+        if let field = object.member("revenue"), !field.isNull {
+            guard let number = field.int64 else {
+                return .failure(TagError(message: "event tags: \"revenue\" must be an integer (e.g. cents), got \(field.kindName)"))
+            }
+            revenue = number
+        }
+        if let field = object.member("value"), !field.isNull {
+            let number: Double?
+            switch field.kind {
+            case .int, .double: number = field.double
+            case .string: number = field.string.flatMap { VariableValues.pythonFloat($0) }
+            default: number = nil
+            }
+            guard let number, number.isFinite else {
+                return .failure(TagError(message: "event tags: \"value\" must be a finite number, got \(field.kindName)"))
+            }
+            value = number
+        }
+        return .success(EventTags(json: object.jsonText, revenue: revenue, value: value))
+    }
+
+    public struct TagError: Error { public let message: String }
+}
+
+extension FlagDecision {
+    /// featureEnabled of the decided variation (false with none).
+    public func enabled(in config: ProjectConfig) -> Bool {
+        if holdout >= 0 {
+            return variation >= 0 && config.holdouts[Int(holdout)].variations[Int(variation)].featureEnabled
+        }
+        if experiment >= 0 && variation >= 0 {
+            return config.experiments[Int(experiment)].variations[Int(variation)].featureEnabled
+        }
+        if flagVariation >= 0 { return config.flags[Int(flag)].flagVariations[Int(flagVariation)].featureEnabled }
+        return false
+    }
+
+    /// The decided variation's key as a C string owned by `config`, or nil.
+    public func variationKey(in config: ProjectConfig) -> ConfigString? {
+        if holdout >= 0 {
+            return variation >= 0 ? config.holdouts[Int(holdout)].variations[Int(variation)].key : nil
+        }
+        if experiment >= 0 && variation >= 0 { return config.experiments[Int(experiment)].variations[Int(variation)].key }
+        if flagVariation >= 0 { return config.flags[Int(flag)].flagVariations[Int(flagVariation)].key }
+        return nil
+    }
+
+    /// The deciding rule's key (experiment, delivery rule or holdout), or nil.
+    public func ruleKey(in config: ProjectConfig) -> ConfigString? {
+        if holdout >= 0 { return config.holdouts[Int(holdout)].key }
+        if experiment >= 0 { return config.experiments[Int(experiment)].key }
+        return nil
+    }
+
+    /// The flag's variables JSON for this decision: the variation's values when enabled, else defaults.
+    public func variablesJSON(in config: ProjectConfig) -> UnsafePointer<CChar> {
+        let flag = config.flags[Int(flag)]
+        guard holdout < 0, flagVariation >= 0, enabled(in: config) else { return flag.defaultVariablesJSON }
+        return flag.flagVariations[Int(flagVariation)].variablesJSON
+    }
+
+    /// Whether the reference sends an impression for this decision (unless DISABLE_DECISION_EVENT).
+    public func sendsImpression(in config: ProjectConfig) -> Bool {
+        source == .featureTest || source == .holdout || config.sendFlagDecisions
+    }
+}

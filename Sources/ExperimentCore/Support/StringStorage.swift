@@ -1,0 +1,46 @@
+/// NUL-terminated copies of the config's strings, owned by one compiled config.
+///
+/// The C ABI hands out `const char *` pointers into this storage (flag keys, variation keys, variables
+/// JSON) without copying, so a decision costs no allocation. The storage lives exactly as long as the
+/// config that owns it; decisions keep their config alive.
+public final class StringStorage: @unchecked Sendable {
+    // Written only while the config is being compiled (single-threaded), read-only afterwards.
+    private var blocks: [UnsafeMutablePointer<CChar>] = []
+
+    public init() {}
+
+    /// Stores a NUL-terminated copy of `text` and returns a pointer valid for this storage's lifetime.
+    public func store(_ text: String) -> UnsafePointer<CChar> {
+        var copy = text
+        return copy.withUTF8 { store(bytes: $0) }
+    }
+
+    public func store(bytes: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar> {
+        let block = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+        if let base = bytes.baseAddress, bytes.count > 0 {
+            UnsafeMutableRawPointer(block).copyMemory(from: base, byteCount: bytes.count)
+        }
+        block[bytes.count] = 0
+        blocks.append(block)
+        return UnsafePointer(block)
+    }
+
+    deinit {
+        for block in blocks { block.deallocate() }
+    }
+}
+
+/// A string of the config: Swift text for building payloads, plus its stored C form for the ABI.
+public struct ConfigString: Sendable {
+    public let text: String
+    public let utf8: [UInt8]
+    public nonisolated(unsafe) let cString: UnsafePointer<CChar>
+
+    init(_ text: String, in storage: StringStorage) {
+        self.text = text
+        self.utf8 = Array(text.utf8)
+        self.cString = storage.store(text)
+    }
+
+    public var isEmpty: Bool { utf8.isEmpty }
+}

@@ -1,0 +1,147 @@
+import ExperimentCore
+import Synchronization
+
+public enum LibraryVersion {
+    public static let major = 0, minor = 1, patch = 0
+    public static let string = "\(major).\(minor).\(patch)"
+}
+
+/// One decided flag with what the caller needs to report it.
+public struct DecideResult {
+    public let decision: FlagDecision
+    public let reasons: [String]
+}
+
+/// A client: the current compiled config, the user stores, and the event path.
+///
+/// Decisions read an immutable config snapshot taken under a short lock, so a datafile swap never
+/// blocks or disturbs decisions in flight: they finish on the snapshot they took.
+public final class Client: @unchecked Sendable {
+    public let options: ClientOptions
+    public let properties: UserPropertyStore
+    public let overrides = OverrideStore()
+    public let events = EventSink()
+    public let eventClient = EventClient(name: "libexperiment", version: LibraryVersion.string)
+
+    private let current = Locked<ProjectConfig?>(nil)
+    private let isClosed = Atomic<Bool>(false)
+
+    public init(options: ClientOptions) {
+        self.options = options
+        self.properties = UserPropertyStore(capacity: options.userStoreCapacity)
+    }
+
+    // MARK: lifecycle
+
+    /// Compiles `datafile` off to the side and swaps it in; a datafile that fails keeps the current one.
+    public func start(datafile: UnsafeRawBufferPointer) throws(ClientError) {
+        try ensureOpen()
+        let compiled: ProjectConfig
+        do {
+            compiled = try DatafileCompiler.compile(datafile)
+        } catch {
+            throw ClientError(error)
+        }
+        current.withLock { $0 = compiled }
+    }
+
+    public var isReady: Bool { current.withLock { $0 != nil } }
+
+    /// The config decisions should use now.
+    @inline(__always)
+    public func config() throws(ClientError) -> ProjectConfig {
+        try ensureOpen()
+        guard let config = current.withLock({ $0 }) else {
+            throw ClientError(.notReady, "the client has no datafile yet: call exp_client_start first")
+        }
+        return config
+    }
+
+    public func close() { isClosed.store(true, ordering: .releasing) }
+
+    public var closed: Bool { isClosed.load(ordering: .acquiring) }
+
+    @inline(__always)
+    public func ensureOpen() throws(ClientError) {
+        if isClosed.load(ordering: .acquiring) { throw ClientError(.closed, "the client is closed") }
+    }
+
+    // MARK: decisions
+
+    public func decide<A: UserAttributes>(config: ProjectConfig, flag: Int, userId: UTF8Text, attributes: A,
+                                          options callOptions: DecideOptions) -> DecideResult
+    {
+        let options = callOptions.union(self.options.defaultDecideOptions)
+        let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
+        var service = DecisionService(config: config, userId: userId, attributes: merged,
+                                      overrides: overrides.overrides(of: userId),
+                                      includeReasons: options.contains(.includeReasons))
+        let decision = service.decide(flag: flag)
+        if !options.contains(.disableDecisionEvent) {
+            sendImpressions(of: decision, config: config, userId: userId, attributes: merged)
+        }
+        return DecideResult(decision: decision, reasons: service.reasons?.messages ?? [])
+    }
+
+    /// Decides every flag in datafile order, handing each result to `body` (ENABLED_FLAGS_ONLY filters).
+    public func decideAll<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A,
+                                             options callOptions: DecideOptions, _ body: (DecideResult) -> Void)
+    {
+        let options = callOptions.union(self.options.defaultDecideOptions)
+        for flag in config.flags.indices {
+            let result = decide(config: config, flag: flag, userId: userId, attributes: attributes, options: options)
+            if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
+            body(result)
+        }
+    }
+
+    /// get_variation / activate / trigger_experiment: the experiment's outcome for the user, with an
+    /// impression when `sendImpression` and the user got a variation.
+    public func experimentOutcome<A: UserAttributes>(config: ProjectConfig, experiment: Int, userId: UTF8Text,
+                                                     attributes: A, sendImpression: Bool) -> ExperimentOutcome
+    {
+        let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
+        var service = DecisionService(config: config, userId: userId, attributes: merged,
+                                      overrides: overrides.overrides(of: userId), includeReasons: false)
+        let outcome = service.outcome(experiment: experiment)
+        if sendImpression, case .variation(let variation) = outcome {
+            let subject = EventPayloads.subject(experiment: experiment, variation: variation, in: config)
+            send(subject, config: config, userId: userId, attributes: merged)
+        }
+        return outcome
+    }
+
+    /// A conversion for `event` (an index into the config's events).
+    public func track<A: UserAttributes>(config: ProjectConfig, event: Int, userId: UTF8Text, attributes: A,
+                                         tags: EventTags?)
+    {
+        let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
+        let batch = EventPayloads.conversion(event: config.events[event], tags: tags, config: config,
+                                             userId: String(decoding: userId, as: UTF8.self), attributes: merged,
+                                             uuid: EventIdentity.uuid(), timestamp: EventIdentity.timestampMillis(),
+                                             client: eventClient)
+        events.send(batch)
+    }
+
+    // MARK: events
+
+    private func sendImpressions<A: UserAttributes>(of decision: FlagDecision, config: ProjectConfig,
+                                                    userId: UTF8Text, attributes: A)
+    {
+        if let holdout = EventPayloads.exclusionHoldoutSubject(of: decision, in: config) {
+            send(holdout, config: config, userId: userId, attributes: attributes)
+        }
+        if decision.sendsImpression(in: config) {
+            send(EventPayloads.subject(of: decision, in: config), config: config, userId: userId, attributes: attributes)
+        }
+    }
+
+    private func send<A: UserAttributes>(_ subject: ImpressionSubject, config: ProjectConfig, userId: UTF8Text,
+                                         attributes: A)
+    {
+        let batch = EventPayloads.impression(subject, config: config, userId: String(decoding: userId, as: UTF8.self),
+                                             attributes: attributes, uuid: EventIdentity.uuid(),
+                                             timestamp: EventIdentity.timestampMillis(), client: eventClient)
+        events.send(batch)
+    }
+}

@@ -1,0 +1,48 @@
+import ExperimentCore
+import Synchronization
+
+/// User properties set by the host (exp_set_user_property), kept per user id in a bounded LRU so a
+/// flood of unique ids cannot grow memory without limit. Each user's properties are an immutable
+/// `OwnedAttributes` snapshot: a decision takes it under the lock and reads it without one.
+public final class UserPropertyStore: @unchecked Sendable {
+    private let users: Locked<LRUCache<OwnedAttributes>>
+    /// Lets decisions skip the lock entirely while nobody has set a property.
+    private let userCount = Atomic<Int>(0)
+    private let evictions = Atomic<Int>(0)
+
+    public init(capacity: Int) { users = Locked(LRUCache(capacity: capacity)) }
+
+    public var evictedUsers: Int { evictions.load(ordering: .relaxed) }
+
+    public func properties(of userId: UTF8Text) -> OwnedAttributes {
+        guard userCount.load(ordering: .acquiring) > 0 else { return .empty }
+        let key = String(decoding: userId, as: UTF8.self)
+        return users.withLock { $0.value(for: key) } ?? .empty
+    }
+
+    public func properties(of userId: String) -> OwnedAttributes {
+        guard userCount.load(ordering: .acquiring) > 0 else { return .empty }
+        return users.withLock { $0.value(for: userId) } ?? .empty
+    }
+
+    /// Applies `changes` (nil value: remove the key) to the user's properties.
+    public func update(userId: String, _ changes: [(key: [UInt8], value: OwnedValue?)]) {
+        users.withLock { cache in
+            let current = cache.value(for: userId) ?? .empty
+            let updated = current.applying(changes)
+            if updated.isEmpty {
+                cache.removeValue(for: userId)
+            } else {
+                evictions.add(cache.set(updated, for: userId), ordering: .relaxed)
+            }
+            userCount.store(cache.count, ordering: .releasing)
+        }
+    }
+
+    public func clear(userId: String) {
+        users.withLock { cache in
+            cache.removeValue(for: userId)
+            userCount.store(cache.count, ordering: .releasing)
+        }
+    }
+}

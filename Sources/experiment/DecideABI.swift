@@ -1,0 +1,217 @@
+import CExperimentABI
+import ExperimentCore
+import ExperimentRuntime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private let emptyObject: StaticString = "{}"
+private var emptyObjectPointer: UnsafePointer<CChar> {
+    UnsafeRawPointer(emptyObject.utf8Start).assumingMemoryBound(to: CChar.self)
+}
+
+/// Reason strings handed out through exp_decision.reasons, freed when the decision is released.
+private final class ReasonStrings {
+    let pointers: UnsafeMutablePointer<UnsafePointer<CChar>?>
+    let count: Int
+
+    init(_ reasons: [String]) {
+        count = reasons.count
+        pointers = .allocate(capacity: max(count, 1))
+        for (index, reason) in reasons.enumerated() { pointers[index] = UnsafePointer(strdup(reason)) }
+    }
+
+    deinit {
+        for index in 0..<count { free(UnsafeMutableRawPointer(mutating: pointers[index])) }
+        pointers.deallocate()
+    }
+}
+
+/// Fills a caller's exp_decision. The decision retains the config its strings point into.
+private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideResult, config: ProjectConfig,
+                  options: DecideOptions) {
+    let decision = result.decision
+    var filled = exp_decision()
+    filled.flag_key = config.flags[Int(decision.flag)].key.cString
+    filled.variation_key = decision.variationKey(in: config)?.cString
+    filled.rule_key = decision.ruleKey(in: config)?.cString
+    filled.variables_json = options.contains(.excludeVariables) ? emptyObjectPointer : decision.variablesJSON(in: config)
+    filled.enabled = decision.enabled(in: config) ? 1 : 0
+    filled.internal.0 = Unmanaged.passRetained(config).toOpaque()
+    if options.contains(.includeReasons) {
+        let reasons = ReasonStrings(result.reasons)
+        filled.reasons = UnsafePointer(reasons.pointers)
+        filled.reason_count = reasons.count
+        filled.internal.1 = Unmanaged.passRetained(reasons).toOpaque()
+    }
+    out.pointee = filled
+}
+
+@_cdecl("exp_decision_release")
+public func abiDecisionRelease(_ decision: UnsafeMutablePointer<exp_decision>?) {
+    guard let decision else { return }
+    if let config = decision.pointee.internal.0 { Unmanaged<ProjectConfig>.fromOpaque(config).release() }
+    if let reasons = decision.pointee.internal.1 { Unmanaged<ReasonStrings>.fromOpaque(reasons).release() }
+    decision.pointee = exp_decision()
+}
+
+@_cdecl("exp_decisions_release")
+public func abiDecisionsRelease(_ decisions: UnsafeMutablePointer<exp_decision>?, _ count: Int) {
+    guard let decisions else { return }
+    for index in 0..<count { abiDecisionRelease(decisions + index) }
+}
+
+/// The index of `flagKey` in `config`, or UNKNOWN_FLAG (INVALID_UTF8 / TOO_LARGE when the key itself is bad).
+private func flagIndex(_ flagKey: UnsafePointer<CChar>?, in config: ProjectConfig) throws(ClientError) -> Int {
+    let key = try required(flagKey, "flag_key")
+    if let index = config.flagIndex.find(cString: key) { return index }
+    let name = try string(key, "flag_key")
+    throw ClientError(.unknownFlag, "unknown flag \"\(name)\" (the datafile has \(config.flags.count) flags)")
+}
+
+@_cdecl("exp_decide")
+public func abiDecide(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ flagKey: UnsafePointer<CChar>?,
+                      _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int, _ rawOptions: UInt32,
+                      _ out: UnsafeMutablePointer<exp_decision>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let out = try required(out, "out")
+        let user = try text(userId, "user_id")
+        let options = try decideOptions(rawOptions).subtracting(.enabledFlagsOnly)
+        let config = try client.config()
+        let flag = try flagIndex(flagKey, in: config)
+        try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+            let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes, options: options)
+            fill(out, result, config: config, options: options.union(client.options.defaultDecideOptions))
+        }
+    }
+}
+
+@_cdecl("exp_flag_count")
+public func abiFlagCount(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> exp_status {
+    api { () throws(ClientError) in
+        let out = try required(out, "out_count")
+        out.pointee = try client(handle).config().flags.count
+    }
+}
+
+@_cdecl("exp_decide_all")
+public func abiDecideAll(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
+                         _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int, _ rawOptions: UInt32,
+                         _ out: UnsafeMutablePointer<exp_decision>?, _ capacity: Int,
+                         _ outCount: UnsafeMutablePointer<Int>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let outCount = try required(outCount, "out_count")
+        let user = try text(userId, "user_id")
+        let options = try decideOptions(rawOptions)
+        let config = try client.config()
+        guard capacity >= config.flags.count else {
+            outCount.pointee = config.flags.count
+            throw ClientError(.bufferTooSmall, "capacity \(capacity) is less than the \(config.flags.count) flags of the datafile")
+        }
+        let out = try required(out, "out")
+        try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+            var filled = 0
+            let effective = options.union(client.options.defaultDecideOptions)
+            client.decideAll(config: config, userId: user, attributes: attributes, options: options) { result in
+                fill(out + filled, result, config: config, options: effective)
+                filled += 1
+            }
+            outCount.pointee = filled
+        }
+    }
+}
+
+// MARK: JSON conveniences
+
+private func decisionJSON(_ result: DecideResult?, flagKey: String, config: ProjectConfig, options: DecideOptions,
+                          into writer: inout JSONWriter) {
+    writer.beginObject()
+    writer.field("flag_key", flagKey)
+    guard let result else {
+        writer.field("enabled", false)
+        writer.key("variation_key"); writer.null()
+        writer.key("rule_key"); writer.null()
+        writer.key("variables"); writer.raw("{}")
+        writer.key("reasons"); writer.beginArray(); writer.endArray()
+        writer.endObject()
+        return
+    }
+    let decision = result.decision
+    writer.field("enabled", decision.enabled(in: config))
+    writer.field("variation_key", decision.variationKey(in: config)?.text)
+    writer.field("rule_key", decision.ruleKey(in: config)?.text)
+    writer.key("variables")
+    writer.raw(options.contains(.excludeVariables) ? "{}" : String(cString: decision.variablesJSON(in: config)))
+    writer.key("reasons"); writer.beginArray()
+    result.reasons.forEach { writer.string($0) }
+    writer.endArray()
+    writer.endObject()
+}
+
+@_cdecl("exp_decide_json")
+public func abiDecideJSON(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ flagKey: UnsafePointer<CChar>?,
+                          _ attributesJSON: UnsafePointer<CChar>?, _ rawOptions: UInt32,
+                          _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let out = try required(out, "out_json")
+        let user = try text(userId, "user_id")
+        let options = try decideOptions(rawOptions).subtracting(.enabledFlagsOnly)
+        let attributes = try jsonAttributes(attributesJSON)
+        let config = try client.config()
+        let flag = try flagIndex(flagKey, in: config)
+        let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes, options: options)
+        var writer = JSONWriter()
+        decisionJSON(result, flagKey: config.flags[flag].key.text, config: config,
+                     options: options.union(client.options.defaultDecideOptions), into: &writer)
+        out.pointee = duplicate(writer.text)
+    }
+}
+
+@_cdecl("exp_decide_for_keys_json")
+public func abiDecideForKeysJSON(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
+                                 _ flagKeysJSON: UnsafePointer<CChar>?, _ attributesJSON: UnsafePointer<CChar>?,
+                                 _ rawOptions: UInt32, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let out = try required(out, "out_json")
+        let user = try text(userId, "user_id")
+        let options = try decideOptions(rawOptions)
+        let effective = options.union(client.options.defaultDecideOptions)
+        let attributes = try jsonAttributes(attributesJSON)
+        let config = try client.config()
+        var writer = JSONWriter()
+        writer.beginObject()
+        if let flagKeysJSON {
+            let document = try parseJSON(flagKeysJSON, what: "flag_keys")
+            guard document.root.kind == .array else {
+                throw ClientError(.invalidArgument, "flag_keys: expected a JSON array of flag keys, got \(document.root.kindName)")
+            }
+            for (position, element) in document.root.elements.enumerated() {
+                guard let key = element.string else {
+                    throw ClientError(.invalidArgument, "flag_keys[\(position)]: expected a string, got \(element.kindName)")
+                }
+                guard let flag = config.flagIndex.find(key) else {
+                    writer.key(key)
+                    decisionJSON(nil, flagKey: key, config: config, options: effective, into: &writer)
+                    continue
+                }
+                let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes,
+                                           options: options.subtracting(.enabledFlagsOnly))
+                if effective.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
+                writer.key(key)
+                decisionJSON(result, flagKey: key, config: config, options: effective, into: &writer)
+            }
+        } else {
+            client.decideAll(config: config, userId: user, attributes: attributes, options: options) { result in
+                let key = config.flags[Int(result.decision.flag)].key.text
+                writer.key(key)
+                decisionJSON(result, flagKey: key, config: config, options: effective, into: &writer)
+            }
+        }
+        writer.endObject()
+        out.pointee = duplicate(writer.text)
+    }
+}

@@ -1,0 +1,67 @@
+import CExperimentABI
+import ExperimentRuntime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The calling thread's last error message (exp_last_error), in a per-thread malloc'd buffer that
+/// pthread frees when the thread exits.
+enum LastError {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in free(pointer) }
+        return key
+    }()
+
+    private static let empty: StaticString = ""
+
+    static func set(_ message: String) {
+        free(pthread_getspecific(key))
+        pthread_setspecific(key, strdup(message))
+    }
+
+    @inline(__always)
+    static func clear() {
+        if let current = pthread_getspecific(key) {
+            current.assumingMemoryBound(to: CChar.self).pointee = 0
+        }
+    }
+
+    static var message: UnsafePointer<CChar> {
+        if let current = pthread_getspecific(key) { return UnsafePointer(current.assumingMemoryBound(to: CChar.self)) }
+        return UnsafeRawPointer(empty.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+}
+
+@inline(__always)
+func status(_ code: ErrorCode) -> exp_status { exp_status(rawValue: code.rawValue) }
+
+let statusOK = exp_status(rawValue: 0)
+
+/// Runs one API call: success clears the thread's last error, a failure records it and returns its code.
+@inline(__always)
+func api(_ body: () throws(ClientError) -> Void) -> exp_status {
+    do {
+        try body()
+        LastError.clear()
+        return statusOK
+    } catch {
+        LastError.set(error.message)
+        return status(error.code)
+    }
+}
+
+/// The client behind a handle (handles are retained `Client` references).
+@inline(__always)
+func client(_ handle: OpaquePointer?) throws(ClientError) -> Client {
+    guard let handle else { throw ClientError(.invalidArgument, "client is NULL") }
+    return Unmanaged<Client>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue()
+}
+
+func required<T>(_ pointer: T?, _ name: String) throws(ClientError) -> T {
+    guard let pointer else { throw ClientError(.invalidArgument, "\(name) is NULL") }
+    return pointer
+}
+
+/// A malloc'd copy of `text` for a `char **` out-parameter (freed by exp_free).
+func duplicate(_ text: String) -> UnsafeMutablePointer<CChar> { strdup(text)! }

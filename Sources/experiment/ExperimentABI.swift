@@ -1,0 +1,139 @@
+import CExperimentABI
+import ExperimentCore
+import ExperimentRuntime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private func experimentIndex(key: UnsafePointer<CChar>?, in config: ProjectConfig) throws(ClientError) -> Int {
+    let name = try string(key, "experiment_key")
+    guard let index = config.experimentKeyIndex.find(name) else {
+        throw ClientError(.unknownExperiment, "unknown experiment \"\(name)\"")
+    }
+    return index
+}
+
+/// get_variation and activate share everything but the impression.
+private func variationKey(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?, _ userId: UnsafePointer<CChar>?,
+                          _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int,
+                          _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, activate: Bool) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let out = try required(out, "out_variation_key")
+        let user = try text(userId, "user_id")
+        let config = try client.config()
+        let experiment = try experimentIndex(key: experimentKey, in: config)
+        let outcome = try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+            client.experimentOutcome(config: config, experiment: experiment, userId: user, attributes: attributes,
+                                     sendImpression: activate)
+        }
+        if case .variation(let variation) = outcome {
+            out.pointee = duplicate(config.experiments[experiment].variations[Int(variation)].key.text)
+        } else {
+            out.pointee = nil
+        }
+    }
+}
+
+@_cdecl("exp_get_variation")
+public func abiGetVariation(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?, _ userId: UnsafePointer<CChar>?,
+                            _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int,
+                            _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    variationKey(handle, experimentKey, userId, attributes, attributeCount, out, activate: false)
+}
+
+@_cdecl("exp_activate")
+public func abiActivate(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?, _ userId: UnsafePointer<CChar>?,
+                        _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int,
+                        _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    variationKey(handle, experimentKey, userId, attributes, attributeCount, out, activate: true)
+}
+
+@_cdecl("exp_trigger_experiment")
+public func abiTriggerExperiment(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
+                                 _ experimentId: UnsafePointer<CChar>?, _ attributes: UnsafePointer<exp_attribute>?,
+                                 _ attributeCount: Int,
+                                 _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let out = try required(out, "out_variation_id")
+        let user = try text(userId, "user_id")
+        let id = try string(experimentId, "experiment_id")
+        let config = try client.config()
+        guard let experiment = config.experimentIdIndex.find(id), config.experiments[experiment].kind == .experiment else {
+            throw ClientError(.unknownExperiment, "unknown experiment id \"\(id)\"")
+        }
+        let key = config.experiments[experiment].key.text
+        let outcome = try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+            client.experimentOutcome(config: config, experiment: experiment, userId: user, attributes: attributes,
+                                     sendImpression: true)
+        }
+        switch outcome {
+        case .variation(let variation):
+            out.pointee = duplicate(config.experiments[experiment].variations[Int(variation)].id.text)
+        case .notRunning:
+            throw ClientError(.notAllocated, "experiment \"\(key)\" (id \(id)) is not running")
+        case .notTargeted:
+            throw ClientError(.notTargeted, "user does not meet the audience conditions of experiment \"\(key)\" (id \(id))")
+        case .notAllocated:
+            throw ClientError(.notAllocated, "user falls outside the traffic allocation of experiment \"\(key)\" (id \(id))")
+        }
+    }
+}
+
+@_cdecl("exp_set_forced_variation")
+public func abiSetForcedVariation(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?,
+                                  _ userId: UnsafePointer<CChar>?, _ variationKey: UnsafePointer<CChar>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let user = try string(userId, "user_id")
+        let variationName = try optionalString(variationKey, "variation_key")
+        let config = try client.config()
+        let experiment = config.experiments[try experimentIndex(key: experimentKey, in: config)]
+        var variationId: String? = nil
+        if let variationName {
+            guard let index = experiment.variationIndex(key: variationName) else {
+                throw ClientError(.unknownVariation, "experiment \"\(experiment.key.text)\" has no variation \"\(variationName)\"")
+            }
+            variationId = experiment.variations[index].id.text
+        }
+        client.overrides.setForcedVariation(userId: user, experimentId: experiment.id.text, variationId: variationId)
+    }
+}
+
+@_cdecl("exp_get_forced_variation")
+public func abiGetForcedVariation(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?,
+                                  _ userId: UnsafePointer<CChar>?,
+                                  _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let out = try required(out, "out_variation_key")
+        let user = try string(userId, "user_id")
+        let config = try client.config()
+        let experiment = config.experiments[try experimentIndex(key: experimentKey, in: config)]
+        let variationId = client.overrides.overrides(of: user).forcedVariation(experimentId: experiment.id.text)
+        let index = variationId.flatMap { experiment.variationIndex(id: $0) }
+        out.pointee = index.map { duplicate(experiment.variations[$0].key.text) }
+    }
+}
+
+@_cdecl("exp_set_forced_decision")
+public func abiSetForcedDecision(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ flagKey: UnsafePointer<CChar>?,
+                                 _ ruleKey: UnsafePointer<CChar>?, _ variationKey: UnsafePointer<CChar>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        try client.ensureOpen()
+        client.overrides.setForcedDecision(userId: try string(userId, "user_id"), flagKey: try string(flagKey, "flag_key"),
+                                           ruleKey: try optionalString(ruleKey, "rule_key"),
+                                           variationKey: try optionalString(variationKey, "variation_key"))
+    }
+}
+
+@_cdecl("exp_remove_forced_decisions")
+public func abiRemoveForcedDecisions(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        try client.ensureOpen()
+        client.overrides.removeForcedDecisions(userId: try string(userId, "user_id"))
+    }
+}

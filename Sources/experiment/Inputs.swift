@@ -1,0 +1,187 @@
+import CExperimentABI
+import ExperimentCore
+import ExperimentRuntime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let maxKeyBytes = 1024
+let maxStringBytes = 65536
+let maxAttributes = 1024
+let maxInputJSONBytes = 1 << 20
+
+/// Measures and validates a C string argument: non-NULL, at most `limit` bytes, valid UTF-8.
+func text(_ pointer: UnsafePointer<CChar>?, _ name: String, limit: Int = maxKeyBytes) throws(ClientError) -> UTF8Text {
+    guard let pointer else { throw ClientError(.invalidArgument, "\(name) is NULL") }
+    let length = strnlen(pointer, limit + 1)
+    guard length <= limit else { throw ClientError(.tooLarge, "\(name) is longer than \(limit) bytes") }
+    let bytes = UTF8Text(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: length)
+    guard UTF8Validation.isValid(bytes) else { throw ClientError(.invalidUTF8, "\(name) is not valid UTF-8") }
+    return bytes
+}
+
+func string(_ pointer: UnsafePointer<CChar>?, _ name: String, limit: Int = maxKeyBytes) throws(ClientError) -> String {
+    String(decoding: try text(pointer, name, limit: limit), as: UTF8.self)
+}
+
+func optionalString(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(ClientError) -> String? {
+    guard pointer != nil else { return nil }
+    return try string(pointer, name)
+}
+
+/// Per-call attributes given as a C array, validated once, read without copying. A key given twice
+/// counts once, with its last value (as building a dictionary would).
+struct CAttributes: UserAttributes {
+    let items: UnsafeBufferPointer<exp_attribute>
+    let keyLengths: UnsafeMutableBufferPointer<Int>
+
+    /// Validates `items`, measuring keys into `keyLengths` (caller-provided scratch of the same count).
+    init(_ items: UnsafeBufferPointer<exp_attribute>, keyLengths: UnsafeMutableBufferPointer<Int>) throws(ClientError) {
+        self.items = items
+        self.keyLengths = keyLengths
+        for index in items.indices {
+            let item = items[index]
+            let key = try text(item.key, "attributes[\(index)].key")
+            keyLengths[index] = key.count
+            switch UInt32(bitPattern: item.value.type) {
+            case EXP_VALUE_NULL.rawValue, EXP_VALUE_BOOL.rawValue, EXP_VALUE_INT.rawValue, EXP_VALUE_DOUBLE.rawValue:
+                break
+            case EXP_VALUE_STRING.rawValue:
+                _ = try text(item.value.string_value, "attributes[\(index)] (\"\(String(decoding: key, as: UTF8.self))\") string value",
+                             limit: maxStringBytes)
+            default:
+                throw ClientError(.invalidArgument, "attributes[\(index)].value.type: \(item.value.type) is not an exp_value_type")
+            }
+        }
+    }
+
+    @inline(__always)
+    func value(named name: UTF8Text) -> AttributeValue? {
+        var index = items.count - 1
+        while index >= 0 {
+            if keyLengths[index] == name.count,
+               name.count == 0 || memcmp(items[index].key!, name.baseAddress!, name.count) == 0
+            {
+                return CAttributes.value(of: items[index].value)
+            }
+            index -= 1
+        }
+        return nil
+    }
+
+    func isQualified(for segment: UTF8Text) -> Bool { false }
+
+    func forEach(_ body: (UTF8Text, AttributeValue) -> Void) {
+        for index in items.indices {
+            let key = UTF8Text(start: UnsafeRawPointer(items[index].key!).assumingMemoryBound(to: UInt8.self),
+                               count: keyLengths[index])
+            // Only the last occurrence of a repeated key is reported.
+            var repeated = false
+            for later in (index + 1)..<items.count where keyLengths[later] == key.count
+                && memcmp(items[later].key!, key.baseAddress!, key.count) == 0 { repeated = true; break }
+            if !repeated { body(key, CAttributes.value(of: items[index].value)) }
+        }
+    }
+
+    @inline(__always)
+    static func value(of value: exp_value) -> AttributeValue {
+        switch UInt32(bitPattern: value.type) {
+        case EXP_VALUE_BOOL.rawValue: return .bool(value.bool_value != 0)
+        case EXP_VALUE_INT.rawValue: return .int(value.int_value)
+        case EXP_VALUE_DOUBLE.rawValue: return .double(value.double_value)
+        case EXP_VALUE_STRING.rawValue:
+            let pointer = value.string_value!
+            return .string(UTF8Text(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self),
+                                    count: strlen(pointer)))
+        default: return .null
+        }
+    }
+}
+
+/// Validates the C attribute array and runs `body` with it (key lengths live on the stack).
+@inline(__always)
+func withAttributes<R>(_ pointer: UnsafePointer<exp_attribute>?, _ count: Int,
+                       _ body: (CAttributes) throws(ClientError) -> R) throws(ClientError) -> R {
+    guard count <= maxAttributes else {
+        throw ClientError(.tooLarge, "attribute_count \(count) exceeds the limit of \(maxAttributes)")
+    }
+    if count > 0 && pointer == nil { throw ClientError(.invalidArgument, "attributes is NULL but attribute_count is \(count)") }
+    let items = UnsafeBufferPointer(start: pointer, count: count)
+    let result: Result<R, ClientError> = withUnsafeTemporaryAllocation(of: Int.self, capacity: max(count, 1)) { scratch in
+        do throws(ClientError) {
+            return .success(try body(try CAttributes(items, keyLengths: scratch)))
+        } catch {
+            return .failure(error)
+        }
+    }
+    return try result.get()
+}
+
+/// Parses a JSON text into a document (bounded, strict).
+func parseJSON(_ pointer: UnsafePointer<CChar>, what: String) throws(ClientError) -> JSONDocument {
+    let length = strnlen(pointer, maxInputJSONBytes + 1)
+    guard length <= maxInputJSONBytes else { throw ClientError(.tooLarge, "\(what): larger than \(maxInputJSONBytes) bytes") }
+    do {
+        return try JSONDocument.parse(UnsafeRawBufferPointer(start: pointer, count: length), what: what,
+                                      maxBytes: maxInputJSONBytes, maxDepth: 64)
+    } catch {
+        throw ClientError(error)
+    }
+}
+
+/// A scalar JSON value as an owned attribute value; arrays and objects are refused.
+func ownedValue(_ value: JSONValue, what: String) throws(ClientError) -> OwnedValue {
+    switch value.kind {
+    case .null: return .null
+    case .bool: return .bool(value.bool!)
+    case .int: return .int(value.int64!)
+    case .double: return .double(value.double!)
+    case .string:
+        let bytes = value.stringBytes!
+        guard bytes.count <= maxStringBytes else { throw ClientError(.tooLarge, "\(what): longer than \(maxStringBytes) bytes") }
+        return .string(Array(bytes))
+    case .array, .object:
+        throw ClientError(.invalidArgument, "\(what): expected a string, number, boolean or null, got \(value.kindName)")
+    }
+}
+
+/// Attributes given as a JSON object (NULL: none).
+func jsonAttributes(_ pointer: UnsafePointer<CChar>?) throws(ClientError) -> OwnedAttributes {
+    guard let pointer else { return .empty }
+    let document = try parseJSON(pointer, what: "attributes")
+    guard document.root.kind == .object else {
+        throw ClientError(.invalidArgument, "attributes: expected a JSON object, got \(document.root.kindName)")
+    }
+    let members = document.root.members
+    guard members.count <= maxAttributes else { throw ClientError(.tooLarge, "attributes: more than \(maxAttributes) keys") }
+    var pairs: [(key: [UInt8], value: OwnedValue)] = []
+    for (key, value) in members {
+        guard key.utf8.count <= maxKeyBytes else { throw ClientError(.tooLarge, "attributes: key longer than \(maxKeyBytes) bytes") }
+        pairs.append((Array(key.utf8), try ownedValue(value, what: "attributes.\(key)")))
+    }
+    return OwnedAttributes(pairs)
+}
+
+/// Converts a typed exp_value into an owned value.
+func ownedValue(_ pointer: UnsafePointer<exp_value>?, what: String) throws(ClientError) -> OwnedValue {
+    let value = try required(pointer, what).pointee
+    switch UInt32(bitPattern: value.type) {
+    case EXP_VALUE_NULL.rawValue: return .null
+    case EXP_VALUE_BOOL.rawValue: return .bool(value.bool_value != 0)
+    case EXP_VALUE_INT.rawValue: return .int(value.int_value)
+    case EXP_VALUE_DOUBLE.rawValue: return .double(value.double_value)
+    case EXP_VALUE_STRING.rawValue:
+        return .string(Array(try text(value.string_value, "\(what).string_value", limit: maxStringBytes)))
+    default:
+        throw ClientError(.invalidArgument, "\(what).type: \(value.type) is not an exp_value_type")
+    }
+}
+
+/// Rejects option bits the header does not define.
+func decideOptions(_ raw: UInt32) throws(ClientError) -> DecideOptions {
+    let options = DecideOptions(rawValue: raw)
+    guard DecideOptions.all.isSuperset(of: options) else {
+        throw ClientError(.invalidArgument, "options: unknown decide option bits 0x\(String(raw & ~DecideOptions.all.rawValue, radix: 16))")
+    }
+    return options
+}

@@ -1,0 +1,98 @@
+import CExperimentABI
+import ExperimentCore
+import ExperimentRuntime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private func setProperty(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ key: UnsafePointer<CChar>?,
+                         _ value: () throws(ClientError) -> OwnedValue?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        try client.ensureOpen()
+        let user = try string(userId, "user_id")
+        let name = try text(key, "key")
+        client.properties.update(userId: user, [(Array(name), try value())])
+    }
+}
+
+@_cdecl("exp_set_user_property")
+public func abiSetUserProperty(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ key: UnsafePointer<CChar>?,
+                               _ value: UnsafePointer<exp_value>?) -> exp_status {
+    setProperty(handle, userId, key) { () throws(ClientError) in try ownedValue(value, what: "value") }
+}
+
+@_cdecl("exp_set_user_property_json")
+public func abiSetUserPropertyJSON(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ key: UnsafePointer<CChar>?,
+                                   _ valueJSON: UnsafePointer<CChar>?) -> exp_status {
+    setProperty(handle, userId, key) { () throws(ClientError) in
+        let document = try parseJSON(try required(valueJSON, "value_json"), what: "value_json")
+        return try ownedValue(document.root, what: "value_json")
+    }
+}
+
+@_cdecl("exp_remove_user_property")
+public func abiRemoveUserProperty(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
+                                  _ key: UnsafePointer<CChar>?) -> exp_status {
+    setProperty(handle, userId, key) { () throws(ClientError) in nil }
+}
+
+@_cdecl("exp_clear_user_properties")
+public func abiClearUserProperties(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        try client.ensureOpen()
+        client.properties.clear(userId: try string(userId, "user_id"))
+    }
+}
+
+@_cdecl("exp_get_user_properties_json")
+public func abiGetUserPropertiesJSON(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
+                                     _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        try client.ensureOpen()
+        let out = try required(out, "out_json")
+        let properties = client.properties.properties(of: try string(userId, "user_id"))
+        var writer = JSONWriter()
+        writer.beginObject()
+        for entry in properties.entries {
+            writer.key(String(decoding: entry.key, as: UTF8.self))
+            switch entry.owned {
+            case .null: writer.null()
+            case .bool(let b): writer.bool(b)
+            case .int(let n): writer.int(n)
+            case .double(let d): writer.double(d)
+            case .string(let bytes): writer.string(String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        writer.endObject()
+        out.pointee = duplicate(writer.text)
+    }
+}
+
+@_cdecl("exp_track")
+public func abiTrack(_ handle: OpaquePointer?, _ eventKey: UnsafePointer<CChar>?, _ userId: UnsafePointer<CChar>?,
+                     _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int,
+                     _ tagsJSON: UnsafePointer<CChar>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let user = try text(userId, "user_id")
+        let key = try string(eventKey, "event_key")
+        var tags: EventTags? = nil
+        if let tagsJSON {
+            let document = try parseJSON(tagsJSON, what: "event tags")
+            switch EventTags.parse(document.root) {
+            case .success(let parsed): tags = parsed
+            case .failure(let problem): throw ClientError(.invalidEventTags, problem.message)
+            }
+        }
+        let config = try client.config()
+        guard let event = config.eventKeyIndex.find(key) else {
+            throw ClientError(.unknownEvent, "unknown event \"\(key)\"")
+        }
+        try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+            client.track(config: config, event: event, userId: user, attributes: attributes, tags: tags)
+        }
+    }
+}

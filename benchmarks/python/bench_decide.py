@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""libexperiment's Python binding vs Optimizely's reference SDK (optimizely-sdk), side by side.
+
+In one run, on the same datafile and the same users:
+
+  1. checks that both decide the same (flag key, enabled, variation, rule, variables — types included)
+     for every user, and for every flag of the decide-all datafile (AssertionError otherwise);
+  2. times a decide of one flag, for ours and for optimizely, each with a speedup row:
+       variation key only   ours: client.decide(..., EXCLUDE_VARIABLES).variation_key
+                            optimizely: the same option (the binding decodes nothing it is not asked for)
+       full Decision        ours: client.decide(...) and every field read (variables parsed)
+                            optimizely: user_context.decide(flag)
+     Optimizely is timed twice: with a new user context per decide (create_user_context(user, attrs), as
+     an app serving requests does) and with one pre-built context per user reused. Decision events are
+     disabled (DISABLE_DECISION_EVENT) on both sides, then the whole set is repeated with impression
+     events handed to a no-op dispatcher on both sides ("+events");
+  3. times decide_all over the 50-flag datafile the same way.
+
+Each timing is the median over --repeats runs of a loop over all users, measured with
+time.perf_counter_ns; the result is µs per call. The speedup is optimizely's time / ours.
+
+Users are the first --users of the 10,000 the C benchmark uses (same ids, same attributes).
+
+The binding is loaded from bindings/python (added to sys.path when `experiment` is not importable);
+it finds libexperiment.so through EXPERIMENT_LIBRARY or the repository build (.build/release).
+
+Usage: python3 benchmarks/python/bench_decide.py [--datafile F] [--flag K] [--all-datafile F]
+           [--users N] [--all-users N] [--repeats R] [--results FILE]
+"""
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+try:
+    import experiment
+except ImportError:
+    sys.path.insert(0, os.path.join(REPO, "bindings", "python"))
+    import experiment
+
+from optimizely import optimizely
+from optimizely.decision.optimizely_decide_option import OptimizelyDecideOption
+from optimizely.helpers.sdk_settings import OptimizelySdkSettings
+from optimizely.logger import NoOpLogger
+from optimizely.version import __version__ as optimizely_version
+
+COUNTRIES = ["NL", "DE", "FR", "US", "GB"]
+APP_VERSIONS = ["1.9.3", "2.0.0", "2.4.1", "3.1.0"]
+
+
+def user_attributes(i):
+    """User i of the benchmarks. Keep in sync with build_users() in benchmarks/c/bench_decide.c."""
+    return {"country": COUNTRIES[i % 5], "age": 16 + (i * 7) % 60, "app_version": APP_VERSIONS[(i // 5) % 4]}
+
+
+def make_users(count):
+    return [("user-%d" % i, user_attributes(i)) for i in range(count)]
+
+
+class CountingDispatcher:
+    """An event dispatcher for both SDKs: counts events instead of sending them."""
+
+    def __init__(self):
+        self.count = 0
+
+    def dispatch_event(self, event):
+        self.count += 1
+
+
+def make_reference(datafile_text, dispatcher):
+    client = optimizely.Optimizely(datafile=datafile_text, event_dispatcher=dispatcher, logger=NoOpLogger(),
+                                   settings=OptimizelySdkSettings(odp_disabled=True))
+    if not client.is_valid:
+        sys.exit("optimizely-sdk rejects the datafile")
+    return client
+
+
+def make_ours(datafile_text, dispatcher):
+    return experiment.Client(sdk_key="bench", datafile=datafile_text, event_dispatcher=dispatcher)
+
+
+# ------------------------------------------------------------------------------------------------
+# Equality
+# ------------------------------------------------------------------------------------------------
+
+def canonical(flag_key, enabled, variation_key, rule_key, variables):
+    # json.dumps keeps types apart that == would not: 1 vs 1.0 vs True.
+    return json.dumps({"flag_key": flag_key, "enabled": enabled, "variation_key": variation_key,
+                       "rule_key": rule_key, "variables": variables}, sort_keys=True)
+
+
+def ours_canonical(d):
+    return canonical(d.flag_key, d.enabled, d.variation_key, d.rule_key, d.variables)
+
+
+def reference_canonical(d):
+    return canonical(d.flag_key, d.enabled, d.variation_key, d.rule_key, d.variables)
+
+
+def check_equal(ours, reference, users, flag_key, all_flags=False):
+    mismatches = []
+    for user_id, attributes in users:
+        context = reference.create_user_context(user_id, attributes)
+        if all_flags:
+            theirs = {k: reference_canonical(d) for k, d in context.decide_all(NO_EVENT_REF).items()}
+            mine = {k: ours_canonical(d) for k, d in ours.decide_all(user_id, attributes, NO_EVENT_OURS).items()}
+        else:
+            theirs = reference_canonical(context.decide(flag_key, NO_EVENT_REF))
+            mine = ours_canonical(ours.decide(user_id, flag_key, attributes, NO_EVENT_OURS))
+        if mine != theirs:
+            mismatches.append((user_id, attributes, mine, theirs))
+    for user_id, attributes, mine, theirs in mismatches[:5]:
+        print("MISMATCH %s %s\n  ours:       %s\n  optimizely: %s" % (user_id, attributes, mine, theirs),
+              file=sys.stderr)
+    assert not mismatches, "%d of %d users decided differently from optimizely-sdk" % (len(mismatches), len(users))
+
+
+NO_EVENT_OURS = ("DISABLE_DECISION_EVENT",)
+NO_EVENT_REF = [OptimizelyDecideOption.DISABLE_DECISION_EVENT]
+
+
+# ------------------------------------------------------------------------------------------------
+# Timing
+# ------------------------------------------------------------------------------------------------
+
+def time_per_call_us(loop, calls, repeats):
+    """Median over `repeats` runs of loop() (which makes `calls` calls), in µs per call."""
+    loop()  # warm-up
+    samples = []
+    for _ in range(repeats):
+        gc.collect()
+        start = time.perf_counter_ns()
+        loop()
+        samples.append((time.perf_counter_ns() - start) / calls / 1000.0)
+    return statistics.median(samples)
+
+
+def ours_decide_loop(ours, users, flag_key, options, read_all):
+    decide = ours.decide
+    if read_all:
+        def loop():
+            for user_id, attributes in users:
+                d = decide(user_id, flag_key, attributes, options)
+                (d.flag_key, d.enabled, d.variation_key, d.rule_key, d.variables, d.reasons)
+    else:
+        def loop():
+            for user_id, attributes in users:
+                decide(user_id, flag_key, attributes, options).variation_key
+    return loop
+
+
+def reference_decide_loops(reference, users, flag_key, options):
+    """(a new user context per call, as an app handling requests would; one pre-built context per user)."""
+    create = reference.create_user_context
+    contexts = [create(u, a) for u, a in users]
+
+    def per_user():
+        for user_id, attributes in users:
+            create(user_id, attributes).decide(flag_key, options).variation_key
+
+    def reused():
+        for context in contexts:
+            context.decide(flag_key, options).variation_key
+
+    return per_user, reused
+
+
+def decide_all_loops(ours, reference, users, ours_options, reference_options):
+    create = reference.create_user_context
+    contexts = [create(u, a) for u, a in users]
+
+    def ours_all():
+        decide_all = ours.decide_all
+        for user_id, attributes in users:
+            decide_all(user_id, attributes, ours_options)
+
+    def reference_per_user():
+        for user_id, attributes in users:
+            create(user_id, attributes).decide_all(reference_options)
+
+    def reference_reused():
+        for context in contexts:
+            context.decide_all(reference_options)
+
+    return ours_all, reference_per_user, reference_reused
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datafile", default=os.path.join(REPO, "benchmarks/data/bench_ab_rollout.json"))
+    parser.add_argument("--flag", default="checkout_flow")
+    parser.add_argument("--all-datafile", default=os.path.join(REPO, "benchmarks/data/bench_50_flags.json"))
+    parser.add_argument("--users", type=int, default=2000, help="users for decide (max 10000)")
+    parser.add_argument("--all-users", type=int, default=200, help="users for decide_all")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--results", help="append TSV rows to this file")
+    args = parser.parse_args()
+
+    users = make_users(min(args.users, 10000))
+    all_users = make_users(min(args.all_users, 10000))
+    with open(args.datafile) as f:
+        datafile = f.read()
+    with open(args.all_datafile) as f:
+        all_datafile = f.read()
+
+    ours_events, reference_events = CountingDispatcher(), CountingDispatcher()
+    ours = make_ours(datafile, ours_events)
+    reference = make_reference(datafile, reference_events)
+    ours_all = make_ours(all_datafile, CountingDispatcher())
+    reference_all = make_reference(all_datafile, CountingDispatcher())
+
+    # 1. Same decisions, or no numbers at all.
+    check_equal(ours, reference, users, args.flag)
+    check_equal(ours_all, reference_all, all_users, None, all_flags=True)
+    print("decisions equal to optimizely-sdk %s: %d users x %s, %d users x decide_all (%d flags)"
+          % (optimizely_version, len(users), args.flag,
+             len(all_users), len(json.loads(all_datafile)["featureFlags"])))
+
+    rows = []  # (name, title, µs per call, optimizely µs with a new context, with a reused context)
+
+    def timed(loop, calls):
+        return time_per_call_us(loop, calls, args.repeats)
+
+    def run(label, ours_options, reference_options):
+        """Four ways to decide args.flag for every user, timed; rows with speedups vs optimizely."""
+        n = len(users)
+        # "variation key only": a caller that needs no variables says so (EXCLUDE_VARIABLES), on both sides.
+        ours_key_options = tuple(ours_options) + ("EXCLUDE_VARIABLES",)
+        ref_key_options = list(reference_options) + [OptimizelyDecideOption.EXCLUDE_VARIABLES]
+        t_key = timed(ours_decide_loop(ours, users, args.flag, ours_key_options, False), n)
+        t_full = timed(ours_decide_loop(ours, users, args.flag, ours_options, True), n)
+        new_key, reuse_key = (timed(loop, n) for loop in
+                              reference_decide_loops(reference, users, args.flag, ref_key_options))
+        new_full, reuse_full = (timed(loop, n) for loop in
+                                reference_decide_loops(reference, users, args.flag, reference_options))
+        rows.append(("decide%s:ours-key" % label, "ours: variation key only (EXCLUDE_VARIABLES)", t_key,
+                     new_key, reuse_key))
+        rows.append(("decide%s:ours-full" % label, "ours: full Decision, every field read", t_full,
+                     new_full, reuse_full))
+        rows.append(("decide%s:optimizely-key" % label, "optimizely: new context, EXCLUDE_VARIABLES", new_key,
+                     None, None))
+        rows.append(("decide%s:optimizely-key-reuse" % label, "optimizely: reused context, EXCLUDE_VARIABLES",
+                     reuse_key, None, None))
+        rows.append(("decide%s:optimizely" % label, "optimizely: new context per decide", new_full,
+                     None, None))
+        rows.append(("decide%s:optimizely-reuse" % label, "optimizely: reused context", reuse_full,
+                     None, None))
+
+    run("", NO_EVENT_OURS, NO_EVENT_REF)
+    before = (ours_events.count, reference_events.count)
+    run("+events", (), [])
+    sent = (ours_events.count - before[0], reference_events.count - before[1])
+    assert sent[0] > 0 and sent[1] > 0, "impression events expected on both sides, got %s" % (sent,)
+
+    ours_loop, ref_new, ref_reuse = decide_all_loops(ours_all, reference_all, all_users, NO_EVENT_OURS,
+                                                     NO_EVENT_REF)
+    t_all, t_new, t_reuse = (timed(loop, len(all_users)) for loop in (ours_loop, ref_new, ref_reuse))
+    rows.append(("decide_all:ours", "ours: decide_all (50 flags)", t_all, t_new, t_reuse))
+    rows.append(("decide_all:optimizely", "optimizely: new context per decide_all", t_new, None, None))
+    rows.append(("decide_all:optimizely-reuse", "optimizely: reused context", t_reuse,
+                 None, None))
+
+    print("\nPython: µs per call, median of %d repeats (decide: %d users x %s; decide_all: %d users)"
+          % (args.repeats, len(users), args.flag, len(all_users)))
+    print("events off = DISABLE_DECISION_EVENT on both sides; +events = impressions to a no-op dispatcher")
+    print("speedup = optimizely µs / ours µs, against a new user context per call / a reused one")
+    print("%-35s %-46s %10s %14s %16s" % ("row", "what", "µs/call", "speedup (new)", "speedup (reuse)"))
+    results = open(args.results, "a") if args.results else None
+    for name, title, t, t_new, t_reuse in rows:
+        s_new = "%.1fx" % (t_new / t) if t_new else ""
+        s_reuse = "%.1fx" % (t_reuse / t) if t_reuse else ""
+        print("%-35s %-46s %10.2f %14s %16s" % (name, title, t, s_new, s_reuse))
+        if results:
+            results.write("py\t%s\t%s\t%.3f\t%s\t%s\n" % (name, title, t, s_new, s_reuse))
+    if results:
+        results.close()
+    ours.close()
+    ours_all.close()
+    reference.close()
+    reference_all.close()
+
+
+if __name__ == "__main__":
+    main()

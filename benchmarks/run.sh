@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# benchmarks/run.sh — builds and runs the C and Python decide benchmarks and prints one summary.
+#
+#   benchmarks/run.sh [--callgrind] [--quick]
+#
+#   --callgrind   also count instructions per call with valgrind's callgrind (if valgrind is installed)
+#   --quick       fewer users/repeats in the Python benchmark (a smoke run, noisier numbers)
+#
+# Environment:
+#   EXPERIMENT_LIBDIR  directory holding libexperiment.so (default: .build/release; built with
+#                      `make lib` when missing there)
+#   CC, PYTHON         compiler and interpreter (default: cc, python3)
+#
+# Output: the benchmarks' own tables as they run, then a summary; raw rows in .build/bench/results.tsv.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo=$PWD
+
+callgrind=0
+quick=0
+for arg in "$@"; do
+    case "$arg" in
+        --callgrind) callgrind=1 ;;
+        --quick) quick=1 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        *) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
+    esac
+done
+
+libdir=${EXPERIMENT_LIBDIR:-.build/release}
+cc=${CC:-cc}
+python=${PYTHON:-python3}
+
+if [ ! -f "$libdir/libexperiment.so" ]; then
+    if [ -n "${EXPERIMENT_LIBDIR:-}" ]; then
+        echo "run.sh: $libdir/libexperiment.so not found" >&2
+        exit 1
+    fi
+    echo "== $libdir/libexperiment.so missing: make lib"
+    make lib
+fi
+libdir=$(cd "$libdir" && pwd)
+
+out=.build/bench
+mkdir -p "$out"
+results=$out/results.tsv
+: > "$results"
+
+echo "== compiling benchmarks/c/bench_decide.c against $libdir"
+"$cc" -O2 -std=gnu11 -Wall -Wextra -Iinclude benchmarks/c/bench_decide.c -o "$out/bench_decide" \
+    -L"$libdir" -lexperiment -Wl,-rpath,"$libdir"
+
+echo "== C benchmark"
+"$out/bench_decide" --data-dir benchmarks/data --results "$results"
+
+echo
+echo "== Python benchmark"
+py_args=(--results "$results")
+if [ "$quick" = 1 ]; then py_args+=(--users 300 --all-users 30 --repeats 3); fi
+EXPERIMENT_LIBRARY="$libdir/libexperiment.so" PYTHONPATH="$repo/bindings/python${PYTHONPATH:+:$PYTHONPATH}" \
+    "$python" benchmarks/python/bench_decide.py "${py_args[@]}"
+
+# Instruction counts: exactly N calls inside bench_measured_calls(), nothing else collected.
+declare -A instructions=()
+if [ "$callgrind" = 1 ]; then
+    if command -v valgrind >/dev/null 2>&1; then
+        echo
+        echo "== callgrind"
+        for spec in a:100000 b:2000; do
+            scenario=${spec%%:*}
+            calls=${spec##*:}
+            file=$out/callgrind.$scenario.out
+            valgrind --tool=callgrind --callgrind-out-file="$file" --toggle-collect=bench_measured_calls \
+                "$out/bench_decide" --calls "$calls" --scenario "$scenario" --data-dir benchmarks/data \
+                2> "$out/callgrind.$scenario.log"
+            total=$(awk '/^(summary|totals):/ {print $2; exit}' "$file")
+            instructions[$scenario]=$(awk -v t="$total" -v n="$calls" 'BEGIN {printf "%.0f", t / n}')
+            echo "scenario $scenario: $total instructions / $calls calls = ${instructions[$scenario]} per call"
+            printf 'cg\t%s\t%s\n' "$scenario" "${instructions[$scenario]}" >> "$results"
+        done
+    else
+        echo "run.sh: --callgrind: valgrind not found, skipping instruction counts" >&2
+    fi
+fi
+
+# ---------------------------------------------------------------------------------------------------
+# Summary
+# ---------------------------------------------------------------------------------------------------
+cpu=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)
+lib_version=$("$python" -c 'import ctypes, sys; l = ctypes.CDLL(sys.argv[1]); l.exp_version.restype = ctypes.c_char_p; print(l.exp_version().decode())' "$libdir/libexperiment.so" 2>/dev/null || echo "?")
+sdk_version=$("$python" -c 'from optimizely.version import __version__; print(__version__)' 2>/dev/null || echo "?")
+
+echo
+echo "=================================================================================================="
+echo "libexperiment $lib_version benchmarks — $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: $(hostname), $(nproc) CPUs, ${cpu:-unknown CPU}, $(uname -sr)"
+echo "tools:   $("$cc" --version | head -1); $("$python" --version 2>&1); optimizely-sdk $sdk_version"
+echo "--------------------------------------------------------------------------------------------------"
+{
+    printf 'C scenario\tmedian ns\tp99 ns\tdecisions/s\tallocs/call\tbytes/call\tinstr/call\n'
+    awk -F'\t' -v a="${instructions[a]:-}" -v b="${instructions[b]:-}" '
+        $1 == "c" {
+            ir = ($2 == "a") ? a : ($2 == "b") ? b : ""
+            printf "%s (%s)\t%s\t%s\t%.2f M\t%s\t%s\t%s\n", $2, $3, $4, $5, $6 / 1e6, $7, $8, (ir == "" ? "-" : ir)
+        }' "$results"
+} | column -t -s $'\t'
+echo "--------------------------------------------------------------------------------------------------"
+{
+    printf 'Python\tµs/call\tspeedup vs optimizely (new context)\t(reused context)\n'
+    awk -F'\t' '$1 == "py" { printf "%s (%s)\t%s\t%s\t%s\n", $2, $3, $4, ($5 == "" ? "-" : $5), ($6 == "" ? "-" : $6) }' "$results"
+} | column -t -s $'\t'
+echo "=================================================================================================="

@@ -1,0 +1,71 @@
+"""libexperiment for Python: feature flags and experiments decided in-process by libexperiment.so.
+
+    import experiment
+    with experiment.Client(datafile=open("datafile.json").read()) as client:
+        decision = client.decide("user-123", "checkout_flow", {"country": "NL", "age": 31})
+        print(decision.enabled, decision.variation_key, decision.variables)
+
+The shared library is found through the environment variable EXPERIMENT_LIBRARY, a copy inside this
+package, the repository's .build/release directory, or the system library path (in that order).
+"""
+
+from ._native import library_path
+from .client import Client, library_version, validate_datafile
+from .decision import DecideOption, Decision, Event
+from .errors import (
+    BufferTooSmallError,
+    ClosedError,
+    Error,
+    InternalError,
+    InvalidArgumentError,
+    InvalidDatafileError,
+    InvalidEventTagsError,
+    InvalidJSONError,
+    InvalidOptionError,
+    InvalidUTF8Error,
+    NotAllocatedError,
+    NotReadyError,
+    NotTargetedError,
+    TooDeepError,
+    TooLargeError,
+    UnknownEventError,
+    UnknownExperimentError,
+    UnknownFlagError,
+    UnknownVariationError,
+    UnsupportedTypeError,
+    UnsupportedVersionError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "library_version",
+    "library_path",
+    "validate_datafile",
+    "Client",
+    "Decision",
+    "DecideOption",
+    "Event",
+    "Error",
+    "InvalidArgumentError",
+    "UnsupportedTypeError",
+    "InvalidJSONError",
+    "InvalidOptionError",
+    "InvalidDatafileError",
+    "UnsupportedVersionError",
+    "NotReadyError",
+    "UnknownFlagError",
+    "UnknownExperimentError",
+    "UnknownEventError",
+    "UnknownVariationError",
+    "NotTargetedError",
+    "NotAllocatedError",
+    "InvalidUTF8Error",
+    "TooLargeError",
+    "TooDeepError",
+    "InvalidEventTagsError",
+    "ClosedError",
+    "BufferTooSmallError",
+    "InternalError",
+]

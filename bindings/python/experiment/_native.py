@@ -1,0 +1,285 @@
+"""Loading libexperiment.so and declaring its C ABI (include/experiment.h) for ctypes.
+
+Search order for the shared library:
+
+1. the path in the environment variable ``EXPERIMENT_LIBRARY`` (if set, it must exist);
+2. ``libexperiment.so`` shipped inside this package directory;
+3. the repository build, ``<repo>/.build/release/libexperiment.so`` (relative to this file);
+4. ``ctypes.util.find_library("experiment")`` (the system's library path).
+
+Every function of the header gets its argtypes/restype here. Structures mirror the header exactly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    c_char,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int64,
+    c_size_t,
+    c_uint,
+    c_void_p,
+)
+from typing import Callable, List, Optional, Tuple
+
+__all__ = [
+    "lib",
+    "library_path",
+    "missing_symbols",
+    "ExpValue",
+    "ExpAttribute",
+    "ExpDecision",
+    "ExpEvent",
+    "EXP_EVENT_DISPATCH_FN",
+    "find_library",
+    "LibraryNotFoundError",
+]
+
+ENV_VAR = "EXPERIMENT_LIBRARY"
+LIBRARY_FILE = "libexperiment.so"
+#: the header's EXP_VERSION_MAJOR this binding was written against
+ABI_MAJOR = 0
+
+# exp_value_type
+EXP_VALUE_NULL = 0
+EXP_VALUE_BOOL = 1
+EXP_VALUE_INT = 2
+EXP_VALUE_DOUBLE = 3
+EXP_VALUE_STRING = 4
+
+# decide options
+EXP_DECIDE_DISABLE_DECISION_EVENT = 1 << 0
+EXP_DECIDE_ENABLED_FLAGS_ONLY = 1 << 1
+EXP_DECIDE_IGNORE_USER_PROFILE_SERVICE = 1 << 2
+EXP_DECIDE_INCLUDE_REASONS = 1 << 3
+EXP_DECIDE_EXCLUDE_VARIABLES = 1 << 4
+
+# limits
+EXP_MAX_DATAFILE_BYTES = 64 * 1024 * 1024
+EXP_MAX_JSON_DEPTH = 64
+EXP_MAX_INPUT_JSON_BYTES = 1024 * 1024
+EXP_MAX_KEY_BYTES = 1024
+EXP_MAX_STRING_BYTES = 65536
+EXP_MAX_ATTRIBUTES = 1024
+
+
+class LibraryNotFoundError(ImportError):
+    """libexperiment.so could not be found or loaded."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Structures
+# ------------------------------------------------------------------------------------------------
+
+class ExpValue(Structure):
+    """typedef struct exp_value { int type; int bool_value; int64_t int_value; double double_value;
+    const char *string_value; } exp_value;"""
+    _fields_ = [
+        ("type", c_int),
+        ("bool_value", c_int),
+        ("int_value", c_int64),
+        ("double_value", c_double),
+        ("string_value", c_char_p),
+    ]
+
+
+class ExpAttribute(Structure):
+    """typedef struct exp_attribute { const char *key; exp_value value; } exp_attribute;"""
+    _fields_ = [
+        ("key", c_char_p),
+        ("value", ExpValue),
+    ]
+
+
+class ExpDecision(Structure):
+    """typedef struct exp_decision { ... } exp_decision; (see the header)"""
+    _fields_ = [
+        ("flag_key", c_char_p),
+        ("variation_key", c_char_p),
+        ("rule_key", c_char_p),
+        ("variables_json", c_char_p),
+        ("enabled", c_int),
+        ("reserved", c_int),
+        ("reasons", POINTER(c_char_p)),
+        ("reason_count", c_size_t),
+        ("internal", c_void_p * 2),
+    ]
+
+
+class ExpEvent(Structure):
+    """typedef struct exp_event { const char *url; const char *http_verb; const char *body;
+    size_t body_length; } exp_event;"""
+    _fields_ = [
+        ("url", c_char_p),
+        ("http_verb", c_char_p),
+        ("body", POINTER(c_char)),  # read with ctypes.string_at(body, body_length)
+        ("body_length", c_size_t),
+    ]
+
+
+#: typedef int (*exp_event_dispatch_fn)(const exp_event *event, void *user_data);
+EXP_EVENT_DISPATCH_FN = CFUNCTYPE(c_int, POINTER(ExpEvent), c_void_p)
+
+# Opaque handle: exp_client *
+exp_client_p = c_void_p
+# char ** out-parameters: read with .value, release with exp_free(out)
+c_char_pp = POINTER(c_char_p)
+
+# name: (restype, argtypes). Every function of include/experiment.h.
+_PROTOTYPES: List[Tuple[str, object, list]] = [
+    # version, errors, memory
+    ("exp_version", c_char_p, []),
+    ("exp_status_str", c_char_p, [c_int]),
+    ("exp_last_error", c_char_p, []),
+    ("exp_free", None, [c_void_p]),
+    # client lifecycle
+    ("exp_client_create", c_int, [c_char_p, POINTER(exp_client_p)]),
+    ("exp_client_start", c_int, [exp_client_p, c_char_p, c_size_t]),
+    ("exp_client_is_ready", c_int, [exp_client_p, POINTER(c_int)]),
+    ("exp_client_config_json", c_int, [exp_client_p, c_char_pp]),
+    ("exp_client_close", c_int, [exp_client_p]),
+    ("exp_client_free", None, [exp_client_p]),
+    ("exp_validate_datafile", c_int, [c_char_p, c_size_t]),
+    # decisions
+    ("exp_decide", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(ExpAttribute), c_size_t, c_uint,
+                           POINTER(ExpDecision)]),
+    ("exp_decision_release", None, [POINTER(ExpDecision)]),
+    ("exp_flag_count", c_int, [exp_client_p, POINTER(c_size_t)]),
+    ("exp_decide_all", c_int, [exp_client_p, c_char_p, POINTER(ExpAttribute), c_size_t, c_uint,
+                               POINTER(ExpDecision), c_size_t, POINTER(c_size_t)]),
+    ("exp_decisions_release", None, [POINTER(ExpDecision), c_size_t]),
+    ("exp_decide_json", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_uint, c_char_pp]),
+    ("exp_decide_for_keys_json", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_uint, c_char_pp]),
+    ("exp_decide_options_parse", c_int, [c_char_p, POINTER(c_uint)]),
+    # experiments
+    ("exp_get_variation", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(ExpAttribute), c_size_t,
+                                  c_char_pp]),
+    ("exp_activate", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(ExpAttribute), c_size_t,
+                             c_char_pp]),
+    ("exp_trigger_experiment", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(ExpAttribute), c_size_t,
+                                       c_char_pp]),
+    # forced variations / decisions
+    ("exp_set_forced_variation", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p]),
+    ("exp_get_forced_variation", c_int, [exp_client_p, c_char_p, c_char_p, c_char_pp]),
+    ("exp_set_forced_decision", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_char_p]),
+    ("exp_remove_forced_decisions", c_int, [exp_client_p, c_char_p]),
+    # user properties
+    ("exp_set_user_property", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(ExpValue)]),
+    ("exp_set_user_property_json", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p]),
+    ("exp_remove_user_property", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_clear_user_properties", c_int, [exp_client_p, c_char_p]),
+    ("exp_get_user_properties_json", c_int, [exp_client_p, c_char_p, c_char_pp]),
+    # conversions, events
+    ("exp_track", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(ExpAttribute), c_size_t, c_char_p]),
+    ("exp_client_set_event_dispatcher", c_int, [exp_client_p, EXP_EVENT_DISPATCH_FN, c_void_p]),
+]
+
+FUNCTION_NAMES = tuple(name for name, _, _ in _PROTOTYPES)
+
+
+# ------------------------------------------------------------------------------------------------
+# Finding and loading the library
+# ------------------------------------------------------------------------------------------------
+
+def _candidates() -> List[Tuple[str, Optional[str]]]:
+    """(description, path) in search order; path None when that source gives nothing."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo_build = os.path.normpath(os.path.join(here, "..", "..", "..", ".build", "release", LIBRARY_FILE))
+    return [
+        ("package directory", os.path.join(here, LIBRARY_FILE)),
+        ("repository build", repo_build),
+    ]
+
+
+def find_library() -> str:
+    """The path (or loader name) of libexperiment to load, following the documented search order."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        if not os.path.exists(env):
+            raise LibraryNotFoundError(
+                "%s=%r: no such file (unset it to search the default locations)" % (ENV_VAR, env))
+        return env
+    tried = []
+    for what, path in _candidates():
+        if path and os.path.isfile(path):
+            return path
+        tried.append("%s (%s)" % (path, what))
+    found = ctypes.util.find_library("experiment")
+    if found:
+        return found
+    tried.append('ctypes.util.find_library("experiment")')
+    raise LibraryNotFoundError(
+        "libexperiment.so not found. Set %s to its path, or build it (make / swift build -c release). "
+        "Tried: %s" % (ENV_VAR, "; ".join(tried)))
+
+
+def _missing(name: str) -> Callable[..., object]:
+    def stub(*_args: object, **_kwargs: object) -> object:
+        raise NotImplementedError(
+            "%s is not exported by %s (library older than include/experiment.h?)" % (name, library_path))
+    stub.__name__ = name
+    return stub
+
+
+def _load() -> Tuple[ctypes.CDLL, str, List[str]]:
+    path = find_library()
+    try:
+        handle = ctypes.CDLL(path)
+    except OSError as exc:
+        raise LibraryNotFoundError("cannot load libexperiment from %r: %s" % (path, exc)) from exc
+    missing = []
+    for name, restype, argtypes in _PROTOTYPES:
+        try:
+            fn = getattr(handle, name)
+        except AttributeError:
+            missing.append(name)
+            continue
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return handle, path, missing
+
+
+lib, library_path, missing_symbols = _load()
+
+# Functions whose absence makes the binding useless: fail the import with a clear message.
+_ESSENTIAL = ("exp_version", "exp_last_error", "exp_free", "exp_client_create", "exp_client_free")
+_essential_missing = [n for n in _ESSENTIAL if n in missing_symbols]
+if _essential_missing:
+    raise LibraryNotFoundError("%s does not export %s; is it libexperiment?" % (
+        library_path, ", ".join(_essential_missing)))
+for _name in missing_symbols:
+    setattr(lib, _name, _missing(_name))
+
+
+def _check_version() -> str:
+    raw = lib.exp_version()
+    version = raw.decode("utf-8", "replace") if raw else ""
+    try:
+        major = int(version.split(".", 1)[0])
+    except ValueError:
+        raise LibraryNotFoundError("%s reports an unreadable version %r" % (library_path, version))
+    if major != ABI_MAJOR:
+        raise LibraryNotFoundError("%s is version %s; this binding needs major version %d" % (
+            library_path, version, ABI_MAJOR))
+    return version
+
+
+version = _check_version()
+
+
+def status_str(status: int) -> str:
+    raw = lib.exp_status_str(status)
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def last_error() -> str:
+    raw = lib.exp_last_error()
+    return raw.decode("utf-8", "replace") if raw else ""

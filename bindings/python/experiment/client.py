@@ -1,0 +1,743 @@
+"""The Client: one libexperiment client handle (exp_client *) and the calls on it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from ctypes import byref, c_char_p, c_int, c_size_t, c_void_p, string_at
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+from . import _native
+from ._native import EXP_EVENT_DISPATCH_FN, ExpAttribute, ExpDecision, ExpValue
+from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
+from .errors import (
+    ERR_BUFFER_TOO_SMALL,
+    ClosedError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    InvalidUTF8Error,
+    UnsupportedTypeError,
+    error_for_status,
+)
+
+__all__ = ["Client", "validate_datafile", "library_version"]
+
+_log = logging.getLogger("experiment")
+
+Text = Union[str, bytes]
+Attributes = Optional[Mapping[Text, Any]]
+
+_lib = _native.lib
+_last_error = _lib.exp_last_error
+_exp_free = _lib.exp_free
+_exp_decide = _lib.exp_decide
+_exp_decision_release = _lib.exp_decision_release
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+_CACHE_MAX = 4096
+
+
+def _raise(status: int) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
+    """Raises the exception for a failed call. Must run right after the call, on the same thread."""
+    raw = _last_error()
+    raise error_for_status(status, raw.decode("utf-8", "replace") if raw else "")
+
+
+# ------------------------------------------------------------------------------------------------
+# Text arguments
+# ------------------------------------------------------------------------------------------------
+
+def _encode_slow(value: Any, what: str) -> Optional[bytes]:
+    """str -> UTF-8 bytes; bytes as-is (so callers can hand the library any bytes); None -> NULL."""
+    if isinstance(value, str):
+        try:
+            encoded = value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidUTF8Error("%s: cannot be encoded as UTF-8 (%s at index %d)"
+                                   % (what, exc.reason, exc.start)) from None
+    elif isinstance(value, bytes):
+        encoded = value
+    elif isinstance(value, (bytearray, memoryview)):
+        encoded = bytes(value)
+    elif value is None:
+        return None
+    else:
+        raise UnsupportedTypeError("%s: expected str or bytes, got %s" % (what, type(value).__name__))
+    if b"\0" in encoded:
+        raise InvalidArgumentError("%s: contains a NUL character" % what)
+    return encoded
+
+
+# str -> bytes for keys (flag, experiment, event, attribute keys), which repeat from call to call.
+_KEYS: Dict[str, bytes] = {}
+
+
+def _key(value: Any, what: str) -> Optional[bytes]:
+    if type(value) is str:
+        encoded = _KEYS.get(value)
+        if encoded is not None:
+            return encoded
+        encoded = _encode_slow(value, what)
+        if len(_KEYS) >= _CACHE_MAX:
+            _KEYS.clear()
+        _KEYS[value] = encoded  # type: ignore[assignment]
+        return encoded
+    return _encode_slow(value, what)
+
+
+def _text(value: Any, what: str) -> Optional[bytes]:
+    """Like _key, uncached: for user ids and other values that rarely repeat."""
+    if type(value) is str:
+        try:
+            encoded = value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _encode_slow(value, what)
+        if b"\0" in encoded:
+            raise InvalidArgumentError("%s: contains a NUL character" % what)
+        return encoded
+    return _encode_slow(value, what)
+
+
+def _take_string(out: c_char_p) -> Optional[str]:
+    """Reads and frees a `char **` result."""
+    raw = out.value
+    if raw is None:
+        return None
+    _exp_free(out)
+    return raw.decode("utf-8")
+
+
+def _datafile_bytes(datafile: Any) -> Optional[bytes]:
+    if isinstance(datafile, str):
+        try:
+            return datafile.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidUTF8Error("datafile: cannot be encoded as UTF-8 (%s at index %d)"
+                                   % (exc.reason, exc.start)) from None
+    if isinstance(datafile, bytes):
+        return datafile
+    if isinstance(datafile, (bytearray, memoryview)):
+        return bytes(datafile)
+    if datafile is None:
+        return None
+    raise UnsupportedTypeError("datafile: expected str or bytes, got %s" % type(datafile).__name__)
+
+
+# ------------------------------------------------------------------------------------------------
+# Typed values and attributes
+# ------------------------------------------------------------------------------------------------
+
+def _value_tuple(key: Any, value: Any, what: str) -> Tuple[int, int, int, float, Optional[bytes]]:
+    """The exp_value fields for a Python value. bool is tested before int (bool is an int)."""
+    if value is None:
+        return (_native.EXP_VALUE_NULL, 0, 0, 0.0, None)
+    if isinstance(value, bool):
+        return (_native.EXP_VALUE_BOOL, 1 if value else 0, 0, 0.0, None)
+    if isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise InvalidArgumentError("%s %r: integer %d does not fit in 64 bits" % (what, key, value))
+        return (_native.EXP_VALUE_INT, 0, int(value), 0.0, None)
+    if isinstance(value, float):
+        return (_native.EXP_VALUE_DOUBLE, 0, 0, float(value), None)
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        return (_native.EXP_VALUE_STRING, 0, 0, 0.0, _encode_slow(value, "%s %r" % (what, key)))
+    raise UnsupportedTypeError("%s %r: unsupported value type %s (expected str, int, float, bool or None)"
+                               % (what, key, type(value).__name__))
+
+
+def _new_attribute(item: Tuple[Any, Any], cache: Optional[Dict[Any, ExpAttribute]]) -> ExpAttribute:
+    key, value = item
+    if not isinstance(key, (str, bytes)):
+        raise UnsupportedTypeError("attribute key %r: expected str, got %s" % (key, type(key).__name__))
+    attribute = ExpAttribute(_key(key, "attribute key %r" % (key,)), _value_tuple(key, value, "attribute"))
+    if cache is not None:
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[item] = attribute
+    return attribute
+
+
+# Prebuilt exp_attribute structs per (key, value) item, one cache per exact value type so that
+# True, 1 and 1.0 (equal as dict keys) never share an entry. Entries are never mutated: copying one
+# into a call's array copies the struct and makes the array keep its key/value bytes alive.
+_ATTRIBUTE_CACHES: Dict[type, Dict[Any, ExpAttribute]] = {
+    str: {}, bool: {}, int: {}, float: {}, type(None): {},
+}
+_ARRAY_TYPES = [ExpAttribute * n for n in range(65)]
+
+
+def _attributes(attributes: Attributes) -> Tuple[Any, int]:
+    """(exp_attribute array or None, count) for the typed path."""
+    if not attributes:
+        if attributes is None or hasattr(attributes, "items"):
+            return None, 0
+        raise UnsupportedTypeError("attributes: expected a dict, got %s" % type(attributes).__name__)
+    try:
+        items = attributes.items()
+    except AttributeError:
+        raise UnsupportedTypeError("attributes: expected a dict, got %s" % type(attributes).__name__) from None
+    count = len(attributes)
+    array = _ARRAY_TYPES[count]() if count <= 64 else (ExpAttribute * count)()
+    caches = _ATTRIBUTE_CACHES
+    i = 0
+    for item in items:
+        cache = caches.get(type(item[1]))
+        if cache is not None:
+            attribute = cache.get(item)
+            if attribute is None:
+                attribute = _new_attribute(item, cache)
+        else:  # subclasses, bytes values, unsupported types: build (or raise) without caching
+            attribute = _new_attribute(item, None)
+        array[i] = attribute
+        i += 1
+    return array, count
+
+
+def _check_json_attributes(attributes: Attributes) -> Optional[bytes]:
+    """Attributes for the *_json calls: the same type rules as the typed path, then JSON text."""
+    if attributes is None:
+        return None
+    if not hasattr(attributes, "items"):
+        raise UnsupportedTypeError("attributes: expected a dict, got %s" % type(attributes).__name__)
+    plain: Dict[str, Any] = {}
+    for key, value in attributes.items():
+        if isinstance(key, bytes):
+            try:
+                key = key.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidUTF8Error("attribute key %r: not valid UTF-8" % (key,)) from None
+        elif not isinstance(key, str):
+            raise UnsupportedTypeError("attribute key %r: expected str, got %s" % (key, type(key).__name__))
+        fields = _value_tuple(key, value, "attribute")
+        kind = fields[0]
+        if kind == _native.EXP_VALUE_STRING:
+            try:
+                plain[key] = fields[4].decode("utf-8")  # type: ignore[union-attr]
+            except UnicodeDecodeError:
+                raise InvalidUTF8Error("attribute %r: not valid UTF-8" % key) from None
+        elif kind == _native.EXP_VALUE_BOOL:
+            plain[key] = bool(fields[1])
+        elif kind == _native.EXP_VALUE_INT:
+            plain[key] = fields[2]
+        elif kind == _native.EXP_VALUE_DOUBLE:
+            plain[key] = fields[3]
+        else:
+            plain[key] = None
+    try:
+        return json.dumps(plain, allow_nan=False).encode("ascii")
+    except ValueError:
+        raise InvalidArgumentError("attributes: NaN and infinite numbers cannot be passed as JSON") from None
+
+
+# ------------------------------------------------------------------------------------------------
+# Decisions
+# ------------------------------------------------------------------------------------------------
+
+_STRINGS: Dict[bytes, str] = {}   # flag/variation/rule keys: bytes -> str
+_VARIABLES: Dict[bytes, Tuple[Any, bool]] = {}  # variables_json -> (parsed, has nested containers)
+_new = object.__new__
+
+
+def _string(raw: Optional[bytes]) -> Optional[str]:
+    if raw is None:
+        return None
+    text = _STRINGS.get(raw)
+    if text is None:
+        text = raw.decode("utf-8")
+        if len(_STRINGS) >= _CACHE_MAX:
+            _STRINGS.clear()
+        _STRINGS[raw] = text
+    return text
+
+
+def _variables(raw: Optional[bytes]) -> Dict[str, Any]:
+    """The parsed variables. Parsed once per distinct JSON text; every decision gets its own dict
+    (a shallow copy, or a fresh parse when a "json" variable holds containers)."""
+    if raw is None:
+        return {}
+    entry = _VARIABLES.get(raw)
+    if entry is None:
+        parsed = json.loads(raw)
+        nested = not isinstance(parsed, dict) or any(
+            isinstance(v, (dict, list)) for v in parsed.values())
+        entry = (parsed, nested)
+        if len(_VARIABLES) >= _CACHE_MAX:
+            _VARIABLES.clear()
+        _VARIABLES[raw] = entry
+        return parsed if nested else parsed.copy()
+    if entry[1]:
+        return json.loads(raw)
+    return entry[0].copy()
+
+
+def _make_decision(flag_key: Optional[str], enabled: bool, variation_key: Optional[str],
+                   rule_key: Optional[str], variables: Dict[str, Any], reasons: List[str]) -> Decision:
+    # Decision is a frozen dataclass; filling the instance dict directly skips the frozen
+    # __setattr__ path, which costs more than the native call itself.
+    decision = _new(Decision)
+    fields = decision.__dict__
+    fields["flag_key"] = flag_key
+    fields["enabled"] = enabled
+    fields["variation_key"] = variation_key
+    fields["rule_key"] = rule_key
+    fields["variables"] = variables
+    fields["reasons"] = reasons
+    return decision
+
+
+def _from_native(d: ExpDecision) -> Decision:
+    count = d.reason_count
+    if count:
+        array = d.reasons
+        reasons = [array[i].decode("utf-8") for i in range(count)]
+    else:
+        reasons = []
+    return _make_decision(_string(d.flag_key), d.enabled != 0, _string(d.variation_key),
+                          _string(d.rule_key), _variables(d.variables_json), reasons)
+
+
+def _from_json(flag_key: str, obj: Any) -> Decision:
+    return _make_decision(obj.get("flag_key", flag_key), bool(obj.get("enabled")), obj.get("variation_key"),
+                          obj.get("rule_key"), obj.get("variables") or {}, list(obj.get("reasons") or ()))
+
+
+# ------------------------------------------------------------------------------------------------
+# The handle
+# ------------------------------------------------------------------------------------------------
+
+class _Handle(c_void_p):
+    """An exp_client * that frees itself (exp_client_free) when the last reference goes.
+
+    The Client drops its reference in close(); every call holds one in a local variable for its
+    duration. So exp_client_free() runs in close() when no call is in flight, else when the last
+    in-flight call returns: it never races with other calls on the client, as the header requires.
+    It also keeps every installed event-dispatch callback alive for as long as the library may call it.
+    """
+
+    def __init__(self, address: int) -> None:
+        super().__init__(address)
+        self.callbacks: List[Any] = []
+
+    def free(self) -> None:
+        address = self.value
+        if address:
+            self.value = None
+            _lib.exp_client_free(address)
+
+    def __del__(self) -> None:
+        try:
+            self.free()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+def _closed_error() -> ClosedError:
+    return ClosedError("the client is closed")
+
+
+def _options_json(sdk_key: Any, default_decide_options: OptionsArg, user_store_capacity: Any) -> Optional[bytes]:
+    options: Dict[str, Any] = {}
+    if sdk_key is not None:
+        options["sdk_key"] = sdk_key
+    if default_decide_options:
+        if isinstance(default_decide_options, (str, int)):
+            default_decide_options = [default_decide_options]  # type: ignore[list-item]
+        names: List[Any] = []
+        for option in default_decide_options:  # type: ignore[union-attr]
+            if isinstance(option, DecideOption):
+                names.extend(m.name for m in DecideOption if m & option)
+            else:
+                names.append(option)  # names are checked by the library (EXP_ERR_INVALID_OPTION)
+        options["default_decide_options"] = names
+    if user_store_capacity is not None:
+        options["user_store_capacity"] = user_store_capacity
+    if not options:
+        return None
+    try:
+        return json.dumps(options, allow_nan=False).encode("ascii")
+    except (TypeError, ValueError) as exc:
+        raise InvalidOptionError("client options: %s" % exc) from None
+
+
+def _make_dispatch_callback(dispatcher: Any) -> Any:
+    dispatch_event = dispatcher.dispatch_event
+
+    def on_event(event_p: Any, _user_data: Any) -> int:
+        try:
+            event = event_p.contents
+            body = string_at(event.body, event.body_length) if event.body else b""
+            url = event.url.decode("utf-8") if event.url is not None else ""
+            verb = event.http_verb.decode("utf-8") if event.http_verb is not None else ""
+            dispatch_event(Event.from_body(url, verb, body))
+            return 0
+        except BaseException:  # nothing may propagate into C
+            _log.exception("event dispatcher %r failed to dispatch an event", dispatcher)
+            return 1
+
+    return EXP_EVENT_DISPATCH_FN(on_event)
+
+
+class Client:
+    """A libexperiment client.
+
+    ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
+    event_dispatcher=None)``. With a datafile (str or bytes) the client is started synchronously.
+    Safe to use from many threads at once. ``close()`` (or leaving a ``with`` block) releases the
+    native client; afterwards every call raises :class:`ClosedError`.
+    """
+
+    __slots__ = ("_h", "_dispatcher", "__weakref__")
+
+    def __init__(self, sdk_key: Optional[str] = None, datafile: Optional[Text] = None, *,
+                 default_decide_options: OptionsArg = (), user_store_capacity: Optional[int] = None,
+                 event_dispatcher: Any = None) -> None:
+        self._h: Optional[_Handle] = None
+        self._dispatcher = None
+        if event_dispatcher is not None and not callable(getattr(event_dispatcher, "dispatch_event", None)):
+            raise TypeError("event_dispatcher: expected an object with a dispatch_event(event) method, got %r"
+                            % (event_dispatcher,))
+        options = _options_json(sdk_key, default_decide_options, user_store_capacity)
+        out = c_void_p()
+        status = _lib.exp_client_create(options, byref(out))
+        if status:
+            _raise(status)
+        if not out.value:
+            raise error_for_status(-99, "exp_client_create returned EXP_OK without a client")
+        handle = _Handle(out.value)
+        try:
+            if event_dispatcher is not None:
+                self._install_dispatcher(handle, event_dispatcher)
+            if datafile is not None:
+                self._start(handle, datafile)
+        except BaseException:
+            handle.free()
+            raise
+        self._h = handle
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _live(self) -> _Handle:
+        handle = self._h
+        if handle is None:
+            raise _closed_error()
+        return handle
+
+    @staticmethod
+    def _start(handle: _Handle, datafile: Any) -> None:
+        data = _datafile_bytes(datafile)
+        status = _lib.exp_client_start(handle, data, len(data) if data is not None else 0)
+        if status:
+            _raise(status)
+
+    def start(self, datafile: Text) -> None:
+        """Starts the client synchronously with a datafile, or replaces its datafile. A datafile that
+        is rejected changes nothing: the client keeps deciding with its current one."""
+        self._start(self._live(), datafile)
+
+    def wait_ready(self, timeout_s: float = 0.0) -> bool:
+        """Whether the client has a datafile, waiting up to ``timeout_s`` seconds for one."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        while True:
+            if self.ready:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(0.01, remaining))
+
+    @property
+    def ready(self) -> bool:
+        """True once the client has a datafile."""
+        handle = self._live()
+        out = c_int()
+        status = _lib.exp_client_is_ready(handle, byref(out))
+        if status:
+            _raise(status)
+        return out.value != 0
+
+    @property
+    def config(self) -> Dict[str, Any]:
+        """Facts about the current datafile: revision, project_id, account_id, environment_key, flags,
+        experiments, events."""
+        handle = self._live()
+        out = c_char_p()
+        status = _lib.exp_client_config_json(handle, byref(out))
+        if status:
+            _raise(status)
+        return json.loads(_take_string(out) or "null")
+
+    @property
+    def closed(self) -> bool:
+        return self._h is None
+
+    def close(self) -> None:
+        """Closes the client and frees the native handle. Idempotent."""
+        handle = self._h
+        if handle is None:
+            return
+        self._h = None
+        status = _lib.exp_client_close(handle)
+        # Dropping the last reference frees the handle (see _Handle); in-flight calls on other threads
+        # hold their own reference and the last of them frees it.
+        del handle
+        if status:
+            _raise(status)
+
+    def __enter__(self) -> "Client":
+        self._live()
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return "<experiment.Client %s>" % ("closed" if self._h is None else "at %#x" % (self._h.value or 0))
+
+    # -- events --------------------------------------------------------------------------------
+
+    def _install_dispatcher(self, handle: _Handle, dispatcher: Any) -> None:
+        if dispatcher is None:
+            callback = None
+        else:
+            if not callable(getattr(dispatcher, "dispatch_event", None)):
+                raise TypeError("event_dispatcher: expected an object with a dispatch_event(event) method, "
+                                "got %r" % (dispatcher,))
+            callback = _make_dispatch_callback(dispatcher)
+            handle.callbacks.append(callback)  # alive as long as the library may call it
+        status = _lib.exp_client_set_event_dispatcher(handle, callback, None)
+        if status:
+            _raise(status)
+        self._dispatcher = dispatcher
+
+    def set_event_dispatcher(self, dispatcher: Any) -> None:
+        """Installs (or with None removes) the object whose dispatch_event(event) receives events."""
+        self._install_dispatcher(self._live(), dispatcher)
+
+    @property
+    def event_dispatcher(self) -> Any:
+        return self._dispatcher
+
+    # -- decisions -----------------------------------------------------------------------------
+
+    def decide(self, user_id: Text, flag_key: Text, attributes: Attributes = None,
+               options: OptionsArg = ()) -> Decision:
+        """Decides one flag for one user."""
+        handle = self._h
+        if handle is None:
+            raise _closed_error()
+        array, count = _attributes(attributes) if attributes else (None, 0)
+        bits = decide_options_to_int(options) if options else 0
+        decision = ExpDecision()
+        status = _exp_decide(handle, _text(user_id, "user_id"), _key(flag_key, "flag_key"), array, count,
+                             bits, byref(decision))
+        if status:
+            _raise(status)
+        try:
+            return _from_native(decision)
+        finally:
+            _exp_decision_release(byref(decision))
+
+    def decide_all(self, user_id: Text, attributes: Attributes = None,
+                   options: OptionsArg = ()) -> Dict[str, Decision]:
+        """Decides every flag of the datafile (in datafile order) for one user."""
+        handle = self._live()
+        array, count = _attributes(attributes)
+        bits = decide_options_to_int(options)
+        uid = _text(user_id, "user_id")
+        capacity = c_size_t()
+        status = _lib.exp_flag_count(handle, byref(capacity))
+        if status:
+            _raise(status)
+        for _attempt in range(8):  # the datafile may be replaced between the two calls
+            cap = capacity.value
+            decisions = (ExpDecision * max(cap, 1))()
+            filled = c_size_t()
+            status = _lib.exp_decide_all(handle, uid, array, count, bits, decisions, cap, byref(filled))
+            if status == ERR_BUFFER_TOO_SMALL:
+                capacity = c_size_t(filled.value)
+                continue
+            if status:
+                _raise(status)
+            n = min(filled.value, cap)
+            try:
+                result: Dict[str, Decision] = {}
+                for i in range(n):
+                    d = _from_native(decisions[i])
+                    result[d.flag_key] = d
+                return result
+            finally:
+                _lib.exp_decisions_release(decisions, n)
+        raise error_for_status(ERR_BUFFER_TOO_SMALL, "exp_decide_all kept asking for a larger buffer")
+
+    def decide_for_keys(self, user_id: Text, keys: Iterable[Text], attributes: Attributes = None,
+                        options: OptionsArg = ()) -> Dict[str, Decision]:
+        """Decides the given flags for one user. Unknown keys give a disabled decision."""
+        handle = self._live()
+        if isinstance(keys, (str, bytes)):
+            raise UnsupportedTypeError("keys: expected a sequence of flag keys, not a single %s"
+                                       % type(keys).__name__)
+        names = []
+        for key in keys:
+            if isinstance(key, bytes):
+                try:
+                    key = key.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InvalidUTF8Error("flag key %r: not valid UTF-8" % (key,)) from None
+            elif not isinstance(key, str):
+                raise UnsupportedTypeError("flag key %r: expected str, got %s" % (key, type(key).__name__))
+            names.append(key)
+        keys_json = json.dumps(names).encode("ascii")
+        attributes_json = _check_json_attributes(attributes)
+        bits = decide_options_to_int(options)
+        out = c_char_p()
+        status = _lib.exp_decide_for_keys_json(handle, _text(user_id, "user_id"), keys_json, attributes_json,
+                                               bits, byref(out))
+        if status:
+            _raise(status)
+        parsed = json.loads(_take_string(out) or "{}")
+        return {key: _from_json(key, value) for key, value in parsed.items()}
+
+    # -- experiments ---------------------------------------------------------------------------
+
+    def get_variation(self, experiment_key: Text, user_id: Text, attributes: Attributes = None) -> Optional[str]:
+        """The variation key the user gets in the experiment (None when none), without an event."""
+        handle = self._live()
+        array, count = _attributes(attributes)
+        out = c_char_p()
+        status = _lib.exp_get_variation(handle, _key(experiment_key, "experiment_key"), _text(user_id, "user_id"),
+                                        array, count, byref(out))
+        if status:
+            _raise(status)
+        return _take_string(out)
+
+    def activate(self, experiment_key: Text, user_id: Text, attributes: Attributes = None) -> Optional[str]:
+        """As get_variation, and sends an impression when the user gets a variation."""
+        handle = self._live()
+        array, count = _attributes(attributes)
+        out = c_char_p()
+        status = _lib.exp_activate(handle, _key(experiment_key, "experiment_key"), _text(user_id, "user_id"),
+                                   array, count, byref(out))
+        if status:
+            _raise(status)
+        return _take_string(out)
+
+    def trigger_experiment(self, user_id: Text, experiment_id: Text, attributes: Attributes = None) -> str:
+        """The variation id of the experiment with id ``experiment_id`` for the user (sends an impression).
+        Raises NotTargetedError, NotAllocatedError, UnknownExperimentError, NotReadyError."""
+        handle = self._live()
+        array, count = _attributes(attributes)
+        out = c_char_p()
+        status = _lib.exp_trigger_experiment(handle, _text(user_id, "user_id"), _key(experiment_id, "experiment_id"),
+                                             array, count, byref(out))
+        if status:
+            _raise(status)
+        result = _take_string(out)
+        if result is None:
+            raise error_for_status(-99, "exp_trigger_experiment returned EXP_OK without a variation id")
+        return result
+
+    # -- forced variations and decisions -------------------------------------------------------
+
+    def set_forced_variation(self, experiment_key: Text, user_id: Text, variation_key: Optional[Text]) -> None:
+        handle = self._live()
+        status = _lib.exp_set_forced_variation(handle, _key(experiment_key, "experiment_key"),
+                                               _text(user_id, "user_id"), _key(variation_key, "variation_key"))
+        if status:
+            _raise(status)
+
+    def get_forced_variation(self, experiment_key: Text, user_id: Text) -> Optional[str]:
+        handle = self._live()
+        out = c_char_p()
+        status = _lib.exp_get_forced_variation(handle, _key(experiment_key, "experiment_key"),
+                                               _text(user_id, "user_id"), byref(out))
+        if status:
+            _raise(status)
+        return _take_string(out)
+
+    def set_forced_decision(self, user_id: Text, flag_key: Text, variation_key: Optional[Text],
+                            rule_key: Optional[Text] = None) -> None:
+        handle = self._live()
+        status = _lib.exp_set_forced_decision(handle, _text(user_id, "user_id"), _key(flag_key, "flag_key"),
+                                              _key(rule_key, "rule_key"), _key(variation_key, "variation_key"))
+        if status:
+            _raise(status)
+
+    def remove_forced_decisions(self, user_id: Text) -> None:
+        handle = self._live()
+        status = _lib.exp_remove_forced_decisions(handle, _text(user_id, "user_id"))
+        if status:
+            _raise(status)
+
+    # -- user properties -----------------------------------------------------------------------
+
+    def set_user_property(self, user_id: Text, key: Text, value: Any) -> None:
+        """Stores a property (str, int, float, bool or None) that later calls for the user see as an
+        attribute; per-call attributes with the same key win."""
+        handle = self._live()
+        if not isinstance(key, (str, bytes)) and key is not None:
+            raise UnsupportedTypeError("property key %r: expected str, got %s" % (key, type(key).__name__))
+        typed = ExpValue(*_value_tuple(key, value, "property"))
+        status = _lib.exp_set_user_property(handle, _text(user_id, "user_id"), _key(key, "property key"),
+                                            byref(typed))
+        if status:
+            _raise(status)
+
+    def remove_user_property(self, user_id: Text, key: Text) -> None:
+        handle = self._live()
+        status = _lib.exp_remove_user_property(handle, _text(user_id, "user_id"), _key(key, "property key"))
+        if status:
+            _raise(status)
+
+    def clear_user_properties(self, user_id: Text) -> None:
+        handle = self._live()
+        status = _lib.exp_clear_user_properties(handle, _text(user_id, "user_id"))
+        if status:
+            _raise(status)
+
+    def get_user_properties(self, user_id: Text) -> Dict[str, Any]:
+        handle = self._live()
+        out = c_char_p()
+        status = _lib.exp_get_user_properties_json(handle, _text(user_id, "user_id"), byref(out))
+        if status:
+            _raise(status)
+        return json.loads(_take_string(out) or "{}")
+
+    # -- conversions ---------------------------------------------------------------------------
+
+    def track(self, event_key: Text, user_id: Text, attributes: Attributes = None, tags: Any = None) -> None:
+        """Records a conversion. ``tags`` is a dict of event tags ("revenue" an integer in cents, "value"
+        a number), or JSON text (str or bytes) passed to the library as-is."""
+        handle = self._live()
+        array, count = _attributes(attributes)
+        if tags is None:
+            tags_json = None
+        elif isinstance(tags, (str, bytes, bytearray, memoryview)):
+            tags_json = _encode_slow(tags, "tags")
+        else:
+            try:
+                tags_json = json.dumps(tags, allow_nan=False).encode("ascii")
+            except TypeError as exc:
+                raise UnsupportedTypeError("tags: %s" % exc) from None
+            except ValueError as exc:
+                raise InvalidArgumentError("tags: %s" % exc) from None
+        status = _lib.exp_track(handle, _key(event_key, "event_key"), _text(user_id, "user_id"), array, count,
+                                tags_json)
+        if status:
+            _raise(status)
+
+
+def validate_datafile(datafile: Text) -> None:
+    """Returns None if a client would accept the datafile, else raises the error a client would give."""
+    data = _datafile_bytes(datafile)
+    status = _lib.exp_validate_datafile(data, len(data) if data is not None else 0)
+    if status:
+        _raise(status)
+
+
+def library_version() -> str:
+    """The loaded library's version (exp_version())."""
+    raw = _lib.exp_version()
+    return raw.decode("utf-8") if raw else ""

@@ -1,0 +1,237 @@
+"""Exceptions raised by the ``experiment`` binding.
+
+Every error the library reports becomes an instance of a subclass of :class:`Error` chosen by the
+library's ``exp_status`` code. ``.code`` is that (negative) code, ``.status`` its symbolic name and
+``.message`` the text of ``exp_last_error()`` read on the failing thread right after the call.
+
+Some classes also derive from a builtin exception where that is the natural Python meaning, so that
+``except ValueError`` / ``except TypeError`` keep working: invalid arguments, options and UTF-8 are
+``ValueError``s and unsupported attribute value types are ``TypeError``s.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Type
+
+__all__ = [
+    "Error",
+    "InvalidArgumentError",
+    "UnsupportedTypeError",
+    "InvalidJSONError",
+    "InvalidOptionError",
+    "InvalidDatafileError",
+    "UnsupportedVersionError",
+    "NotReadyError",
+    "UnknownFlagError",
+    "UnknownExperimentError",
+    "UnknownEventError",
+    "UnknownVariationError",
+    "NotTargetedError",
+    "NotAllocatedError",
+    "InvalidUTF8Error",
+    "TooLargeError",
+    "TooDeepError",
+    "InvalidEventTagsError",
+    "ClosedError",
+    "BufferTooSmallError",
+    "InternalError",
+    "STATUS_NAMES",
+    "error_for_status",
+]
+
+# The exp_status codes of include/experiment.h.
+OK = 0
+ERR_INVALID_ARGUMENT = -1
+ERR_INVALID_JSON = -2
+ERR_INVALID_OPTION = -3
+ERR_INVALID_DATAFILE = -4
+ERR_UNSUPPORTED_VERSION = -5
+ERR_NOT_READY = -6
+ERR_UNKNOWN_FLAG = -7
+ERR_UNKNOWN_EXPERIMENT = -8
+ERR_UNKNOWN_EVENT = -9
+ERR_UNKNOWN_VARIATION = -10
+ERR_NOT_TARGETED = -11
+ERR_NOT_ALLOCATED = -12
+ERR_INVALID_UTF8 = -13
+ERR_TOO_LARGE = -14
+ERR_TOO_DEEP = -15
+ERR_INVALID_EVENT_TAGS = -16
+ERR_CLOSED = -17
+ERR_BUFFER_TOO_SMALL = -18
+ERR_INTERNAL = -99
+
+STATUS_NAMES: Dict[int, str] = {
+    OK: "EXP_OK",
+    ERR_INVALID_ARGUMENT: "EXP_ERR_INVALID_ARGUMENT",
+    ERR_INVALID_JSON: "EXP_ERR_INVALID_JSON",
+    ERR_INVALID_OPTION: "EXP_ERR_INVALID_OPTION",
+    ERR_INVALID_DATAFILE: "EXP_ERR_INVALID_DATAFILE",
+    ERR_UNSUPPORTED_VERSION: "EXP_ERR_UNSUPPORTED_VERSION",
+    ERR_NOT_READY: "EXP_ERR_NOT_READY",
+    ERR_UNKNOWN_FLAG: "EXP_ERR_UNKNOWN_FLAG",
+    ERR_UNKNOWN_EXPERIMENT: "EXP_ERR_UNKNOWN_EXPERIMENT",
+    ERR_UNKNOWN_EVENT: "EXP_ERR_UNKNOWN_EVENT",
+    ERR_UNKNOWN_VARIATION: "EXP_ERR_UNKNOWN_VARIATION",
+    ERR_NOT_TARGETED: "EXP_ERR_NOT_TARGETED",
+    ERR_NOT_ALLOCATED: "EXP_ERR_NOT_ALLOCATED",
+    ERR_INVALID_UTF8: "EXP_ERR_INVALID_UTF8",
+    ERR_TOO_LARGE: "EXP_ERR_TOO_LARGE",
+    ERR_TOO_DEEP: "EXP_ERR_TOO_DEEP",
+    ERR_INVALID_EVENT_TAGS: "EXP_ERR_INVALID_EVENT_TAGS",
+    ERR_CLOSED: "EXP_ERR_CLOSED",
+    ERR_BUFFER_TOO_SMALL: "EXP_ERR_BUFFER_TOO_SMALL",
+    ERR_INTERNAL: "EXP_ERR_INTERNAL",
+}
+
+
+class Error(Exception):
+    """Base class of every error the library (or the binding on its behalf) reports."""
+
+    #: the exp_status code this class stands for (instances carry the actual one in ``.code``)
+    default_code: int = ERR_INTERNAL
+
+    def __init__(self, message: str = "", code: Optional[int] = None) -> None:
+        if code is None:
+            code = self.default_code
+        self.code: int = code
+        self.message: str = message or STATUS_NAMES.get(code, "unknown error %d" % code)
+        super().__init__(self.message)
+
+    @property
+    def status(self) -> str:
+        """The symbolic name of ``code``, e.g. ``"EXP_ERR_UNKNOWN_FLAG"``."""
+        return STATUS_NAMES.get(self.code, "EXP_ERR_%d" % -self.code)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return "%s(%r, code=%d)" % (type(self).__name__, self.message, self.code)
+
+    def __reduce__(self):  # keep exceptions picklable (multiprocessing, pytest-xdist)
+        return (type(self), (self.message, self.code))
+
+
+class InvalidArgumentError(Error, ValueError):
+    """A required argument is missing (None), out of range, or of a bad kind."""
+    default_code = ERR_INVALID_ARGUMENT
+
+
+class UnsupportedTypeError(InvalidArgumentError, TypeError):
+    """A value (an attribute, a user property) has a type the library cannot carry."""
+    default_code = ERR_INVALID_ARGUMENT
+
+
+class InvalidJSONError(Error, ValueError):
+    default_code = ERR_INVALID_JSON
+
+
+class InvalidOptionError(Error, ValueError):
+    """An unknown client option or decide option name, or an option of the wrong type or range."""
+    default_code = ERR_INVALID_OPTION
+
+
+class InvalidDatafileError(Error, ValueError):
+    default_code = ERR_INVALID_DATAFILE
+
+
+class UnsupportedVersionError(InvalidDatafileError):
+    default_code = ERR_UNSUPPORTED_VERSION
+
+
+class NotReadyError(Error):
+    default_code = ERR_NOT_READY
+
+
+class UnknownFlagError(Error, KeyError):
+    default_code = ERR_UNKNOWN_FLAG
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return self.message
+
+
+class UnknownExperimentError(Error, KeyError):
+    default_code = ERR_UNKNOWN_EXPERIMENT
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UnknownEventError(Error, KeyError):
+    default_code = ERR_UNKNOWN_EVENT
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UnknownVariationError(Error, KeyError):
+    default_code = ERR_UNKNOWN_VARIATION
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotTargetedError(Error):
+    default_code = ERR_NOT_TARGETED
+
+
+class NotAllocatedError(Error):
+    default_code = ERR_NOT_ALLOCATED
+
+
+class InvalidUTF8Error(Error, ValueError):
+    default_code = ERR_INVALID_UTF8
+
+
+class TooLargeError(Error, ValueError):
+    default_code = ERR_TOO_LARGE
+
+
+class TooDeepError(Error, ValueError):
+    default_code = ERR_TOO_DEEP
+
+
+class InvalidEventTagsError(Error, ValueError):
+    default_code = ERR_INVALID_EVENT_TAGS
+
+
+class ClosedError(Error):
+    default_code = ERR_CLOSED
+
+
+class BufferTooSmallError(Error):
+    default_code = ERR_BUFFER_TOO_SMALL
+
+
+class InternalError(Error):
+    default_code = ERR_INTERNAL
+
+
+_CLASSES: Dict[int, Type[Error]] = {
+    ERR_INVALID_ARGUMENT: InvalidArgumentError,
+    ERR_INVALID_JSON: InvalidJSONError,
+    ERR_INVALID_OPTION: InvalidOptionError,
+    ERR_INVALID_DATAFILE: InvalidDatafileError,
+    ERR_UNSUPPORTED_VERSION: UnsupportedVersionError,
+    ERR_NOT_READY: NotReadyError,
+    ERR_UNKNOWN_FLAG: UnknownFlagError,
+    ERR_UNKNOWN_EXPERIMENT: UnknownExperimentError,
+    ERR_UNKNOWN_EVENT: UnknownEventError,
+    ERR_UNKNOWN_VARIATION: UnknownVariationError,
+    ERR_NOT_TARGETED: NotTargetedError,
+    ERR_NOT_ALLOCATED: NotAllocatedError,
+    ERR_INVALID_UTF8: InvalidUTF8Error,
+    ERR_TOO_LARGE: TooLargeError,
+    ERR_TOO_DEEP: TooDeepError,
+    ERR_INVALID_EVENT_TAGS: InvalidEventTagsError,
+    ERR_CLOSED: ClosedError,
+    ERR_BUFFER_TOO_SMALL: BufferTooSmallError,
+    ERR_INTERNAL: InternalError,
+}
+
+
+def error_for_status(code: int, message: str) -> Error:
+    """The exception instance for a non-OK status. Unknown codes give a plain :class:`Error`."""
+    cls = _CLASSES.get(code, Error)
+    return cls(message, code)

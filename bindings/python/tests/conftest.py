@@ -1,0 +1,139 @@
+"""Shared fixtures. The suite runs through the REAL libexperiment.so, found like the binding finds it:
+EXPERIMENT_LIBRARY, a copy in the package directory, <repo>/.build/release, the system path."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+from typing import Any, List
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BINDING_ROOT = os.path.dirname(HERE)
+REPO_ROOT = os.path.dirname(os.path.dirname(BINDING_ROOT))
+DATA_DIR = os.path.join(HERE, "data")
+DATAFILE_PATH = os.path.join(DATA_DIR, "basic_datafile.json")
+HEADER_PATH = os.path.join(REPO_ROOT, "include", "experiment.h")
+
+if BINDING_ROOT not in sys.path:
+    sys.path.insert(0, BINDING_ROOT)
+
+try:
+    import experiment  # noqa: E402
+except ImportError as exc:  # no library: say so once instead of failing every test
+    pytest.exit("cannot import the experiment binding: %s" % exc, returncode=4)
+
+
+def pytest_report_header(config: Any) -> List[str]:
+    return ["libexperiment %s from %s" % (experiment.library_version(), experiment.library_path)]
+
+
+# ------------------------------------------------------------------------------------------------
+# Data
+# ------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def datafile_text() -> str:
+    with open(DATAFILE_PATH, encoding="utf-8") as f:
+        return f.read()
+
+
+@pytest.fixture()
+def datafile_dict(datafile_text: str) -> dict:
+    return json.loads(datafile_text)
+
+
+# ------------------------------------------------------------------------------------------------
+# Event recording
+# ------------------------------------------------------------------------------------------------
+
+class RecordingDispatcher:
+    """An event dispatcher that keeps every event it is handed."""
+
+    def __init__(self) -> None:
+        self.events: List[experiment.Event] = []
+        self.lock = threading.Lock()
+
+    def dispatch_event(self, event: experiment.Event) -> None:
+        with self.lock:
+            self.events.append(event)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.events.clear()
+
+    def impressions(self) -> List[dict]:
+        return [e.params for e in self.events if _event_keys(e.params) == ["campaign_activated"]]
+
+    def conversions(self) -> List[dict]:
+        return [e.params for e in self.events if _event_keys(e.params) not in ([], ["campaign_activated"])]
+
+
+def _event_keys(params: dict) -> List[str]:
+    keys = []
+    for visitor in params.get("visitors", []):
+        for snapshot in visitor.get("snapshots", []):
+            for event in snapshot.get("events", []):
+                keys.append(event.get("key"))
+    return keys
+
+
+@pytest.fixture()
+def dispatcher() -> RecordingDispatcher:
+    return RecordingDispatcher()
+
+
+@pytest.fixture()
+def client(datafile_text: str, dispatcher: RecordingDispatcher):
+    c = experiment.Client(sdk_key="demo-sdk-key", datafile=datafile_text, event_dispatcher=dispatcher)
+    yield c
+    c.close()
+
+
+@pytest.fixture()
+def idle_client():
+    """A client without a datafile (not ready)."""
+    c = experiment.Client(sdk_key="not-started")
+    yield c
+    c.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Assertions
+# ------------------------------------------------------------------------------------------------
+
+def check_error(exc: BaseException, cls: type, code: int, pattern: str) -> None:
+    """Asserts class, code and that the message matches `pattern` (a regex, case-insensitive)."""
+    assert isinstance(exc, cls), "expected %s, got %r" % (cls.__name__, exc)
+    assert isinstance(exc, experiment.Error)
+    assert exc.code == code, "expected code %d, got %d (%r)" % (code, exc.code, exc)
+    assert exc.message, "empty error message for %r" % exc
+    assert str(exc) == exc.message
+    assert re.search(pattern, exc.message, re.IGNORECASE), \
+        "message %r does not match %r" % (exc.message, pattern)
+
+
+def raises(cls: type, code: int, pattern: str, fn: Any, *args: Any, **kwargs: Any) -> BaseException:
+    with pytest.raises(cls) as info:
+        fn(*args, **kwargs)
+    check_error(info.value, cls, code, pattern)
+    return info.value
+
+
+def nested_json(depth: int, inner: str = "1") -> str:
+    return "[" * depth + inner + "]" * depth
+
+
+# The answers of the reference SDK for the demo datafile (see test_reference.py, which re-derives them).
+EXPECTED = {
+    ("u2", "checkout_flow"): (True, "control", "checkout_test"),
+    ("u1", "checkout_flow"): (False, "off", "81002"),
+    ("u1", "search_ranking"): (True, "on", "82002"),
+    ("u3", "checkout_flow"): (True, "treatment", "checkout_test"),
+}
+U2_ATTRS = {"country": "NL", "age": 30}
+U3_ATTRS = {"plan": "premium", "score": 0.9}

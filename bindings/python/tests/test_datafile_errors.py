@@ -1,0 +1,161 @@
+"""Bad datafiles: every one gets its error class, code and a message naming the problem, through
+Client.start, Client(datafile=...) and validate_datafile alike; the client keeps its good config."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+import experiment
+from conftest import U2_ATTRS, nested_json, raises
+
+MAX_DATAFILE = 64 * 1024 * 1024
+
+
+def _mutate(fn):
+    def build(good: dict) -> str:
+        df = copy.deepcopy(good)
+        fn(df)
+        return json.dumps(df)
+    return build
+
+
+def _set(path, value):
+    def fn(df):
+        target = df
+        for part in path[:-1]:
+            target = target[part]
+        target[path[-1]] = value
+    return _mutate(fn)
+
+
+def _delete(path):
+    def fn(df):
+        target = df
+        for part in path[:-1]:
+            target = target[part]
+        del target[path[-1]]
+    return _mutate(fn)
+
+
+# (id, builder(good_dict) -> str|bytes, class, code, message pattern)
+BAD_DATAFILES = [
+    ("empty", lambda g: "", experiment.InvalidJSONError, -2, r"."),
+    ("whitespace", lambda g: "   \n", experiment.InvalidJSONError, -2, r"."),
+    ("truncated", lambda g: json.dumps(g)[:-20], experiment.InvalidJSONError, -2, r"."),
+    ("not json", lambda g: "datafile please", experiment.InvalidJSONError, -2, r"."),
+    ("trailing garbage", lambda g: json.dumps(g) + "garbage", experiment.InvalidJSONError, -2,
+     r"trailing|garbage|extra|after|end"),
+    ("two documents", lambda g: json.dumps(g) + json.dumps(g), experiment.InvalidJSONError, -2,
+     r"trailing|garbage|extra|after|end"),
+    ("single quotes", lambda g: "{'version': '4'}", experiment.InvalidJSONError, -2, r"."),
+    ("array", lambda g: "[]", experiment.InvalidDatafileError, -4, r"object"),
+    ("string", lambda g: '"4"', experiment.InvalidDatafileError, -4, r"object"),
+    ("null", lambda g: "null", experiment.InvalidDatafileError, -4, r"object"),
+    ("version 5", _set(["version"], "5"), experiment.UnsupportedVersionError, -5, r"version.*5|5.*version"),
+    ("version 1", _set(["version"], "1"), experiment.UnsupportedVersionError, -5, r"version"),
+    ("missing version", _delete(["version"]), experiment.InvalidDatafileError, -4, r"version"),
+    ("missing experiments", _delete(["experiments"]), experiment.InvalidDatafileError, -4, r"experiments"),
+    ("missing featureFlags", _delete(["featureFlags"]), experiment.InvalidDatafileError, -4, r"featureFlags"),
+    ("missing experiment key", _delete(["experiments", 0, "key"]), experiment.InvalidDatafileError, -4,
+     r"experiments\[0\].*key"),
+    ("missing variation id", _delete(["experiments", 1, "variations", 0, "id"]),
+     experiment.InvalidDatafileError, -4, r"experiments\[1\].*variations\[0\].*id"),
+    ("endOfRange string", _set(["experiments", 0, "trafficAllocation", 0, "endOfRange"], "4000"),
+     experiment.InvalidDatafileError, -4, r"experiments\[0\]\.trafficAllocation\[0\]\.endOfRange"),
+    ("experiments not array", _set(["experiments"], {}), experiment.InvalidDatafileError, -4, r"experiments"),
+    ("featureEnabled string", _set(["experiments", 0, "variations", 0, "featureEnabled"], "yes"),
+     experiment.InvalidDatafileError, -4, r"featureEnabled"),
+    ("unknown rollout", _set(["featureFlags", 0, "rolloutId"], "99"), experiment.InvalidDatafileError, -4,
+     r"featureFlags\[0\]\.rolloutId.*99"),
+    ("unknown experiment in flag", _set(["featureFlags", 1, "experimentIds"], ["12345"]),
+     experiment.InvalidDatafileError, -4, r"featureFlags\[1\].*12345"),
+    ("deeply nested", lambda g: nested_json(10000), experiment.TooDeepError, -15, r"deep|depth|nest"),
+    ("deeply nested objects", lambda g: '{"a":' * 10000 + "1" + "}" * 10000, experiment.TooDeepError, -15,
+     r"deep|depth|nest"),
+    ("nested inside datafile", _set(["integrations"], json.loads(nested_json(100))), experiment.TooDeepError,
+     -15, r"deep|depth|nest"),
+    ("invalid utf-8", lambda g: json.dumps(g).encode().replace(b'"production"', b'"prod\xffuction"'),
+     experiment.InvalidUTF8Error, -13, r"utf-?8"),
+    ("overlong utf-8", lambda g: json.dumps(g).encode().replace(b'"production"', b'"\xc0\xafproduction"'),
+     experiment.InvalidUTF8Error, -13, r"utf-?8"),
+    ("nul byte inside", lambda g: json.dumps(g).encode().replace(b'"production"', b'"prod\x00uction"'),
+     experiment.InvalidJSONError, -2, r"."),
+]
+
+
+@pytest.fixture(params=BAD_DATAFILES, ids=[b[0] for b in BAD_DATAFILES])
+def bad(request, datafile_dict):
+    name, build, cls, code, pattern = request.param
+    return build(datafile_dict), cls, code, pattern
+
+
+def test_start_rejects_and_keeps_good_config(client, bad):
+    text, cls, code, pattern = bad
+    raises(cls, code, pattern, client.start, text)
+    assert client.ready
+    assert client.config["revision"] == "42"
+    assert client.decide("u2", "checkout_flow", U2_ATTRS).variation_key == "control"
+
+
+def test_validate_datafile_rejects(bad):
+    text, cls, code, pattern = bad
+    raises(cls, code, pattern, experiment.validate_datafile, text)
+
+
+def test_constructor_rejects(bad):
+    text, cls, code, pattern = bad
+    raises(cls, code, pattern, experiment.Client, datafile=text)
+
+
+def test_start_rejects_on_a_not_ready_client(idle_client, bad):
+    text, cls, code, pattern = bad
+    raises(cls, code, pattern, idle_client.start, text)
+    assert idle_client.ready is False
+    raises(experiment.NotReadyError, -6, r".", idle_client.decide, "u1", "checkout_flow")
+
+
+def test_too_large_datafile(client):
+    huge = b" " * (MAX_DATAFILE + 1)
+    raises(experiment.TooLargeError, -14, r"large|size|limit|exceed|bytes", client.start, huge)
+    raises(experiment.TooLargeError, -14, r"large|size|limit|exceed|bytes", experiment.validate_datafile, huge)
+    assert client.decide("u2", "checkout_flow", U2_ATTRS).variation_key == "control"
+
+
+def test_datafile_of_wrong_python_type(client):
+    raises(experiment.UnsupportedTypeError, -1, r"datafile", client.start, 42)
+    raises(experiment.UnsupportedTypeError, -1, r"datafile", client.start, {"version": "4"})
+    raises(experiment.InvalidArgumentError, -1, r"datafile|null|argument", client.start, None)
+    assert client.decide("u2", "checkout_flow", U2_ATTRS).variation_key == "control"
+
+
+def test_datafile_with_lone_surrogate(client, datafile_text):
+    bad = datafile_text.replace('"production"', '"prod\ud800"')
+    raises(experiment.InvalidUTF8Error, -13, r"utf-?8", client.start, bad)
+    assert client.config["revision"] == "42"
+
+
+def test_datafile_with_bom_or_leading_whitespace(client, datafile_text):
+    # whitespace around the document is JSON; the library must accept it
+    client.start("\n  " + datafile_text + "\n\t ")
+    assert client.ready
+
+
+def test_buffer_not_nul_terminated_is_read_by_length(client, datafile_text):
+    # memoryview of a larger buffer: only datafile bytes are passed (length-delimited)
+    data = datafile_text.encode()
+    client.start(memoryview(data + b"garbage")[: len(data)])
+    assert client.config["revision"] == "42"
+
+
+def test_valid_minimal_datafile(client):
+    minimal = {"version": "4", "projectId": "1", "accountId": "2", "revision": "3", "experiments": [],
+               "featureFlags": [], "rollouts": [], "events": [], "audiences": [], "attributes": [],
+               "groups": []}
+    experiment.validate_datafile(json.dumps(minimal))
+    client.start(json.dumps(minimal))
+    assert client.config["flags"] == []
+    assert client.decide_all("u1") == {}
+    raises(experiment.UnknownFlagError, -7, r"checkout_flow", client.decide, "u1", "checkout_flow")

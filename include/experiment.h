@@ -1,0 +1,466 @@
+/*
+ * experiment.h — the C API of libexperiment.
+ *
+ * libexperiment decides which variation of an experiment or feature flag a user gets, exactly as
+ * Optimizely's reference SDK does for the same Optimizely v4 datafile, and builds the impression and
+ * conversion events that record it.
+ *
+ * Conventions (they hold for every function below unless its comment says otherwise):
+ *
+ *  - Handles are opaque. Every function accepts NULL for any pointer and answers EXP_ERR_INVALID_ARGUMENT
+ *    instead of crashing.
+ *  - Every fallible function returns an exp_status: EXP_OK (0) or a negative error code. Results come back
+ *    through out-parameters, which are written only on success unless stated otherwise.
+ *    exp_last_error() then gives a message naming the problem; exp_status_str() a short static name.
+ *  - Ownership: inputs are borrowed for the duration of the call (the library copies what it keeps).
+ *    Strings returned through `char **` are owned by the caller and released with exp_free().
+ *    Strings inside an exp_decision belong to the decision and live until exp_decision_release().
+ *  - Text is UTF-8 and NUL-terminated. Invalid UTF-8 is rejected with EXP_ERR_INVALID_UTF8.
+ *  - Booleans cross as int (0 = false, anything else = true).
+ *  - Thread-safety: a client may be used from any number of threads at once, including while its
+ *    datafile is being replaced. Only exp_client_free() must not race with other calls on that client.
+ *  - Nothing on the decision path parses JSON: attributes have a typed form (exp_attribute). The *_json
+ *    variants exist for convenience.
+ *
+ * Quick start:
+ *
+ *     exp_client *client = NULL;
+ *     if (exp_client_create("{\"sdk_key\": \"demo\"}", &client) != EXP_OK) { puts(exp_last_error()); return 1; }
+ *     if (exp_client_start(client, datafile, datafile_len) != EXP_OK) { puts(exp_last_error()); return 1; }
+ *     exp_attribute attrs[] = { exp_attr_string("country", "NL"), exp_attr_int("age", 31) };
+ *     exp_decision d = {0};
+ *     if (exp_decide(client, "user-123", "checkout_flow", attrs, 2, 0, &d) == EXP_OK)
+ *         printf("%s -> %s (enabled=%d)\n", d.flag_key, d.variation_key ? d.variation_key : "-", d.enabled);
+ *     exp_decision_release(&d);
+ *     exp_client_free(client);
+ */
+#ifndef EXPERIMENT_H
+#define EXPERIMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Version                                                                                         */
+/* ---------------------------------------------------------------------------------------------- */
+
+#define EXP_VERSION_MAJOR 0
+#define EXP_VERSION_MINOR 1
+#define EXP_VERSION_PATCH 0
+#define EXP_VERSION_STRING "0.1.0"
+
+/* The library's version as "MAJOR.MINOR.PATCH". Static storage; never free it. Thread-safe. */
+const char *exp_version(void);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Status codes and errors                                                                         */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef enum exp_status {
+    EXP_OK = 0,
+    EXP_ERR_INVALID_ARGUMENT = -1,      /* a required pointer is NULL, a count is out of range, a bad enum */
+    EXP_ERR_INVALID_JSON = -2,          /* malformed JSON text (options, attributes, tags, datafile) */
+    EXP_ERR_INVALID_OPTION = -3,        /* unknown option key, or an option of the wrong type or range */
+    EXP_ERR_INVALID_DATAFILE = -4,      /* the datafile is valid JSON but not a usable v4 datafile */
+    EXP_ERR_UNSUPPORTED_VERSION = -5,   /* the datafile's "version" is not one this library reads */
+    EXP_ERR_NOT_READY = -6,             /* the client has no datafile yet */
+    EXP_ERR_UNKNOWN_FLAG = -7,          /* no feature flag with that key in the current datafile */
+    EXP_ERR_UNKNOWN_EXPERIMENT = -8,    /* no experiment with that key or id in the current datafile */
+    EXP_ERR_UNKNOWN_EVENT = -9,         /* no event with that key in the current datafile */
+    EXP_ERR_UNKNOWN_VARIATION = -10,    /* no variation with that key in the experiment or flag */
+    EXP_ERR_NOT_TARGETED = -11,         /* trigger_experiment: the user does not meet the audience */
+    EXP_ERR_NOT_ALLOCATED = -12,        /* trigger_experiment: not running, or user outside the traffic */
+    EXP_ERR_INVALID_UTF8 = -13,         /* a string argument is not valid UTF-8 */
+    EXP_ERR_TOO_LARGE = -14,            /* an input exceeds a documented limit (see EXP_MAX_*) */
+    EXP_ERR_TOO_DEEP = -15,             /* a JSON document nests deeper than its limit */
+    EXP_ERR_INVALID_EVENT_TAGS = -16,   /* event tags are not an object, or revenue/value mistyped */
+    EXP_ERR_CLOSED = -17,               /* the client was closed */
+    EXP_ERR_BUFFER_TOO_SMALL = -18,     /* a caller-provided array is too short; the needed size is returned */
+    EXP_ERR_INTERNAL = -99              /* a bug: please report it with exp_last_error() */
+} exp_status;
+
+/* A short, static name for a status code, e.g. "EXP_ERR_UNKNOWN_FLAG". Never NULL; never free it. */
+const char *exp_status_str(exp_status status);
+
+/*
+ * The message of the last error on the calling thread, e.g.
+ * "datafile: experiments[2].trafficAllocation[0].endOfRange: expected an integer, got a string".
+ * Thread-local: each thread sees its own last error. Valid until the next exp_* call on this thread;
+ * copy it to keep it. Never NULL ("" when the last call on this thread succeeded).
+ */
+const char *exp_last_error(void);
+
+/* Frees a string (or any buffer) the library returned through a `char **` out-parameter. NULL is a no-op. */
+void exp_free(void *pointer);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Limits (inputs past them fail with EXP_ERR_TOO_LARGE or EXP_ERR_TOO_DEEP)                        */
+/* ---------------------------------------------------------------------------------------------- */
+
+#define EXP_MAX_DATAFILE_BYTES   (64u * 1024u * 1024u)  /* size of one datafile */
+#define EXP_MAX_JSON_DEPTH       64u                    /* nesting of any JSON document the library reads */
+#define EXP_MAX_INPUT_JSON_BYTES (1024u * 1024u)        /* options, attributes, tags, property values */
+#define EXP_MAX_KEY_BYTES        1024u                  /* a user id, flag/experiment/event/attribute key */
+#define EXP_MAX_STRING_BYTES     65536u                 /* a string attribute or property value */
+#define EXP_MAX_ATTRIBUTES       1024u                  /* attributes passed to one call */
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Values and attributes                                                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef enum exp_value_type {
+    EXP_VALUE_NULL = 0,     /* an explicit null: present, but no value */
+    EXP_VALUE_BOOL = 1,     /* bool_value */
+    EXP_VALUE_INT = 2,      /* int_value */
+    EXP_VALUE_DOUBLE = 3,   /* double_value */
+    EXP_VALUE_STRING = 4    /* string_value (UTF-8, NUL-terminated, borrowed) */
+} exp_value_type;
+
+/* A typed value. Only the field named by `type` is read. */
+typedef struct exp_value {
+    int type;                   /* an exp_value_type */
+    int bool_value;
+    int64_t int_value;
+    double double_value;
+    const char *string_value;
+} exp_value;
+
+/* One user attribute: a key and a typed value. Audience conditions treat int and double alike, and bool
+ * as distinct from numbers, exactly as the reference SDK does. */
+typedef struct exp_attribute {
+    const char *key;
+    exp_value value;
+} exp_attribute;
+
+static inline exp_attribute exp_attr_string(const char *key, const char *value) {
+    exp_attribute a = {key, {EXP_VALUE_STRING, 0, 0, 0.0, value}}; return a;
+}
+static inline exp_attribute exp_attr_int(const char *key, int64_t value) {
+    exp_attribute a = {key, {EXP_VALUE_INT, 0, value, 0.0, NULL}}; return a;
+}
+static inline exp_attribute exp_attr_double(const char *key, double value) {
+    exp_attribute a = {key, {EXP_VALUE_DOUBLE, 0, 0, value, NULL}}; return a;
+}
+static inline exp_attribute exp_attr_bool(const char *key, int value) {
+    exp_attribute a = {key, {EXP_VALUE_BOOL, value ? 1 : 0, 0, 0.0, NULL}}; return a;
+}
+static inline exp_attribute exp_attr_null(const char *key) {
+    exp_attribute a = {key, {EXP_VALUE_NULL, 0, 0, 0.0, NULL}}; return a;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Client lifecycle                                                                                */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef struct exp_client exp_client;
+
+/*
+ * Creates a client from a JSON object of options (NULL or "" means all defaults). Unknown keys are an
+ * error, not ignored. Options understood by this version:
+ *
+ *   "sdk_key"                 string   the project environment's key (informational for now)
+ *   "default_decide_options"  array    decide option names applied to every decide, e.g.
+ *                                      ["DISABLE_DECISION_EVENT", "INCLUDE_REASONS"]
+ *   "user_store_capacity"     integer  how many users' properties (exp_set_user_property) are kept;
+ *                                      least recently used users are evicted first. Default 10000.
+ *
+ * On success *out_client receives a new client, not yet ready: give it a datafile with exp_client_start.
+ * Errors: EXP_ERR_INVALID_ARGUMENT (out_client NULL), EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_OPTION.
+ * Ownership: release the client with exp_client_free(). Thread-safe.
+ *
+ *     exp_client *c = NULL;
+ *     exp_status s = exp_client_create("{\"default_decide_options\": [\"INCLUDE_REASONS\"]}", &c);
+ */
+exp_status exp_client_create(const char *options_json, exp_client **out_client);
+
+/*
+ * Starts the client synchronously with a datafile (Optimizely v4 JSON) held in `datafile[0..length)`;
+ * the buffer need not be NUL-terminated and is not kept. Calling it again replaces the datafile: the new
+ * one is validated and compiled off to the side and swapped in atomically; decisions in flight finish on
+ * the old one. A datafile that fails validation changes nothing: the client keeps its current config.
+ *
+ * Errors: EXP_ERR_INVALID_JSON (including trailing garbage), EXP_ERR_UNSUPPORTED_VERSION,
+ * EXP_ERR_INVALID_DATAFILE (the message names the place, e.g. "featureFlags[3].rolloutId: unknown
+ * rollout \"99\""), EXP_ERR_TOO_LARGE, EXP_ERR_TOO_DEEP, EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     if (exp_client_start(c, text, strlen(text)) != EXP_OK) fprintf(stderr, "%s\n", exp_last_error());
+ */
+exp_status exp_client_start(exp_client *client, const char *datafile, size_t length);
+
+/* Writes 1 to *out_ready if the client has a datafile, else 0. Thread-safe. */
+exp_status exp_client_is_ready(exp_client *client, int *out_ready);
+
+/*
+ * Returns facts about the current datafile as a JSON object:
+ * {"revision": "...", "project_id": "...", "account_id": "...", "environment_key": "...",
+ *  "flags": [...keys], "experiments": [...keys], "events": [...keys]}.
+ * Free *out_json with exp_free(). Errors: EXP_ERR_NOT_READY, EXP_ERR_CLOSED. Thread-safe.
+ */
+exp_status exp_client_config_json(exp_client *client, char **out_json);
+
+/*
+ * Closes the client: later calls on it fail with EXP_ERR_CLOSED. Idempotent (closing twice is EXP_OK).
+ * The handle stays valid until exp_client_free(). Thread-safe.
+ */
+exp_status exp_client_close(exp_client *client);
+
+/*
+ * Closes (if needed) and frees the client. NULL is a no-op. Must not race with other calls on the same
+ * client, and the handle must not be used afterwards.
+ */
+void exp_client_free(exp_client *client);
+
+/*
+ * Validates a datafile without a client. EXP_OK if a client would accept it; otherwise the error a client
+ * would give, with exp_last_error() naming the first problem. Thread-safe.
+ */
+exp_status exp_validate_datafile(const char *datafile, size_t length);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Decisions (feature flags)                                                                       */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Decide options, OR-ed together into the `options` argument (they add to the client's defaults). */
+#define EXP_DECIDE_DISABLE_DECISION_EVENT       (1u << 0)  /* do not send an impression event */
+#define EXP_DECIDE_ENABLED_FLAGS_ONLY           (1u << 1)  /* decide_all: leave out disabled flags */
+#define EXP_DECIDE_IGNORE_USER_PROFILE_SERVICE  (1u << 2)  /* skip sticky-bucketing lookup and save */
+#define EXP_DECIDE_INCLUDE_REASONS              (1u << 3)  /* fill `reasons` */
+#define EXP_DECIDE_EXCLUDE_VARIABLES            (1u << 4)  /* leave `variables_json` as "{}" */
+
+/*
+ * The result of deciding one flag for one user. Fill it by passing a zero-initialized struct to
+ * exp_decide / exp_decide_all, and release it with exp_decision_release(). All strings point into
+ * storage the decision keeps alive (even if the client's datafile is replaced meanwhile) and are valid
+ * until exp_decision_release(). Deciding allocates nothing unless reasons are requested.
+ */
+typedef struct exp_decision {
+    const char *flag_key;
+    const char *variation_key;       /* NULL when the user got no variation */
+    const char *rule_key;            /* the experiment or delivery rule that decided; NULL when none */
+    const char *variables_json;      /* the flag's variables as a JSON object ("{}" when excluded) */
+    int enabled;                     /* the variation's featureEnabled; 0 when no variation */
+    int reserved;
+    const char *const *reasons;      /* reason strings when EXP_DECIDE_INCLUDE_REASONS, else NULL */
+    size_t reason_count;
+    void *internal[2];               /* owned by the library */
+} exp_decision;
+
+/*
+ * Decides `flag_key` for `user_id` with per-call `attributes[0..attribute_count)` (NULL with count 0 for
+ * none). The user's stored properties (exp_set_user_property) are used too; per-call attributes win.
+ * Sends an impression to the event dispatcher when the reference SDK would (a flag experiment decided it,
+ * or the datafile has sendFlagDecisions), unless EXP_DECIDE_DISABLE_DECISION_EVENT.
+ *
+ * *out must be zero-initialized or previously released; it is filled on success.
+ * Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_FLAG, EXP_ERR_INVALID_UTF8, EXP_ERR_TOO_LARGE,
+ * EXP_ERR_INVALID_ARGUMENT (NULL user_id/flag_key/out, bad attribute type, attributes NULL with a
+ * count), EXP_ERR_CLOSED. Thread-safe; allocation-free unless reasons are requested.
+ *
+ *     exp_decision d = {0};
+ *     if (exp_decide(c, "user-1", "new_checkout", NULL, 0, EXP_DECIDE_INCLUDE_REASONS, &d) == EXP_OK) {
+ *         for (size_t i = 0; i < d.reason_count; i++) puts(d.reasons[i]);
+ *     }
+ *     exp_decision_release(&d);
+ */
+exp_status exp_decide(exp_client *client, const char *user_id, const char *flag_key,
+                      const exp_attribute *attributes, size_t attribute_count, unsigned options,
+                      exp_decision *out);
+
+/* Releases what a decision holds and zeroes it. NULL and zeroed decisions are no-ops. Idempotent. */
+void exp_decision_release(exp_decision *decision);
+
+/* The number of feature flags in the current datafile (the capacity exp_decide_all needs). */
+exp_status exp_flag_count(exp_client *client, size_t *out_count);
+
+/*
+ * Decides every flag of the datafile, in datafile order, into out[0..capacity) and writes how many were
+ * filled to *out_count. With EXP_DECIDE_ENABLED_FLAGS_ONLY disabled flags are left out. If capacity is
+ * too small nothing is filled, *out_count receives the capacity needed and EXP_ERR_BUFFER_TOO_SMALL is
+ * returned. Release each filled element (or use exp_decisions_release). The user's sticky-bucketing
+ * profile is looked up once and saved once for the whole call. Other errors and thread-safety as
+ * exp_decide.
+ *
+ *     size_t n = 0, cap = 0; exp_flag_count(c, &cap);
+ *     exp_decision *ds = calloc(cap, sizeof *ds);
+ *     if (exp_decide_all(c, "user-1", NULL, 0, 0, ds, cap, &n) == EXP_OK) { ... }
+ *     exp_decisions_release(ds, n); free(ds);
+ */
+exp_status exp_decide_all(exp_client *client, const char *user_id, const exp_attribute *attributes,
+                          size_t attribute_count, unsigned options, exp_decision *out, size_t capacity,
+                          size_t *out_count);
+
+/* Releases decisions[0..count). */
+void exp_decisions_release(exp_decision *decisions, size_t count);
+
+/*
+ * JSON conveniences. `attributes_json` is a JSON object of attribute values (string, number, bool, null)
+ * or NULL. `flag_keys_json` is a JSON array of flag keys, or NULL for every flag. *out_json receives
+ * {"flag_key": {"flag_key": ..., "enabled": ..., "variation_key": ..., "rule_key": ..., "variables": {...},
+ * "reasons": [...]}, ...} — for exp_decide_json a single decision object instead of the map. Unknown keys
+ * in flag_keys_json give a decision with enabled false and null variation, as the reference SDK does.
+ * Free *out_json with exp_free(). Errors as exp_decide, plus EXP_ERR_INVALID_JSON / EXP_ERR_TOO_DEEP.
+ */
+exp_status exp_decide_json(exp_client *client, const char *user_id, const char *flag_key,
+                           const char *attributes_json, unsigned options, char **out_json);
+exp_status exp_decide_for_keys_json(exp_client *client, const char *user_id, const char *flag_keys_json,
+                                    const char *attributes_json, unsigned options, char **out_json);
+
+/*
+ * Parses decide option names ("DISABLE_DECISION_EVENT", "ENABLED_FLAGS_ONLY",
+ * "IGNORE_USER_PROFILE_SERVICE", "INCLUDE_REASONS", "EXCLUDE_VARIABLES") given as a JSON array into the
+ * EXP_DECIDE_* bit set. Errors: EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_OPTION (unknown name). Thread-safe.
+ */
+exp_status exp_decide_options_parse(const char *names_json, unsigned *out_options);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Experiments (Optimizely activate / get_variation; Kameleoon trigger_experiment)                 */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * The variation key `user_id` gets in experiment `experiment_key`, without sending an event.
+ * *out_variation_key receives a string to free with exp_free(), or NULL when the user is in no variation
+ * (not running, not targeted, outside the traffic): that is EXP_OK, not an error.
+ * Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_EXPERIMENT, argument errors as exp_decide. Thread-safe.
+ *
+ *     char *v = NULL;
+ *     if (exp_get_variation(c, "checkout_test", "user-1", NULL, 0, &v) == EXP_OK && v) { puts(v); }
+ *     exp_free(v);
+ */
+exp_status exp_get_variation(exp_client *client, const char *experiment_key, const char *user_id,
+                             const exp_attribute *attributes, size_t attribute_count,
+                             char **out_variation_key);
+
+/* As exp_get_variation, and when the user gets a variation an impression event is sent. */
+exp_status exp_activate(exp_client *client, const char *experiment_key, const char *user_id,
+                        const exp_attribute *attributes, size_t attribute_count, char **out_variation_key);
+
+/*
+ * Kameleoon-style: decides the experiment with id `experiment_id` for `user_id` and returns the variation
+ * id through *out_variation_id (free with exp_free()), sending an impression event. The user's stored
+ * properties and forced variations apply as for any decision; the result is sticky once a profile store
+ * is configured.
+ * Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_EXPERIMENT (no such id), EXP_ERR_NOT_TARGETED (the user
+ * does not meet the experiment's audiences), EXP_ERR_NOT_ALLOCATED (the experiment is not running, or the
+ * user falls outside its traffic or group), argument errors as exp_decide. Thread-safe.
+ *
+ *     char *variation_id = NULL;
+ *     switch (exp_trigger_experiment(c, "user-1", "20110", NULL, 0, &variation_id)) {
+ *     case EXP_OK: printf("variation %s\n", variation_id); break;
+ *     case EXP_ERR_NOT_TARGETED: case EXP_ERR_NOT_ALLOCATED: puts("default experience"); break;
+ *     default: fprintf(stderr, "%s\n", exp_last_error());
+ *     }
+ *     exp_free(variation_id);
+ */
+exp_status exp_trigger_experiment(exp_client *client, const char *user_id, const char *experiment_id,
+                                  const exp_attribute *attributes, size_t attribute_count,
+                                  char **out_variation_id);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Forced variations and forced decisions (kept in memory by the client)                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Forces `user_id` into `variation_key` of experiment `experiment_key` (Optimizely set_forced_variation);
+ * variation_key NULL removes the forcing. It wins over whitelisting and bucketing but not over the
+ * experiment's running status. Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_EXPERIMENT,
+ * EXP_ERR_UNKNOWN_VARIATION, argument errors. Thread-safe.
+ */
+exp_status exp_set_forced_variation(exp_client *client, const char *experiment_key, const char *user_id,
+                                    const char *variation_key);
+
+/* The forced variation key, or NULL (EXP_OK) when none. Free *out_variation_key with exp_free(). */
+exp_status exp_get_forced_variation(exp_client *client, const char *experiment_key, const char *user_id,
+                                    char **out_variation_key);
+
+/*
+ * Sets a forced decision (Optimizely user-context set_forced_decision) for `user_id`: for flag `flag_key`
+ * and rule `rule_key` (NULL for the flag as a whole) the user gets the flag variation `variation_key`;
+ * NULL variation_key removes it. A forced variation key the flag does not have is ignored at decide time,
+ * as in the reference SDK. Errors: argument errors. Thread-safe.
+ */
+exp_status exp_set_forced_decision(exp_client *client, const char *user_id, const char *flag_key,
+                                   const char *rule_key, const char *variation_key);
+
+/* Removes every forced decision of `user_id`. Thread-safe. */
+exp_status exp_remove_forced_decisions(exp_client *client, const char *user_id);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* User properties (kept by the client, used by every call that names the user)                    */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Sets property `key` of `user_id` to `value` (copied). Every later decision, trigger and track for that
+ * user sees it as an attribute; per-call attributes with the same key win. The store holds at most
+ * "user_store_capacity" users, evicting the least recently used.
+ * Errors: EXP_ERR_INVALID_ARGUMENT (NULLs, bad type), EXP_ERR_INVALID_UTF8, EXP_ERR_TOO_LARGE,
+ * EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     exp_value plan = {EXP_VALUE_STRING, 0, 0, 0.0, "premium"};
+ *     exp_set_user_property(c, "user-1", "plan", &plan);
+ */
+exp_status exp_set_user_property(exp_client *client, const char *user_id, const char *key,
+                                 const exp_value *value);
+
+/* As exp_set_user_property with the value given as JSON text: a string, number, true/false or null. */
+exp_status exp_set_user_property_json(exp_client *client, const char *user_id, const char *key,
+                                      const char *value_json);
+
+/* Removes one property (EXP_OK if it was not set). Thread-safe. */
+exp_status exp_remove_user_property(exp_client *client, const char *user_id, const char *key);
+
+/* Removes every property of the user. Thread-safe. */
+exp_status exp_clear_user_properties(exp_client *client, const char *user_id);
+
+/* The user's stored properties as a JSON object (in the order they were first set). Free with exp_free. */
+exp_status exp_get_user_properties_json(exp_client *client, const char *user_id, char **out_json);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Conversions                                                                                      */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Records conversion `event_key` for `user_id` and sends the conversion event. `tags_json` is NULL or a
+ * JSON object of event tags; "revenue" must be an integer (cents) and "value" a number, as the results
+ * backend reads them.
+ * Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_EVENT, EXP_ERR_INVALID_EVENT_TAGS, EXP_ERR_INVALID_JSON,
+ * argument errors as exp_decide. Thread-safe.
+ *
+ *     exp_track(c, "purchase", "user-1", NULL, 0, "{\"revenue\": 4200, \"category\": \"shoes\"}");
+ */
+exp_status exp_track(exp_client *client, const char *event_key, const char *user_id,
+                     const exp_attribute *attributes, size_t attribute_count, const char *tags_json);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Events                                                                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* One outgoing event batch, in the reference SDK's event-batch format. All fields borrowed for the
+ * duration of the callback. */
+typedef struct exp_event {
+    const char *url;          /* e.g. "https://logx.optimizely.com/v1/events" */
+    const char *http_verb;    /* "POST" */
+    const char *body;         /* the JSON payload (NUL-terminated) */
+    size_t body_length;
+} exp_event;
+
+/* Receives each event. Return 0 when accepted; any other value counts as a failed dispatch. */
+typedef int (*exp_event_dispatch_fn)(const exp_event *event, void *user_data);
+
+/*
+ * Installs a custom event dispatcher: every impression and conversion is handed to `dispatch` with
+ * `user_data`, synchronously on the thread whose call produced it. NULL `dispatch` removes it (events are
+ * then dropped and counted). The callback must not call exp_client_free on this client.
+ * Errors: EXP_ERR_INVALID_ARGUMENT (client NULL), EXP_ERR_CLOSED. Thread-safe.
+ */
+exp_status exp_client_set_event_dispatcher(exp_client *client, exp_event_dispatch_fn dispatch,
+                                           void *user_data);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EXPERIMENT_H */
