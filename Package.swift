@@ -27,6 +27,9 @@ let package = Package(
                         "-Xlinker", "-z", "-Xlinker", "nodelete",
                     ]),
                 ]),
-        .testTarget(name: "ExperimentCoreTests", dependencies: ["ExperimentCore"]),
+        .testTarget(name: "ExperimentCoreTests", dependencies: ["ExperimentCore"],
+                    exclude: ["generate_matcher_vectors.py"]),
+        // Loads the shipped .build/release/libexperiment.so with dlopen and calls the exported C ABI.
+        .testTarget(name: "ExperimentABITests", dependencies: ["CExperimentABI"]),
     ]
 )

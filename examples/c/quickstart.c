@@ -135,7 +135,7 @@ int main(int argc, char **argv) {
     exp_attribute mobile[] = {exp_attr_string("platform", "ios"), exp_attr_string("app_version", "3.2.0")};
     char *variation_key = NULL;
     CHECK(exp_activate(client, "homepage_banner_test", "user-4", mobile, COUNT(mobile), &variation_key));
-    printf("  user-4 activate          -> %s\n", variation_key ? variation_key : "(not in experiment)");
+    printf("  user-4 %-18s -> %s\n", "activate", variation_key ? variation_key : "(not in experiment)");
 
     /* The same decision Kameleoon-style, by experiment id, returning the variation id. "Not targeted"
      * and "not allocated" are normal outcomes here, not failures: show the default experience. */
@@ -146,11 +146,11 @@ int main(int argc, char **argv) {
                                               &variation_id);
         switch (s) {
         case EXP_OK:
-            printf("  %-6s trigger_experiment -> variation id %s\n", trigger_users[i], variation_id);
+            printf("  %-6s %-18s -> variation id %s\n", trigger_users[i], "trigger_experiment", variation_id);
             break;
         case EXP_ERR_NOT_TARGETED:
         case EXP_ERR_NOT_ALLOCATED:
-            printf("  %-6s trigger_experiment -> %s (default experience)\n", trigger_users[i],
+            printf("  %-6s %-18s -> %s (default experience)\n", trigger_users[i], "trigger_experiment",
                    exp_status_str(s));
             break;
         default:

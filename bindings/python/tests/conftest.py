@@ -137,3 +137,6 @@ EXPECTED = {
 }
 U2_ATTRS = {"country": "NL", "age": 30}
 U3_ATTRS = {"plan": "premium", "score": 0.9}
+
+# what a message about trailing garbage after a JSON document must mention: the fact, or where it is
+TRAILING = r"trailing|garbage|extra|after|byte \d+|offset \d+|position \d+"

@@ -703,7 +703,9 @@ def _near_values(value: Any, match: Optional[str], rng: random.Random) -> List[A
     elif isinstance(value, int):
         out += [value + 1, value - 1, float(value), float(value) + 0.5, str(value)]
     elif isinstance(value, float):
-        out += [value + 0.001, value - 0.001, int(value), str(value)]
+        out += [value + 0.001, value - 0.001, str(value)]
+        if abs(value) < 2 ** 62:
+            out.append(int(value))      # (attributes are at most 64-bit integers)
     elif isinstance(value, str):
         if match == "substring":
             out += [value + "x", "x" + value + "y", value.upper(), value[1:], ""]

@@ -184,7 +184,7 @@ def make_reference(datafile_text: str, dispatcher: RecordingDispatcher,
     client = optimizely_mod.Optimizely(
         datafile=datafile_text,
         logger=_SILENT,
-        event_processor=ForwardingEventProcessor(dispatcher),
+        event_processor=ForwardingEventProcessor(dispatcher, logger=_SILENT),
         settings=OptimizelySdkSettings(odp_disabled=True),
         default_decide_options=list(default_decide_options or []),
     )

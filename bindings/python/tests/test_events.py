@@ -9,7 +9,7 @@ import logging
 import pytest
 
 import experiment
-from conftest import U2_ATTRS, U3_ATTRS, RecordingDispatcher, nested_json, raises
+from conftest import TRAILING, U2_ATTRS, U3_ATTRS, RecordingDispatcher, nested_json, raises
 
 
 def _snapshot(params):
@@ -115,7 +115,7 @@ def test_track_errors(client, dispatcher, idle_client):
     raises(experiment.InvalidEventTagsError, -16, r"object|tags", client.track, "purchase", "u1", tags=[1, 2])
     raises(experiment.InvalidEventTagsError, -16, r"object|tags", client.track, "purchase", "u1", tags="42")
     raises(experiment.InvalidJSONError, -2, r".", client.track, "purchase", "u1", tags="{revenue: 1}")
-    raises(experiment.InvalidJSONError, -2, r"trailing|garbage|extra|after|end", client.track, "purchase", "u1",
+    raises(experiment.InvalidJSONError, -2, TRAILING, client.track, "purchase", "u1",
            tags='{"revenue": 1} x')
     raises(experiment.TooDeepError, -15, r"deep|depth|nest", client.track, "purchase", "u1",
            tags='{"a": %s}' % nested_json(10000))

@@ -1,0 +1,86 @@
+# libexperiment — build, demo, test, install.
+#
+#   make demo      install what is missing, build the library, run examples/c/quickstart.c on the demo datafile
+#   make test      everything: Swift tests, C examples (-Werror), the ABI/symbol checks, pytest incl. differential
+#   make lib       the shipping build: .build/release/libexperiment.so (static Swift stdlib, SONAME, exp_* only)
+#   make install PREFIX=/usr/local   library (+ SONAME links), header, pkg-config file
+#   make bench     benchmarks side by side with the reference SDK (see benchmarks/README.md)
+
+PREFIX      ?= /usr/local
+LIBDIR      ?= $(PREFIX)/lib
+INCLUDEDIR  ?= $(PREFIX)/include
+VERSION     := $(shell sed -n 's/^\#define EXP_VERSION_STRING "\(.*\)"/\1/p' include/experiment.h)
+MAJOR       := $(firstword $(subst ., ,$(VERSION)))
+RELEASE_DIR := .build/release
+LIB         := $(RELEASE_DIR)/libexperiment.so
+CC          ?= cc
+CFLAGS_STRICT := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
+LINK_LOCAL  := -L$(RELEASE_DIR) -lexperiment -Wl,-rpath,$(CURDIR)/$(RELEASE_DIR)
+PYTHON      ?= python3
+APT_PACKAGES := libjson-c-dev pkg-config
+PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0
+
+.PHONY: all deps test-deps lib demo test test-swift test-c test-abi test-python install bench clean
+
+all: lib
+
+# Debian packages the build needs; installed only when missing (apt-get update first, once).
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+test-deps: deps
+	@$(PYTHON) -c "import pytest, optimizely" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
+
+lib: deps
+	swift build -c release -Xswiftc -static-stdlib
+	@echo "built $(LIB)"
+
+$(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ examples/c/quickstart.c $(LINK_LOCAL)
+
+demo: $(RELEASE_DIR)/quickstart
+	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
+
+test: test-deps lib test-abi test-c test-swift test-python
+	@echo "make test: all suites passed"
+
+test-swift:
+	swift test
+
+# The shipped .so: only exp_* exported, SONAME with the major version, no toolchain path in its deps.
+test-abi: lib
+	@extra=$$(nm -D --defined-only $(LIB) | awk '{print $$NF}' | grep -v '^exp_' | grep -v '^_init$$\|^_fini$$' || true); \
+	  if [ -n "$$extra" ]; then echo "exported non-exp_ symbols:"; echo "$$extra" | head; exit 1; fi
+	@readelf -d $(LIB) | grep -q "SONAME.*libexperiment.so.$(MAJOR)" || { echo "SONAME is not libexperiment.so.$(MAJOR)"; exit 1; }
+	@if ldd $(LIB) | grep -q swift; then echo "libexperiment.so depends on the Swift toolchain:"; ldd $(LIB); exit 1; fi
+	@if readelf -d $(LIB) | grep -q 'RUNPATH\|RPATH.*swift'; then readelf -d $(LIB) | grep -i path; fi
+	@echo "ABI checks passed: $$(nm -D --defined-only $(LIB) | grep -c ' exp_') exp_* symbols, SONAME libexperiment.so.$(MAJOR)"
+
+test-c: $(RELEASE_DIR)/quickstart
+	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
+	@echo "C examples built with $(CFLAGS_STRICT) and ran"
+
+test-python: test-deps lib
+	EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
+	  $(PYTHON) -m pytest -q bindings/python/tests
+
+install: lib
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libexperiment.so.$(VERSION)
+	ln -sf libexperiment.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libexperiment.so.$(MAJOR)
+	ln -sf libexperiment.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libexperiment.so
+	install -m 0644 include/experiment.h $(DESTDIR)$(INCLUDEDIR)/experiment.h
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
+	  experiment.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/experiment.pc
+	@echo "installed libexperiment $(VERSION) under $(DESTDIR)$(PREFIX)"
+
+bench: lib test-deps
+	bash benchmarks/run.sh
+
+clean:
+	rm -rf .build
