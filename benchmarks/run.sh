@@ -46,20 +46,35 @@ out=.build/bench
 mkdir -p "$out"
 results=$out/results.tsv
 : > "$results"
+failed=()
+
+# Programs linked with -lexperiment record the SONAME (libexperiment.so.0), so the loader needs a file of
+# that name next to the rpath. A build directory that has only libexperiment.so gets a private link here.
+linkdir=$libdir
+soname=$(readelf -d "$libdir/libexperiment.so" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+if [ -n "$soname" ] && [ ! -e "$libdir/$soname" ]; then
+    linkdir=$repo/$out/lib
+    mkdir -p "$linkdir"
+    ln -sf "$libdir/libexperiment.so" "$linkdir/libexperiment.so"
+    ln -sf "$libdir/libexperiment.so" "$linkdir/$soname"
+    echo "note: $libdir has no $soname (the SONAME); linking through $linkdir"
+fi
 
 echo "== compiling benchmarks/c/bench_decide.c against $libdir"
 "$cc" -O2 -std=gnu11 -Wall -Wextra -Iinclude benchmarks/c/bench_decide.c -o "$out/bench_decide" \
-    -L"$libdir" -lexperiment -Wl,-rpath,"$libdir"
+    -L"$linkdir" -lexperiment -Wl,-rpath,"$linkdir"
 
 echo "== C benchmark"
-"$out/bench_decide" --data-dir benchmarks/data --results "$results"
+"$out/bench_decide" --data-dir benchmarks/data --results "$results" || failed+=("C benchmark (exit status $?)")
 
 echo
 echo "== Python benchmark"
 py_args=(--results "$results")
 if [ "$quick" = 1 ]; then py_args+=(--users 300 --all-users 30 --repeats 3); fi
-EXPERIMENT_LIBRARY="$libdir/libexperiment.so" PYTHONPATH="$repo/bindings/python${PYTHONPATH:+:$PYTHONPATH}" \
-    "$python" benchmarks/python/bench_decide.py "${py_args[@]}"
+if ! EXPERIMENT_LIBRARY="$libdir/libexperiment.so" PYTHONPATH="$repo/bindings/python${PYTHONPATH:+:$PYTHONPATH}" \
+    "$python" benchmarks/python/bench_decide.py "${py_args[@]}"; then
+    failed+=("Python benchmark")
+fi
 
 # Instruction counts: exactly N calls inside bench_measured_calls(), nothing else collected.
 declare -A instructions=()
@@ -71,9 +86,12 @@ if [ "$callgrind" = 1 ]; then
             scenario=${spec%%:*}
             calls=${spec##*:}
             file=$out/callgrind.$scenario.out
-            valgrind --tool=callgrind --callgrind-out-file="$file" --toggle-collect=bench_measured_calls \
+            if ! valgrind --tool=callgrind --callgrind-out-file="$file" --toggle-collect=bench_measured_calls \
                 "$out/bench_decide" --calls "$calls" --scenario "$scenario" --data-dir benchmarks/data \
-                2> "$out/callgrind.$scenario.log"
+                2> "$out/callgrind.$scenario.log"; then
+                failed+=("callgrind scenario $scenario (see $out/callgrind.$scenario.log)")
+                continue
+            fi
             total=$(awk '/^(summary|totals):/ {print $2; exit}' "$file")
             instructions[$scenario]=$(awk -v t="$total" -v n="$calls" 'BEGIN {printf "%.0f", t / n}')
             echo "scenario $scenario: $total instructions / $calls calls = ${instructions[$scenario]} per call"
@@ -111,3 +129,7 @@ echo "--------------------------------------------------------------------------
     awk -F'\t' '$1 == "py" { printf "%s (%s)\t%s\t%s\t%s\n", $2, $3, $4, ($5 == "" ? "-" : $5), ($6 == "" ? "-" : $6) }' "$results"
 } | column -t -s $'\t'
 echo "=================================================================================================="
+if [ "${#failed[@]}" -gt 0 ]; then
+    printf 'FAILED: %s\n' "${failed[@]}" >&2
+    exit 1
+fi

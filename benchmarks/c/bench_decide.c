@@ -396,9 +396,11 @@ int main(int argc, char **argv) {
         printf("%-10s %-48s %10zu %10.1f %10.1f %14.0f %12.2f %12.1f\n", sc->name, sc->title, r.calls,
                r.median_ns, r.p99_ns, r.decisions_per_s, r.allocs_per_call, r.bytes_per_call);
         fflush(stdout);
-        if (results)
+        if (results) {
             fprintf(results, "c\t%s\t%s\t%.1f\t%.1f\t%.0f\t%.2f\t%.1f\n", sc->name, sc->title, r.median_ns,
                     r.p99_ns, r.decisions_per_s, r.allocs_per_call, r.bytes_per_call);
+            fflush(results); /* keep finished rows if a later scenario crashes */
+        }
         bench_close(&b);
     }
     if (results) fclose(results);

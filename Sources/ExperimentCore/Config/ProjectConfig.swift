@@ -120,13 +120,15 @@ public struct Experiment: Sendable {
     public internal(set) var variations: [Variation]
     public internal(set) var traffic: [TrafficRange]
     /// Whitelisted users ("forcedVariations"): user id -> variation index.
-    public let whitelist: KeyIndex?
+    public internal(set) var whitelist: KeyIndex?
     /// Index of the random-policy group this experiment belongs to, or -1.
     public let group: Int32
     public let groupId: String
 
     public func variationIndex(id: String) -> Int? { variations.firstIndex { $0.id.text == id } }
-    public func variationIndex(key: String) -> Int? { variations.firstIndex { $0.key.text == key } }
+    /// By key the last definition wins (an "fr" experiment's appended everyone-else variation shadows
+    /// a variation with the same key), as in the reference's key map.
+    public func variationIndex(key: String) -> Int? { variations.lastIndex { $0.key.text == key } }
 }
 
 public struct Group: Sendable {

@@ -41,6 +41,8 @@ private struct Compilation {
     var experimentIndexById: [String: Int] = [:]
     /// Experiment ids in first-seen order (the reference's id map iteration order).
     var experimentIdOrder: [String] = []
+    /// Each experiment's raw "forcedVariations", parallel to `experiments`.
+    var whitelists: [[(user: String, variationKey: String)]] = []
     var groups: [Group] = []
     var rolloutRulesById: [String: [Int32]] = [:]
     var holdouts: [Holdout] = []
@@ -61,6 +63,7 @@ private struct Compilation {
         try readExperiments()
         try readHoldouts()
         let flags = try readFlags()
+        resolveWhitelists()
         return ProjectConfig(header: header, experiments: experiments, groups: groups, audiences: audiences,
                              flags: flags, events: events, attributes: attributes, holdouts: holdouts,
                              globalHoldouts: globalHoldouts, indexes: indexes, strings: strings)
@@ -94,7 +97,7 @@ private struct Compilation {
 
     mutating func readAttributes() throws(DatafileError) -> [Attribute] {
         var attributes: [Attribute] = []
-        for entry in try root.optionalArray("attributes") {
+        for entry in try root.requiredArray("attributes") {
             let attribute = Attribute(id: try entry.requiredString("id"), key: try entry.requiredString("key"))
             indexes.attributes.insert(attribute.key, attributes.count, replacing: true)
             attributes.append(attribute)
@@ -104,9 +107,9 @@ private struct Compilation {
 
     mutating func readEvents() throws(DatafileError) -> [Event] {
         var events: [Event] = []
-        for entry in try root.optionalArray("events") {
+        for entry in try root.requiredArray("events") {
             let event = Event(id: try entry.requiredString("id"), key: try entry.requiredString("key"))
-            for id in try entry.optionalArray("experimentIds") { _ = try id.string() }
+            for id in try entry.requiredArray("experimentIds") { _ = try id.string() }
             indexes.events.insert(event.key, events.count, replacing: true)
             events.append(event)
         }
@@ -116,7 +119,7 @@ private struct Compilation {
     // MARK: audiences
 
     mutating func readAudiences() throws(DatafileError) {
-        for entry in try root.optionalArray("audiences") {
+        for entry in try root.requiredArray("audiences") {
             let conditionsField = try entry.required("conditions")
             let text = try conditionsField.string()
             let parsed: JSONDocument
@@ -149,7 +152,7 @@ private struct Compilation {
         throws(DatafileError) -> Audience
     {
         let id = try entry.requiredString("id")
-        let name = try entry.optionalString("name") ?? ""
+        let name = try entry.requiredString("name")
         var leaves: [LeafCondition] = []
         let tree = try conditionTree(conditions, leaves: &leaves)
         return Audience(id: id, name: name, conditions: tree, leaves: leaves, conditionsText: conditionsText)
@@ -245,7 +248,7 @@ private struct Compilation {
     // MARK: experiments, groups, rollouts
 
     mutating func readExperiments() throws(DatafileError) {
-        for entry in try root.optionalArray("experiments") {
+        for entry in try root.requiredArray("experiments") {
             try addExperiment(entry, kind: .experiment, group: -1, groupId: "")
         }
         for rollout in try root.optionalArray("rollouts") {
@@ -257,7 +260,7 @@ private struct Compilation {
             rolloutRulesById[id] = rules
         }
         var groupEntries: [(reader: DatafileReader, id: String, experiments: [Int])] = []
-        for entry in try root.optionalArray("groups") {
+        for entry in try root.requiredArray("groups") {
             let id = try entry.requiredString("id")
             let policy = try entry.requiredString("policy")
             var members: [Int] = []
@@ -293,14 +296,15 @@ private struct Compilation {
         let traffic = try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
             variations.firstIndex { $0.id.text == entityId }
         }
-        let whitelist = try readWhitelist(entry.required("forcedVariations"), variations: variations)
+        let whitelist = try readWhitelist(entry.required("forcedVariations"))
         let experiment = Experiment(
             id: ConfigString(id, in: strings), key: ConfigString(key, in: strings), layerId: layerId,
             isRunning: status == "Running", kind: kind, type: try entry.optionalString("type") ?? "",
             audience: try audienceCondition(entry), variations: variations, traffic: traffic,
-            whitelist: whitelist, group: group, groupId: groupId)
+            whitelist: nil, group: group, groupId: groupId)
         let index = experiments.count
         experiments.append(experiment)
+        whitelists.append(whitelist)
         if experimentIndexById[id] == nil { experimentIdOrder.append(id) }
         experimentIndexById[id] = index
         return index
@@ -313,10 +317,17 @@ private struct Compilation {
             for usage in try entry.optionalArray("variables") {
                 values.append(VariableValue(id: try usage.requiredString("id"), value: try usage.requiredString("value")))
             }
-            variations.append(Variation(id: ConfigString(try entry.requiredString("id"), in: strings),
-                                        key: ConfigString(try entry.requiredString("key"), in: strings),
-                                        featureEnabled: try entry.optionalBool("featureEnabled") ?? false,
-                                        variableValues: values))
+            let variation = Variation(id: ConfigString(try entry.requiredString("id"), in: strings),
+                                      key: ConfigString(try entry.requiredString("key"), in: strings),
+                                      featureEnabled: try entry.optionalBool("featureEnabled") ?? false,
+                                      variableValues: values)
+            // The reference indexes variations by key: a repeated key keeps its first position and its
+            // last definition, and the shadowed variation is unreachable (even by id).
+            if let existing = variations.firstIndex(where: { $0.key.text == variation.key.text }) {
+                variations[existing] = variation
+            } else {
+                variations.append(variation)
+            }
         }
         return variations
     }
@@ -333,18 +344,26 @@ private struct Compilation {
         return ranges
     }
 
-    func readWhitelist(_ field: DatafileReader, variations: [Variation]) throws(DatafileError) -> KeyIndex? {
-        let entries = try field.object()
-        guard !entries.isEmpty else { return nil }
-        var whitelist = KeyIndex(capacity: entries.count)
-        for (user, variationKey) in entries {
-            let key = try variationKey.string()
-            // A whitelist entry naming no variation of the experiment is ignored, as in the reference.
-            if let index = variations.firstIndex(where: { $0.key.text == key }) {
-                whitelist.insert(user, index, replacing: true)
+    /// "forcedVariations": user id -> variation key, resolved once every variation is known.
+    func readWhitelist(_ field: DatafileReader) throws(DatafileError) -> [(user: String, variationKey: String)] {
+        var entries: [(user: String, variationKey: String)] = []
+        for (user, variationKey) in try field.object() { entries.append((user, try variationKey.string())) }
+        return entries
+    }
+
+    /// Whitelists resolve variation keys as the reference does, by key with the last definition winning,
+    /// after "fr" experiments received their everyone-else variation. A key naming no variation of the
+    /// experiment is ignored (the user is bucketed normally).
+    mutating func resolveWhitelists() {
+        for (index, entries) in whitelists.enumerated() where !entries.isEmpty {
+            var whitelist = KeyIndex(capacity: entries.count)
+            for (user, variationKey) in entries {
+                if let variation = experiments[index].variationIndex(key: variationKey) {
+                    whitelist.insert(user, variation, replacing: true)
+                }
             }
+            experiments[index].whitelist = whitelist
         }
-        return whitelist
     }
 
     // MARK: holdouts
@@ -398,7 +417,7 @@ private struct Compilation {
             let rolloutId = try rolloutField.string()
             var rolloutRules: [Int32] = []
             if !rolloutId.isEmpty {
-                guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\"") }
+                guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\" (no such id in \"rollouts\")") }
                 rolloutRules = rules
             }
             sources.append(FlagSource(reader: entry, id: try entry.requiredString("id"), key: try entry.requiredString("key"),

@@ -84,7 +84,9 @@ public enum EventPayloads {
     /// The impression of activate / trigger_experiment: an A/B experiment's variation, no flag.
     public static func subject(experiment index: Int, variation: Int32, in config: ProjectConfig) -> ImpressionSubject {
         let experiment = config.experiments[index]
-        let chosen = experiment.variations[Int(variation)]
+        // The reference re-reads the variation by key, where the last definition of a key wins.
+        let decided = experiment.variations[Int(variation)]
+        let chosen = experiment.variationIndex(key: decided.key.text).map { experiment.variations[$0] } ?? decided
         var subject = ImpressionSubject()
         subject.experimentId = experiment.id.text
         subject.layerId = experiment.layerId
@@ -253,7 +255,28 @@ public struct EventTags: Sendable {
             }
             value = number
         }
-        return .success(EventTags(json: object.jsonText, revenue: revenue, value: value))
+        return .success(EventTags(json: wireJSON(object), revenue: revenue, value: value))
+    }
+
+    /// The tags as the reference puts them on the wire: its payload cleaner drops null "revenue",
+    /// "value", "tags" and "decisions" members from every object, the tags included.
+    static func wireJSON(_ value: JSONValue) -> String {
+        switch value.kind {
+        case .object:
+            var writer = JSONWriter()
+            writer.beginObject()
+            for (key, member) in value.members {
+                if member.isNull && ["revenue", "value", "tags", "decisions"].contains(key) { continue }
+                writer.key(key)
+                writer.raw(wireJSON(member))
+            }
+            writer.endObject()
+            return writer.text
+        case .array:
+            return "[" + value.elements.map(wireJSON).joined(separator: ",") + "]"
+        default:
+            return value.jsonText
+        }
     }
 
     public struct TagError: Error { public let message: String }

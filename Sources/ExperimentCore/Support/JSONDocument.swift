@@ -38,16 +38,37 @@ public final class JSONDocument {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw .malformed("\(what): empty document")
         }
-        guard let tokener = json_tokener_new_ex(Int32(maxDepth)) else {
+        // json-c's own UTF-8 check lets overlong forms and surrogates through; check strictly first.
+        if let offset = UTF8Validation.firstInvalidByte(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self),
+                                                                            count: bytes.count)) {
+            throw .invalidUTF8("\(what): invalid UTF-8 at byte \(offset)")
+        }
+        let text8 = UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        if let (offset, problem) = StrictJSON.firstError(text8, maxDepth: maxDepth) {
+            if problem.hasPrefix("nesting") { throw .tooDeep("\(what): \(problem) (at byte \(offset))") }
+            if problem.hasPrefix("unexpected end") || problem.hasPrefix("unterminated") {
+                throw .malformed("\(what): unexpected end of document (truncated JSON) at byte \(offset)")
+            }
+            throw .malformed("\(what): malformed JSON at byte \(offset): \(problem)")
+        }
+        guard let tokener = json_tokener_new_ex(Int32(maxDepth + 1)) else {
             throw .malformed("\(what): out of memory")
         }
         defer { json_tokener_free(tokener) }
         json_tokener_set_flags(tokener, Int32(JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8))
         let text = base.assumingMemoryBound(to: CChar.self)
-        let parsed = json_tokener_parse_ex(tokener, text, Int32(bytes.count))
-        let status = json_tokener_get_error(tokener)
-        let end = Int(json_tokener_get_parse_end(tokener))
-        guard let parsed, status == json_tokener_success else {
+        var parsed = json_tokener_parse_ex(tokener, text, Int32(bytes.count))
+        var status = json_tokener_get_error(tokener)
+        var end = Int(json_tokener_get_parse_end(tokener))
+        if status == json_tokener_continue && end == bytes.count {
+            // A number or literal ending exactly at the buffer's end: a NUL tells json-c the input is over.
+            parsed = json_tokener_parse_ex(tokener, "", 1)
+            status = json_tokener_get_error(tokener)
+            end = bytes.count
+            if status != json_tokener_success && status != json_tokener_error_depth { status = json_tokener_continue }
+        }
+        guard status == json_tokener_success else {
+            json_object_put(parsed)
             throw failure(status, offset: end, what: what, maxDepth: maxDepth)
         }
         let document = JSONDocument(object: parsed)

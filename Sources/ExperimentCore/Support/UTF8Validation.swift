@@ -1,7 +1,10 @@
 /// Strict UTF-8 validation (no overlong forms, no surrogates, nothing above U+10FFFF), so every string
 /// the library keeps or compares is text the reference SDK could have received.
 public enum UTF8Validation {
-    public static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    public static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { firstInvalidByte(bytes) == nil }
+
+    /// The offset of the first byte that starts an invalid sequence, or nil when all of it is valid.
+    public static func firstInvalidByte(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         var index = 0
         let count = bytes.count
         while index < count {
@@ -14,17 +17,17 @@ public enum UTF8Validation {
             case 0xC2...0xDF: length = 2; minimum = 0x80; scalar = UInt32(lead & 0x1F)
             case 0xE0...0xEF: length = 3; minimum = 0x800; scalar = UInt32(lead & 0x0F)
             case 0xF0...0xF4: length = 4; minimum = 0x10000; scalar = UInt32(lead & 0x07)
-            default: return false
+            default: return index
             }
-            guard index + length <= count else { return false }
+            guard index + length <= count else { return index }
             for offset in 1..<length {
                 let continuation = bytes[index + offset]
-                guard continuation & 0xC0 == 0x80 else { return false }
+                guard continuation & 0xC0 == 0x80 else { return index }
                 scalar = (scalar << 6) | UInt32(continuation & 0x3F)
             }
-            guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else { return false }
+            guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else { return index }
             index += length
         }
-        return true
+        return nil
     }
 }

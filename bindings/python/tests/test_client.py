@@ -201,3 +201,29 @@ def test_repr(client):
     assert "experiment.Client" in repr(client)
     client.close()
     assert "closed" in repr(client)
+
+
+def test_close_frees_the_native_handle_immediately(datafile_text):
+    import weakref
+    c = experiment.Client(datafile=datafile_text)
+    handle_ref = weakref.ref(c._h)  # the _Handle frees itself (exp_client_free) when its last reference goes
+    c.decide("u1", "checkout_flow")
+    c.close()
+    assert handle_ref() is None
+
+
+def test_handle_outlives_close_while_in_use(datafile_text):
+    """close() from another thread while a call is in flight: the in-flight call holds the handle, so
+    exp_client_free waits for it (simulated by holding a reference the way a call does)."""
+    import weakref
+    c = experiment.Client(datafile=datafile_text)
+    in_flight = c._h
+    handle_ref = weakref.ref(in_flight)
+    c.close()
+    assert handle_ref() is not None and in_flight.value  # not freed yet
+    from experiment._native import ExpDecision, lib
+    from ctypes import byref
+    d = ExpDecision()
+    assert lib.exp_decide(in_flight, b"u1", b"checkout_flow", None, 0, 0, byref(d)) == -17  # closed, not freed
+    del in_flight
+    assert handle_ref() is None

@@ -40,6 +40,32 @@ def _delete(path):
     return _mutate(fn)
 
 
+def _without(field):
+    """The datafile without a top-level field, and without every reference into it, so that the missing
+    field is the only problem."""
+    def fn(df):
+        del df[field]
+        if field == "experiments":
+            for flag in df["featureFlags"]:
+                flag["experimentIds"] = []
+            for event in df["events"]:
+                event["experimentIds"] = []
+        elif field == "rollouts":
+            for flag in df["featureFlags"]:
+                flag["rolloutId"] = ""
+        elif field == "audiences":
+            df.pop("typedAudiences", None)
+            for rule in df["experiments"] + [r for ro in df["rollouts"] for r in ro["experiments"]]:
+                rule["audienceIds"] = []
+                rule.pop("audienceConditions", None)
+    return _mutate(fn)
+
+
+# Top-level fields without which the reference SDK (optimizely-sdk 5.x) builds no config.
+# ("featureFlags", "typedAudiences", "integrations" are optional there, and so here.)
+REQUIRED_FIELDS = ["version", "projectId", "accountId", "revision", "experiments", "rollouts", "events",
+                   "audiences", "attributes", "groups"]
+
 # (id, builder(good_dict) -> str|bytes, class, code, message pattern)
 BAD_DATAFILES = [
     ("empty", lambda g: "", experiment.InvalidJSONError, -2, r"."),
@@ -56,9 +82,6 @@ BAD_DATAFILES = [
     ("null", lambda g: "null", experiment.InvalidDatafileError, -4, r"object"),
     ("version 5", _set(["version"], "5"), experiment.UnsupportedVersionError, -5, r"version.*5|5.*version"),
     ("version 1", _set(["version"], "1"), experiment.UnsupportedVersionError, -5, r"version"),
-    ("missing version", _delete(["version"]), experiment.InvalidDatafileError, -4, r"version"),
-    ("missing experiments", _delete(["experiments"]), experiment.InvalidDatafileError, -4, r"experiments"),
-    ("missing featureFlags", _delete(["featureFlags"]), experiment.InvalidDatafileError, -4, r"featureFlags"),
     ("missing experiment key", _delete(["experiments", 0, "key"]), experiment.InvalidDatafileError, -4,
      r"experiments\[0\].*key"),
     ("missing variation id", _delete(["experiments", 1, "variations", 0, "id"]),
@@ -159,3 +182,23 @@ def test_valid_minimal_datafile(client):
     assert client.config["flags"] == []
     assert client.decide_all("u1") == {}
     raises(experiment.UnknownFlagError, -7, r"checkout_flow", client.decide, "u1", "checkout_flow")
+
+
+@pytest.mark.parametrize("field", ["featureFlags", "typedAudiences", "integrations"])
+def test_optional_top_level_fields(client, datafile_dict, field):
+    text = _without(field)(datafile_dict)
+    experiment.validate_datafile(text)
+    client.start(text)
+    assert client.ready
+
+
+@pytest.mark.parametrize("field", REQUIRED_FIELDS)
+def test_missing_required_field(client, datafile_dict, field):
+    """A datafile without a field the reference SDK requires is rejected everywhere, naming the field,
+    and the client keeps its config."""
+    text = _without(field)(datafile_dict)
+    raises(experiment.InvalidDatafileError, -4, r"\b%s\b" % field, experiment.validate_datafile, text)
+    raises(experiment.InvalidDatafileError, -4, r"\b%s\b" % field, experiment.Client, datafile=text)
+    raises(experiment.InvalidDatafileError, -4, r"\b%s\b" % field, client.start, text)
+    assert client.config["revision"] == "42"
+    assert client.decide("u2", "checkout_flow", U2_ATTRS).variation_key == "control"

@@ -243,6 +243,7 @@ def test_decide_for_keys_options_and_empty(client):
 
 def test_decide_for_keys_bad_keys(client):
     raises(experiment.UnsupportedTypeError, -1, r"keys", client.decide_for_keys, "u2", "checkout_flow")
+    raises(experiment.UnsupportedTypeError, -1, r"keys.*None", client.decide_for_keys, "u2", None)
     raises(experiment.UnsupportedTypeError, -1, r"42", client.decide_for_keys, "u2", ["checkout_flow", 42])
     raises(experiment.InvalidUTF8Error, -13, r"utf-?8", client.decide_for_keys, "u2", [b"\xff"])
     raises(experiment.UnsupportedTypeError, -1, r"'tags'.*list", client.decide_for_keys, "u2",

@@ -102,30 +102,66 @@ def _field(obj: Any, name: str) -> Any:
 
 def normalize_event(event: Any) -> Tuple[dict, List[str]]:
     """(comparable form, problems): drops snapshot events' uuid/timestamp and the client name/version
-    after checking they are there."""
+    after checking they are there.  Copies only what it changes; the event itself is left alone."""
     problems: List[str] = []
     params = _field(event, "params")
     if isinstance(params, (bytes, str)):
         params = json.loads(params)
-    params = copy.deepcopy(params)
     if isinstance(params, dict):
+        params = dict(params)
         for k in ("client_name", "client_version"):
             if not isinstance(params.pop(k, None), str):
                 problems.append(f"params.{k} missing or not a string")
-        for visitor in params.get("visitors", []) or []:
-            for snapshot in visitor.get("snapshots", []) or []:
-                for ev in snapshot.get("events", []) or []:
-                    if not isinstance(ev.pop("uuid", None), str):
-                        problems.append("snapshot event uuid missing or not a string")
-                    ts = ev.pop("timestamp", None)
-                    if not isinstance(ts, int) or isinstance(ts, bool) or ts < 10 ** 12:
-                        problems.append(f"snapshot event timestamp missing or not epoch ms: {ts!r}")
+        visitors = []
+        for visitor in params.get("visitors", None) or []:
+            if not isinstance(visitor, dict):
+                visitors.append(visitor)
+                continue
+            visitor = dict(visitor)
+            snapshots = []
+            for snapshot in visitor.get("snapshots", None) or []:
+                if not isinstance(snapshot, dict):
+                    snapshots.append(snapshot)
+                    continue
+                snapshot = dict(snapshot)
+                events = []
+                for ev in snapshot.get("events", None) or []:
+                    if isinstance(ev, dict):
+                        ev = dict(ev)
+                        if not isinstance(ev.pop("uuid", None), str):
+                            problems.append("snapshot event uuid missing or not a string")
+                        ts = ev.pop("timestamp", None)
+                        if not isinstance(ts, int) or isinstance(ts, bool) or ts < 10 ** 12:
+                            problems.append(f"snapshot event timestamp missing or not epoch ms: {ts!r}")
+                    events.append(ev)
+                if "events" in snapshot:
+                    snapshot["events"] = events
+                snapshots.append(snapshot)
+            if "snapshots" in visitor:
+                visitor["snapshots"] = snapshots
+            visitors.append(visitor)
+        if "visitors" in params:
+            params["visitors"] = visitors
     return {"url": _field(event, "url"), "http_verb": _field(event, "http_verb"), "params": params}, problems
+
+
+def _canonical(value: Any) -> Optional[str]:
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
 
 
 def typed_diff(a: Any, b: Any, path: str = "") -> Optional[str]:
     """None when a and b are equal with equal types all the way down (1, 1.0 and True all differ);
     otherwise the path of the first difference."""
+    ca = _canonical(a)
+    if ca is not None and ca == _canonical(b):
+        return None             # fast path: JSON text tells 1, 1.0 and true apart
+    return _typed_diff(a, b, path)
+
+
+def _typed_diff(a: Any, b: Any, path: str = "") -> Optional[str]:
     if type(a) is not type(b):
         return f"{path or '.'}: {type(a).__name__} {a!r} != {type(b).__name__} {b!r}"
     if isinstance(a, dict):
@@ -134,7 +170,7 @@ def typed_diff(a: Any, b: Any, path: str = "") -> Optional[str]:
                 return (f"{path or '.'}: keys differ: only reference {sorted(set(a) - set(b))}, "
                         f"only ours {sorted(set(b) - set(a))}")
         for k in a:
-            d = typed_diff(a[k], b[k], f"{path}.{k}")
+            d = _typed_diff(a[k], b[k], f"{path}.{k}")
             if d:
                 return d
         return None
@@ -142,7 +178,7 @@ def typed_diff(a: Any, b: Any, path: str = "") -> Optional[str]:
         if len(a) != len(b):
             return f"{path or '.'}: length {len(a)} != {len(b)}"
         for i, (x, y) in enumerate(zip(a, b)):
-            d = typed_diff(x, y, f"{path}[{i}]")
+            d = _typed_diff(x, y, f"{path}[{i}]")
             if d:
                 return d
         return None
@@ -440,6 +476,28 @@ class Differ:
                             self.mismatch(op, d, r[k], ours[k], flag=k, options=options)
         self.check_events(op, options=options)
 
+    def decide_for_keys(self, keys: List[str], options: List[str]) -> None:
+        op = "decide_for_keys"
+        uc = self.ref.create_user_context(self.user_id, self.attrs)
+        r = {k: ref_decision(v) for k, v in uc.decide_for_keys(list(keys), list(options)).items()}
+        if self.ours is not None:
+            STATS["decisions compared"] += len(r)
+            o, exc = self.call_ours(self.ours.decide_for_keys, self.user_id, list(keys), dict(self.attrs),
+                                    options=list(options))
+            if exc is not None:
+                self.mismatch(op, f"exception: {type(exc).__name__}: {exc}", r, None, keys=keys, options=options)
+            else:
+                ours = {k: our_decision(v) for k, v in dict(o).items()}
+                if list(r) != list(ours):
+                    self.mismatch(op, f"decide_for_keys keys: {list(r)} != {list(ours)}", list(r), list(ours),
+                                  keys=keys, options=options)
+                for k in r:
+                    if k in ours:
+                        d = typed_diff(r[k], ours[k], "decision")
+                        if d:
+                            self.mismatch(op, d, r[k], ours[k], flag=k, keys=keys, options=options)
+        self.check_events(op, keys=keys, options=options)
+
     def get_variation(self, exp_key: str, activate: bool, op: Optional[str] = None) -> None:
         op = op or ("activate" if activate else "get_variation")
         fn_ref = self.ref.activate if activate else self.ref.get_variation
@@ -509,11 +567,21 @@ class Differ:
             self.decide(flag, opts)
         # decide_all, rotating the option sets
         self.decide_all(list(DECIDE_ALL_OPTION_SETS[index % len(DECIDE_ALL_OPTION_SETS)]))
+        # decide_for_keys (our JSON path): a few flags, sometimes an unknown key, sometimes repeated
+        if index % 5 == 2 and m.flags:
+            keys = rng.sample(m.flags, rng.randint(1, len(m.flags)))
+            if rng.random() < 0.3:
+                keys.insert(rng.randrange(len(keys) + 1), "no_such_flag")
+            if rng.random() < 0.1:
+                keys.append(keys[0])
+            opts = [] if rng.random() < 0.6 else list(rng.choice(DECIDE_ALL_OPTION_SETS))
+            self.decide_for_keys(keys, opts)
         # get_variation and activate, every experiment; delivery rules for some users
         for key in m.experiment_keys:
-            self.get_variation(key, activate=False)
+            if index % 2 == 0:
+                self.get_variation(key, activate=False)
             self.get_variation(key, activate=True)
-        if index % 4 == 0:
+        if index % 8 == 0:
             for key in m.rule_keys:
                 self.get_variation(key, activate=False, op="get_variation(delivery rule)")
                 self.get_variation(key, activate=True, op="activate(delivery rule)")
@@ -615,12 +683,19 @@ def random_tags(rng: random.Random) -> Optional[dict]:
         return {}
     tags: Dict[str, Any] = {}
     if rng.random() < 0.5:
-        tags["revenue"] = rng.choice([100, 0, -5, 4200, 2 ** 40, 99.5, "100", True, None])
+        tags["revenue"] = rng.choice([100, 0, -5, 4200, 2 ** 40, 2 ** 53 + 1, 2 ** 63, 10 ** 20, 99.5, "100",
+                                      True, None])
     if rng.random() < 0.5:
-        tags["value"] = rng.choice([1.5, 10, 0, -2.25, "3.5", "abc", " 12 ", True, None, "1e3", 2 ** 40])
+        tags["value"] = rng.choice([1.5, 10, 0, -2.25, "3.5", "abc", " 12 ", True, None, "1e3", 2 ** 40,
+                                    2 ** 53 + 1, 10 ** 20, "nan", "inf", "-Infinity", "", "0x10", "1_5"])
     for _ in range(rng.randint(0, 2)):
-        tags[rng.choice(["category", "size", "coupon", "ü-tag", "qty"])] = rng.choice(
-            ["shoes", "", "ÄÖü", 3, 2.5, True, False, None])
+        # ("tags" / "decisions" / "revenue" / "value" keys with null are dropped by the reference's
+        # payload cleaner at any depth)
+        name = rng.choice(["category", "size", "coupon", "ü-tag", "qty", "category", "size", "tags", "decisions"])
+        tags[name] = rng.choice(["shoes", "", "ÄÖü", 3, 2.5, True, False, None, None, 1.0, 10 ** 20, -10 ** 20,
+                                 2 ** 64])
+    if rng.random() < 0.05:
+        tags["meta"] = rng.choice([[1, "a", None], {"k": "v", "value": None}, {"n": {"revenue": None, "x": 2}}])
     return tags
 
 

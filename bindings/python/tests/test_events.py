@@ -170,9 +170,10 @@ def test_dispatcher_survives_garbage_collection(datafile_text):
     rec = RecordingDispatcher()
     c = experiment.Client(datafile=datafile_text, event_dispatcher=rec)
     gc.collect()
-    for _ in range(20):
+    for i in range(20):
         c.decide("u2", "checkout_flow", U2_ATTRS)
-        gc.collect()
+        if i % 5 == 0:
+            gc.collect()
     assert len(rec.events) == 20
     c.close()
 
@@ -215,9 +216,12 @@ def _normalize(params):
 @pytest.fixture()
 def reference(datafile_text):
     optimizely = pytest.importorskip("optimizely.optimizely")
+    from optimizely.event.event_processor import ForwardingEventProcessor
     from optimizely.logger import NoOpLogger
     rec = RecordingDispatcher()
-    return optimizely.Optimizely(datafile=datafile_text, event_dispatcher=rec, logger=NoOpLogger()), rec
+    # the default BatchEventProcessor dispatches later, from its own thread; forward synchronously instead
+    return optimizely.Optimizely(datafile=datafile_text, event_dispatcher=rec, logger=NoOpLogger(),
+                                 event_processor=ForwardingEventProcessor(rec)), rec
 
 
 def test_impression_payload_matches_reference(client, dispatcher, reference):

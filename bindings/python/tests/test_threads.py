@@ -106,8 +106,8 @@ def test_datafile_replacement_while_deciding(client, datafile_text, datafile_dic
     for th in threads:
         th.start()
     try:
-        for i in range(30):
-            client.start(variant_b if i % 2 == 0 else datafile_text)
+        for i in range(31):
+            client.start(variant_b if i % 2 == 0 else datafile_text)  # ends with variant B
     finally:
         stop.set()
         for th in threads:
