@@ -38,6 +38,8 @@ test-deps: deps
 
 lib: deps
 	swift build -c release -Xswiftc -static-stdlib
+	@# Programs linked against the build record the SONAME: give it a file name to resolve to.
+	ln -sf libexperiment.so $(RELEASE_DIR)/libexperiment.so.$(MAJOR)
 	@echo "built $(LIB)"
 
 $(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib

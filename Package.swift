@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The decision path crosses three modules with generic code (DecisionService over the ABI's attribute
+// source): cross-module optimization lets the compiler specialize it instead of dispatching generically.
+let optimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+
 // Layers, one direction of dependency: experiment (C ABI) -> ExperimentRuntime -> ExperimentCore.
 let package = Package(
     name: "libexperiment",
@@ -14,11 +18,12 @@ let package = Package(
         // The public header as a Swift module, so the ABI target shares the exact C layouts.
         .systemLibrary(name: "CExperimentABI", path: "Sources/CExperimentABI"),
         // Pure decision logic: datafile -> compiled config, bucketing, audiences, decisions, event payloads.
-        .target(name: "ExperimentCore", dependencies: ["CJSONC"]),
+        .target(name: "ExperimentCore", dependencies: ["CJSONC"], swiftSettings: optimized),
         // Moving parts: client state, config snapshots, user stores, event dispatch.
-        .target(name: "ExperimentRuntime", dependencies: ["ExperimentCore"]),
+        .target(name: "ExperimentRuntime", dependencies: ["ExperimentCore"], swiftSettings: optimized),
         // The C ABI only: @_cdecl functions translating C <-> Swift.
         .target(name: "experiment", dependencies: ["ExperimentRuntime", "ExperimentCore", "CExperimentABI"],
+                exclude: ["exports.map"], swiftSettings: optimized,
                 linkerSettings: [
                     .unsafeFlags([
                         "-use-ld=lld",

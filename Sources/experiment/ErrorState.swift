@@ -58,7 +58,8 @@ func client(_ handle: OpaquePointer?) throws(ClientError) -> Client {
     return Unmanaged<Client>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue()
 }
 
-func required<T>(_ pointer: T?, _ name: String) throws(ClientError) -> T {
+@inline(__always)
+func required<T>(_ pointer: T?, _ name: StaticString) throws(ClientError) -> T {
     guard let pointer else { throw ClientError(.invalidArgument, "\(name) is NULL") }
     return pointer
 }

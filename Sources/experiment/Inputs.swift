@@ -11,17 +11,22 @@ let maxAttributes = 1024
 let maxInputJSONBytes = 1 << 20
 
 /// Measures and validates a C string argument: non-NULL, at most `limit` bytes, valid UTF-8.
-func text(_ pointer: UnsafePointer<CChar>?, _ name: String, limit: Int = maxKeyBytes) throws(ClientError) -> UTF8Text {
-    guard let pointer else { throw ClientError(.invalidArgument, "\(name) is NULL") }
+/// `name` is built only when there is an error to report: the success path must not allocate.
+func text(_ pointer: UnsafePointer<CChar>?, _ name: @autoclosure () -> String, limit: Int = maxKeyBytes)
+    throws(ClientError) -> UTF8Text
+{
+    guard let pointer else { throw ClientError(.invalidArgument, "\(name()) is NULL") }
     let length = strnlen(pointer, limit + 1)
-    guard length <= limit else { throw ClientError(.tooLarge, "\(name) is longer than \(limit) bytes") }
+    guard length <= limit else { throw ClientError(.tooLarge, "\(name()) is longer than \(limit) bytes") }
     let bytes = UTF8Text(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: length)
-    guard UTF8Validation.isValid(bytes) else { throw ClientError(.invalidUTF8, "\(name) is not valid UTF-8") }
+    guard UTF8Validation.isValid(bytes) else { throw ClientError(.invalidUTF8, "\(name()) is not valid UTF-8") }
     return bytes
 }
 
-func string(_ pointer: UnsafePointer<CChar>?, _ name: String, limit: Int = maxKeyBytes) throws(ClientError) -> String {
-    String(decoding: try text(pointer, name, limit: limit), as: UTF8.self)
+func string(_ pointer: UnsafePointer<CChar>?, _ name: @autoclosure () -> String, limit: Int = maxKeyBytes)
+    throws(ClientError) -> String
+{
+    String(decoding: try text(pointer, name(), limit: limit), as: UTF8.self)
 }
 
 func optionalString(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(ClientError) -> String? {
@@ -164,7 +169,7 @@ func jsonAttributes(_ pointer: UnsafePointer<CChar>?) throws(ClientError) -> Own
 
 /// Converts a typed exp_value into an owned value.
 func ownedValue(_ pointer: UnsafePointer<exp_value>?, what: String) throws(ClientError) -> OwnedValue {
-    let value = try required(pointer, what).pointee
+    guard let value = pointer?.pointee else { throw ClientError(.invalidArgument, "\(what) is NULL") }
     switch UInt32(bitPattern: value.type) {
     case EXP_VALUE_NULL.rawValue: return .null
     case EXP_VALUE_BOOL.rawValue: return .bool(value.bool_value != 0)

@@ -55,13 +55,21 @@ public struct LeafCondition: Sendable {
     public let description: String
 }
 
-public struct Audience: Sendable {
+/// A class, not a struct: decisions read it from the config without copying its fields.
+public final class Audience: @unchecked Sendable {
     public let id: String
     public let name: String
     public let conditions: LogicTree
     public let leaves: [LeafCondition]
     /// The conditions as written in the datafile, for reasons.
     public let conditionsText: String
+    public init(id: String, name: String, conditions: LogicTree, leaves: [LeafCondition], conditionsText: String) {
+        self.id = id
+        self.name = name
+        self.conditions = conditions
+        self.leaves = leaves
+        self.conditionsText = conditionsText
+    }
 }
 
 /// The audience restriction of an experiment, rollout rule or holdout: a tree over audience indices.

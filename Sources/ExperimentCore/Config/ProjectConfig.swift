@@ -107,7 +107,8 @@ public enum RuleKind: Sendable {
     case rolloutRule
 }
 
-public struct Experiment: Sendable {
+/// A class, not a struct: decisions read it from the config without copying its fields.
+public final class Experiment: @unchecked Sendable {
     public let id: ConfigString
     public let key: ConfigString
     public let layerId: String
@@ -129,14 +130,31 @@ public struct Experiment: Sendable {
     /// By key the last definition wins (an "fr" experiment's appended everyone-else variation shadows
     /// a variation with the same key), as in the reference's key map.
     public func variationIndex(key: String) -> Int? { variations.lastIndex { $0.key.text == key } }
+    public init(id: ConfigString, key: ConfigString, layerId: String, isRunning: Bool, kind: RuleKind, type: String, audience: AudienceCondition?, variations: [Variation], traffic: [TrafficRange], whitelist: KeyIndex?, group: Int32, groupId: String) {
+        self.id = id
+        self.key = key
+        self.layerId = layerId
+        self.isRunning = isRunning
+        self.kind = kind
+        self.type = type
+        self.audience = audience
+        self.variations = variations
+        self.traffic = traffic
+        self.whitelist = whitelist
+        self.group = group
+        self.groupId = groupId
+    }
 }
 
 public struct Group: Sendable {
     public let id: String
+    /// The id's bytes, hashed with the bucketing id for group bucketing.
+    public let idUTF8: [UInt8]
     public let traffic: [TrafficRange]
 }
 
-public struct Holdout: Sendable {
+/// A class, not a struct: decisions read it from the config without copying its fields.
+public final class Holdout: @unchecked Sendable {
     public let id: ConfigString
     public let key: ConfigString
     public let isRunning: Bool
@@ -144,6 +162,15 @@ public struct Holdout: Sendable {
     public let variations: [Variation]
     public let traffic: [TrafficRange]
     public let excludeTargetedDeliveries: Bool
+    public init(id: ConfigString, key: ConfigString, isRunning: Bool, audience: AudienceCondition?, variations: [Variation], traffic: [TrafficRange], excludeTargetedDeliveries: Bool) {
+        self.id = id
+        self.key = key
+        self.isRunning = isRunning
+        self.audience = audience
+        self.variations = variations
+        self.traffic = traffic
+        self.excludeTargetedDeliveries = excludeTargetedDeliveries
+    }
 }
 
 public struct Event: Sendable {
@@ -167,7 +194,8 @@ public struct Variable: Sendable {
     public let defaultValue: String
 }
 
-public struct Flag: Sendable {
+/// A class, not a struct: decisions read it from the config without copying its fields.
+public final class Flag: @unchecked Sendable {
     public let id: String
     public let key: ConfigString
     /// The flag's experiment rules first, then its rollout's delivery rules, in evaluation order.
@@ -180,6 +208,15 @@ public struct Flag: Sendable {
     public let flagVariations: [FlagVariation]
     /// The variables JSON when the flag is off or variables come from defaults only.
     public nonisolated(unsafe) let defaultVariablesJSON: UnsafePointer<CChar>
+    public init(id: String, key: ConfigString, rules: [FlagRule], experimentRuleCount: Int, variables: [Variable], flagVariations: [FlagVariation], defaultVariablesJSON: UnsafePointer<CChar>) {
+        self.id = id
+        self.key = key
+        self.rules = rules
+        self.experimentRuleCount = experimentRuleCount
+        self.variables = variables
+        self.flagVariations = flagVariations
+        self.defaultVariablesJSON = defaultVariablesJSON
+    }
 }
 
 public struct FlagRule: Sendable {

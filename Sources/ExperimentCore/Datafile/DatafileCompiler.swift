@@ -275,7 +275,7 @@ private struct Compilation {
             let ranges = try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
                 experimentIndexById[entityId]
             }
-            groups.append(Group(id: id, traffic: ranges))
+            groups.append(Group(id: id, idUTF8: Array(id.utf8), traffic: ranges))
         }
         for id in experimentIdOrder {
             let index = experimentIndexById[id]!

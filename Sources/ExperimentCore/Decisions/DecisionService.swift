@@ -193,7 +193,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
         let bucketingId = self.bucketingId()
         if experiment.group >= 0 {
             let group = config.groups[Int(experiment.group)]
-            let chosen = bucket(bucketingId, parent: Array(group.id.utf8), ranges: group.traffic)
+            let chosen = bucket(bucketingId, parent: group.idUTF8, ranges: group.traffic)
             guard chosen == Int32(index) || (chosen >= 0 && config.experiments[Int(chosen)].id.text == experiment.id.text) else {
                 reasons?.add(chosen < 0 ? "User \"\(userText)\" is in no experiment."
                             : "User \"\(userText)\" is not in experiment \"\(experiment.key.text)\" of group \(group.id).")

@@ -9,24 +9,28 @@ import Glibc
 public final class EventSink: @unchecked Sendable {
     public typealias Dispatch = @Sendable (EventBatch) -> Bool
 
-    private let dispatcher = Locked<Dispatch?>(nil)
+    // A concrete stored closure guarded by a plain lock: passing a closure through a generic container
+    // (Locked<Dispatch?>) re-abstracts it on every access, wrapping it in one more thunk each time.
+    private let lock = Lock()
+    private var dispatcher: Dispatch?
     private let sentCount = Atomic<Int>(0)
     private let failedCount = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
 
     public init() {}
 
-    public func setDispatcher(_ dispatch: Dispatch?) { dispatcher.withLock { $0 = dispatch } }
+    public func setDispatcher(_ dispatch: Dispatch?) { lock.withLock { dispatcher = dispatch } }
 
-    public var hasDispatcher: Bool { dispatcher.withLock { $0 != nil } }
+    public var hasDispatcher: Bool { lock.withLock { dispatcher != nil } }
 
     /// Hands the batch to the dispatcher outside the lock (the callback may take its time or re-enter).
     public func send(_ batch: EventBatch) {
-        guard let dispatch = dispatcher.withLock({ $0 }) else {
+        let current: Dispatch? = lock.withLock { dispatcher }
+        guard let current else {
             droppedCount.add(1, ordering: .relaxed)
             return
         }
-        if dispatch(batch) { sentCount.add(1, ordering: .relaxed) } else { failedCount.add(1, ordering: .relaxed) }
+        if current(batch) { sentCount.add(1, ordering: .relaxed) } else { failedCount.add(1, ordering: .relaxed) }
     }
 
     public var stats: (sent: Int, failed: Int, dropped: Int) {

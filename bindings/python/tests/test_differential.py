@@ -67,7 +67,7 @@ N_USERS = int(os.environ.get("DIFF_USERS", "300"))
 SEED_BASE = int(os.environ.get("DIFF_SEED_BASE", "0"))
 SEEDS = list(range(SEED_BASE, SEED_BASE + N_DATAFILES))
 DUMP_DIR = os.environ.get("DIFF_DUMP")
-MAX_REPORTED = 25          # mismatches shown per datafile
+MAX_REPORTED = 12          # signatures with an example shown per datafile
 
 EFO = "ENABLED_FLAGS_ONLY"
 EXV = "EXCLUDE_VARIABLES"
@@ -192,10 +192,12 @@ def _typed_diff(a: Any, b: Any, path: str = "") -> Optional[str]:
 def _signature(op: str, diff: str) -> str:
     """A mismatch's class: the operation and the differing path with indices and keys generalized."""
     path = diff.split(":", 1)[0]
-    out = []
+    out: List[str] = []
     for part in path.replace("[", ".[").split("."):
         if part.startswith("["):
             out.append("[*]")
+        elif out and out[-1] in ("tags", "variables"):
+            out.append("<key>")             # one signature for every tag / variable name
         elif part.startswith(("flag_", "var_", "exp_", "grp_")):
             out.append("<key>")
         else:
@@ -348,6 +350,31 @@ class Model:
                 COVERAGE["variable json"] += 1
 
 
+REASON_COVERAGE = [
+    ('Checking "Everyone Else" rule now', "delivery rule matched but not bucketed -> everyone else"),
+    ("Bucketed into an empty traffic range", "empty traffic range"),
+    ("is in no experiment.", "group: user in no experiment"),
+    ("of group", "group: bucketed into the group"),
+    ("Bucketing ID attribute is not a string", "non-string $opt_bucketing_id ignored"),
+    ("is not running.", "experiment not running"),
+    ("does not meet conditions to be in experiment", "experiment audience not met"),
+    ("does not meet audience conditions for targeting rule", "delivery rule audience not met"),
+    ("Invalid variation is mapped to flag", "invalid forced decision ignored"),
+    ("is mapped to flag", "forced decision"),
+    ("in the forced variation map", "forced variation (set_forced_variation)"),
+    ("is forced in variation", "whitelisted"),
+]
+
+
+def classify_reasons(reasons: List[str]) -> None:
+    seen = set()
+    for reason in reasons:
+        for needle, name in REASON_COVERAGE:
+            if needle in reason and name not in seen:
+                seen.add(name)
+                COVERAGE[f"reason: {name}"] += 1
+
+
 # ---------------------------------------------------------------------------------------------------
 # The driver: one datafile, many users, both sides
 # ---------------------------------------------------------------------------------------------------
@@ -438,8 +465,11 @@ class Differ:
 
     def decide(self, flag: str, options: List[str], forced: Optional[list] = None, uc: Any = None, op: str = "decide") -> None:
         uc = uc or self.ref.create_user_context(self.user_id, self.attrs)
-        r = ref_decision(uc.decide(flag, list(options)))
+        # the reference also explains itself (reasons are not compared; they only feed COVERAGE)
+        rd = uc.decide(flag, list(options) + ([] if "INCLUDE_REASONS" in options else ["INCLUDE_REASONS"]))
+        r = ref_decision(rd)
         self.model.classify(self.user_id, self.attrs, flag, r, forced)
+        classify_reasons(rd.reasons)
         STATS["decisions compared"] += 0 if self.ours is None else 1
         if self.ours is not None:
             o, exc = self.call_ours(self.ours.decide, self.user_id, flag, dict(self.attrs), options=list(options))
@@ -488,8 +518,9 @@ class Differ:
                 self.mismatch(op, f"exception: {type(exc).__name__}: {exc}", r, None, keys=keys, options=options)
             else:
                 ours = {k: our_decision(v) for k, v in dict(o).items()}
-                if list(r) != list(ours):
-                    self.mismatch(op, f"decide_for_keys keys: {list(r)} != {list(ours)}", list(r), list(ours),
+                # (as sets: the reference puts unknown keys first, an artifact of its implementation)
+                if set(r) != set(ours):
+                    self.mismatch(op, f"decide_for_keys keys: {sorted(r)} != {sorted(ours)}", list(r), list(ours),
                                   keys=keys, options=options)
                 for k in r:
                     if k in ours:
@@ -669,8 +700,12 @@ class Differ:
                  f"default_decide_options={self.default_options})"]
         for sig, count in self.signatures.most_common():
             lines.append(f"  {count:6d}  {sig}")
-        lines.append("first examples:")
-        for m in self.mismatches[:MAX_REPORTED]:
+        lines.append("first example of each:")
+        shown = set()
+        for m in self.mismatches:
+            if m["signature"] in shown or len(shown) >= MAX_REPORTED:
+                continue
+            shown.add(m["signature"])
             lines.append("  - " + json.dumps(m, default=repr, ensure_ascii=False)[:1500])
         return "\n".join(lines)
 
@@ -709,9 +744,27 @@ def _require_library() -> None:
                     f"{os.environ.get('EXPERIMENT_LIBRARY')!r}): {_IMPORT_ERROR!r}")
 
 
+def _defined_ids(df: dict) -> List[str]:
+    """Every id the datafile defines (audiences that a typed audience overrides share its id)."""
+    exps = df["experiments"] + [e for g in df["groups"] for e in g["experiments"]] + \
+        [e for r in df["rollouts"] for e in r["experiments"]]
+    ids = [a["id"] for a in df["attributes"]] + [e["id"] for e in df["events"]]
+    ids += [e["id"] for e in exps] + [v["id"] for e in exps for v in e["variations"]]
+    ids += [g["id"] for g in df["groups"]] + [r["id"] for r in df["rollouts"]]
+    ids += [f["id"] for f in df["featureFlags"]] + [v["id"] for f in df["featureFlags"] for v in f["variables"]]
+    ids += [a["id"] for a in df["typedAudiences"]]
+    typed = {a["id"] for a in df["typedAudiences"]}
+    ids += [a["id"] for a in df["audiences"] if a["id"] not in typed]
+    return ids
+
+
 def test_generator_is_deterministic_and_reference_accepts_every_datafile():
     for seed in SEEDS:
         df = generate_datafile(seed)
+        ids = _defined_ids(df)
+        assert all(isinstance(i, str) and i.isdigit() for i in ids), seed
+        dup = [i for i, n in collections.Counter(ids).items() if n > 1]
+        assert not dup, f"seed {seed}: ids defined twice: {dup}"
         assert json.dumps(df) == json.dumps(generate_datafile(seed)), seed
         assert list(generate_users(seed, df, 20)) == list(generate_users(seed, df, 20)), seed
         client = make_reference(json.dumps(df), RecordingDispatcher())
@@ -766,7 +819,7 @@ COVERAGE_REQUIRED = [
     "conversion with tags",
     "get_variation -> variation",
     "activate -> variation",
-]
+] + [f"reason: {name}" for _, name in REASON_COVERAGE]
 
 
 def test_coverage():
