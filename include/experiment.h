@@ -293,6 +293,22 @@ exp_status exp_decide_all(exp_client *client, const char *user_id, const exp_att
                           size_t attribute_count, unsigned options, exp_decision *out, size_t capacity,
                           size_t *out_count);
 
+/*
+ * Decides the flags named in keys[0..key_count) into out[0..capacity) (capacity must be at least key_count),
+ * in the order given, and writes how many were filled to *out_count. A key the datafile does not have gives a
+ * decision with enabled 0, NULL variation and rule, "{}" variables and flag_key pointing at the caller's
+ * string (so valid only as long as that string), as the reference SDK does. With
+ * EXP_DECIDE_ENABLED_FLAGS_ONLY disabled flags are left out. Errors and thread-safety as exp_decide_all.
+ *
+ *     const char *keys[] = {"free_shipping", "dark_mode"};
+ *     exp_decision ds[2] = {{0}}; size_t n = 0;
+ *     if (exp_decide_for_keys(c, "user-1", keys, 2, NULL, 0, 0, ds, 2, &n) == EXP_OK) { ... }
+ *     exp_decisions_release(ds, n);
+ */
+exp_status exp_decide_for_keys(exp_client *client, const char *user_id, const char *const *keys,
+                               size_t key_count, const exp_attribute *attributes, size_t attribute_count,
+                               unsigned options, exp_decision *out, size_t capacity, size_t *out_count);
+
 /* Releases decisions[0..count). */
 void exp_decisions_release(exp_decision *decisions, size_t count);
 

@@ -123,6 +123,54 @@ public func abiDecideAll(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar
     }
 }
 
+@_cdecl("exp_decide_for_keys")
+public func abiDecideForKeys(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
+                             _ keys: UnsafePointer<UnsafePointer<CChar>?>?, _ keyCount: Int,
+                             _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int, _ rawOptions: UInt32,
+                             _ out: UnsafeMutablePointer<exp_decision>?, _ capacity: Int,
+                             _ outCount: UnsafeMutablePointer<Int>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let outCount = try required(outCount, "out_count")
+        let user = try text(userId, "user_id")
+        let options = try decideOptions(rawOptions)
+        if keyCount > 0 && keys == nil { throw ClientError(.invalidArgument, "keys is NULL but key_count is \(keyCount)") }
+        guard capacity >= keyCount else {
+            outCount.pointee = keyCount
+            throw ClientError(.bufferTooSmall, "capacity \(capacity) is less than key_count \(keyCount)")
+        }
+        let config = try client.config()
+        var flags: [Int?] = []
+        flags.reserveCapacity(keyCount)
+        for position in 0..<keyCount {
+            let key = try text(keys![position], "keys[\(position)]")
+            flags.append(config.flagIndex.find(key))
+        }
+        let out = try required(out, "out")
+        let effective = options.union(client.options.defaultDecideOptions)
+        try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+            var filled = 0
+            for (position, flag) in flags.enumerated() {
+                guard let flag else {
+                    if effective.contains(.enabledFlagsOnly) { continue }
+                    var unknown = exp_decision()
+                    unknown.flag_key = keys![position]
+                    unknown.variables_json = emptyObjectPointer
+                    out[filled] = unknown
+                    filled += 1
+                    continue
+                }
+                let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes,
+                                           options: options.subtracting(.enabledFlagsOnly))
+                if effective.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
+                fill(out + filled, result, config: config, options: effective)
+                filled += 1
+            }
+            outCount.pointee = filled
+        }
+    }
+}
+
 // MARK: JSON conveniences
 
 private func decisionJSON(_ result: DecideResult?, flagKey: String, config: ProjectConfig, options: DecideOptions,

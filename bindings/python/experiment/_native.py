@@ -155,6 +155,8 @@ _PROTOTYPES: List[Tuple[str, object, list]] = [
     ("exp_flag_count", c_int, [exp_client_p, POINTER(c_size_t)]),
     ("exp_decide_all", c_int, [exp_client_p, c_char_p, POINTER(ExpAttribute), c_size_t, c_uint,
                                POINTER(ExpDecision), c_size_t, POINTER(c_size_t)]),
+    ("exp_decide_for_keys", c_int, [exp_client_p, c_char_p, POINTER(c_char_p), c_size_t, POINTER(ExpAttribute),
+                                    c_size_t, c_uint, POINTER(ExpDecision), c_size_t, POINTER(c_size_t)]),
     ("exp_decisions_release", None, [POINTER(ExpDecision), c_size_t]),
     ("exp_decide_json", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_uint, c_char_pp]),
     ("exp_decide_for_keys_json", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_uint, c_char_pp]),

@@ -598,16 +598,24 @@ class Client:
             elif not isinstance(key, str):
                 raise UnsupportedTypeError("flag key %r: expected str, got %s" % (key, type(key).__name__))
             names.append(key)
-        keys_json = json.dumps(names).encode("ascii")
-        attributes_json = _check_json_attributes(attributes)
+        count = len(names)
+        key_array = (c_char_p * max(count, 1))(*[_key(name, "flag_key") for name in names])
+        array, attribute_count = _attributes(attributes)
         bits = decide_options_to_int(options)
-        out = c_char_p()
-        status = _lib.exp_decide_for_keys_json(handle, _text(user_id, "user_id"), keys_json, attributes_json,
-                                               bits, byref(out))
+        decisions = (ExpDecision * max(count, 1))()
+        filled = c_size_t()
+        status = _lib.exp_decide_for_keys(handle, _text(user_id, "user_id"), key_array, count, array,
+                                          attribute_count, bits, decisions, count, byref(filled))
         if status:
             _raise(status)
-        parsed = json.loads(_take_string(out) or "{}")
-        return {key: _from_json(key, value) for key, value in parsed.items()}
+        try:
+            result: Dict[str, Decision] = {}
+            for i in range(filled.value):
+                d = _from_native(decisions[i])
+                result[d.flag_key] = d
+            return result
+        finally:
+            _lib.exp_decisions_release(decisions, filled.value)
 
     # -- experiments ---------------------------------------------------------------------------
 

@@ -62,8 +62,8 @@ def _without(field):
 
 
 # Top-level fields without which the reference SDK (optimizely-sdk 5.x) builds no config.
-# ("featureFlags", "typedAudiences", "integrations" are optional there, and so here.)
-REQUIRED_FIELDS = ["version", "projectId", "accountId", "revision", "experiments", "rollouts", "events",
+# ("featureFlags", "rollouts", "typedAudiences", "integrations" are optional there, and so here.)
+REQUIRED_FIELDS = ["version", "projectId", "accountId", "revision", "experiments", "events",
                    "audiences", "attributes", "groups"]
 
 # (id, builder(good_dict) -> str|bytes, class, code, message pattern)
@@ -184,7 +184,7 @@ def test_valid_minimal_datafile(client):
     raises(experiment.UnknownFlagError, -7, r"checkout_flow", client.decide, "u1", "checkout_flow")
 
 
-@pytest.mark.parametrize("field", ["featureFlags", "typedAudiences", "integrations"])
+@pytest.mark.parametrize("field", ["featureFlags", "rollouts", "typedAudiences", "integrations"])
 def test_optional_top_level_fields(client, datafile_dict, field):
     text = _without(field)(datafile_dict)
     experiment.validate_datafile(text)

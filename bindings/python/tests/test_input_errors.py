@@ -222,9 +222,9 @@ def test_too_many_attributes(client, name):
            ATTRIBUTE_CALLS[name], attrs)
 
 
-def test_attributes_json_too_large(client):
-    attrs = {"a%d" % i: "x" * 60000 for i in range(20)}  # > 1 MiB of JSON
-    expect(client, experiment.TooLargeError, -14, r"large|size|exceed|limit|bytes",
+def test_attribute_string_too_large(client):
+    attrs = {"a": "x" * 70000}  # over EXP_MAX_STRING_BYTES
+    expect(client, experiment.TooLargeError, -14, r"longer than 65536 bytes",
            ATTRIBUTE_CALLS["decide_for_keys"], attrs)
 
 
