@@ -33,8 +33,8 @@ private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideRes
     let decision = result.decision
     var filled = exp_decision()
     filled.flag_key = config.flags[Int(decision.flag)].key.cString
-    filled.variation_key = decision.variationKey(in: config)?.cString
-    filled.rule_key = decision.ruleKey(in: config)?.cString
+    filled.variation_key = decision.variationKeyCString(in: config)
+    filled.rule_key = decision.ruleKeyCString(in: config)
     filled.variables_json = options.contains(.excludeVariables) ? emptyObjectPointer : decision.variablesJSON(in: config)
     filled.enabled = decision.enabled(in: config) ? 1 : 0
     filled.internal.0 = Unmanaged.passRetained(config).toOpaque()

@@ -118,13 +118,21 @@ public final class Experiment: @unchecked Sendable {
     public let type: String
     /// nil: no audience restriction (an empty list), everyone qualifies.
     public let audience: AudienceCondition?
-    public internal(set) var variations: [Variation]
-    public internal(set) var traffic: [TrafficRange]
+    public let variations: [Variation]
+    public let traffic: [TrafficRange]
     /// Whitelisted users ("forcedVariations"): user id -> variation index.
-    public internal(set) var whitelist: KeyIndex?
+    public let whitelist: KeyIndex?
     /// Index of the random-policy group this experiment belongs to, or -1.
     public let group: Int32
     public let groupId: String
+
+    /// A copy with other variations, traffic or whitelist (the compiler's late adjustments; configs
+    /// themselves never change once built).
+    func with(variations: [Variation]? = nil, traffic: [TrafficRange]? = nil, whitelist: KeyIndex? = nil) -> Experiment {
+        Experiment(id: id, key: key, layerId: layerId, isRunning: isRunning, kind: kind, type: type, audience: audience,
+                   variations: variations ?? self.variations, traffic: traffic ?? self.traffic,
+                   whitelist: whitelist ?? self.whitelist, group: group, groupId: groupId)
+    }
 
     public func variationIndex(id: String) -> Int? { variations.firstIndex { $0.id.text == id } }
     /// By key the last definition wins (an "fr" experiment's appended everyone-else variation shadows
@@ -147,9 +155,7 @@ public final class Experiment: @unchecked Sendable {
 }
 
 public struct Group: Sendable {
-    public let id: String
-    /// The id's bytes, hashed with the bucketing id for group bucketing.
-    public let idUTF8: [UInt8]
+    public let id: ConfigString
     public let traffic: [TrafficRange]
 }
 

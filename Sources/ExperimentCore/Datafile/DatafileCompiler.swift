@@ -155,11 +155,11 @@ private struct Compilation {
         let name = try entry.requiredString("name")
         var leaves: [LeafCondition] = []
         let tree = try conditionTree(conditions, leaves: &leaves)
-        return Audience(id: id, name: name, conditions: tree, leaves: leaves, conditionsText: conditionsText)
+        return Audience(id: id, name: name, conditions: LogicTree(tree), leaves: leaves, conditionsText: conditionsText)
     }
 
     /// An audience's own condition tree: lists are operators (or an implicit "or"), objects are leaves.
-    func conditionTree(_ node: DatafileReader, leaves: inout [LeafCondition]) throws(DatafileError) -> LogicTree {
+    func conditionTree(_ node: DatafileReader, leaves: inout [LeafCondition]) throws(DatafileError) -> ConditionNode {
         switch node.value.kind {
         case .object:
             leaves.append(try leafCondition(node))
@@ -169,7 +169,7 @@ private struct Compilation {
             guard let first = items.first else { throw node.fail("an empty condition list cannot be evaluated") }
             let op = first.value.string
             let operands = ["and", "or", "not"].contains(op ?? "") ? Array(items.dropFirst()) : items
-            var children: [LogicTree] = []
+            var children: [ConditionNode] = []
             for operand in operands { children.append(try conditionTree(operand, leaves: &leaves)) }
             switch op {
             case "and": return .and(children)
@@ -182,7 +182,10 @@ private struct Compilation {
     }
 
     func leafCondition(_ node: DatafileReader) throws(DatafileError) -> LeafCondition {
-        let name = node.member("name")?.value.stringBytes.map { Array($0) }
+        let name = node.member("name")?.value.stringBytes.map { bytes -> UTF8Text in
+            let stored = strings.store(bytes: bytes)
+            return UTF8Text(start: UnsafeRawPointer(stored).assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        }
         let type = node.member("type")?.value.string
         let matchField = node.member("match")?.value
         let match: MatchType
@@ -193,8 +196,7 @@ private struct Compilation {
         }
         return LeafCondition(attribute: name,
                              hasKnownType: type == "custom_attribute" || type == "third_party_dimension",
-                             match: match, value: conditionValue(node.member("value")?.value),
-                             description: node.value.jsonText)
+                             match: match, value: conditionValue(node.member("value")?.value))
     }
 
     func conditionValue(_ value: JSONValue?) -> ConditionValue {
@@ -219,10 +221,10 @@ private struct Compilation {
             guard field.value.kind == .array else { throw field.fail("expected an array, got \(field.value.kindName)") }
         }
         if field.value.kind == .array && field.value.count == 0 { return nil }
-        return AudienceCondition(tree: try audienceTree(field), text: field.value.jsonText)
+        return AudienceCondition(tree: LogicTree(try audienceTree(field)), text: field.value.jsonText)
     }
 
-    func audienceTree(_ node: DatafileReader) throws(DatafileError) -> LogicTree {
+    func audienceTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
         switch node.value.kind {
         case .string:
             let id = try node.string()
@@ -233,7 +235,7 @@ private struct Compilation {
             guard let first = items.first else { throw node.fail("an empty condition list cannot be evaluated") }
             let op = first.value.string
             let operands = ["and", "or", "not"].contains(op ?? "") ? Array(items.dropFirst()) : items
-            var children: [LogicTree] = []
+            var children: [ConditionNode] = []
             for operand in operands { children.append(try audienceTree(operand)) }
             switch op {
             case "and": return .and(children)
@@ -275,7 +277,7 @@ private struct Compilation {
             let ranges = try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
                 experimentIndexById[entityId]
             }
-            groups.append(Group(id: id, idUTF8: Array(id.utf8), traffic: ranges))
+            groups.append(Group(id: ConfigString(id, in: strings), traffic: ranges))
         }
         for id in experimentIdOrder {
             let index = experimentIndexById[id]!
@@ -362,7 +364,7 @@ private struct Compilation {
                     whitelist.insert(user, variation, replacing: true)
                 }
             }
-            experiments[index].whitelist = whitelist
+            experiments[index] = experiments[index].with(whitelist: whitelist)
         }
     }
 
@@ -458,9 +460,10 @@ private struct Compilation {
     mutating func appendEveryoneElse(toFeatureRolloutsOf experimentRules: [Int32], rolloutRules: [Int32]) {
         guard let last = rolloutRules.last, let everyoneElse = experiments[Int(last)].variations.first else { return }
         for rule in experimentRules where experiments[Int(rule)].type == "fr" {
-            experiments[Int(rule)].variations.append(everyoneElse)
-            experiments[Int(rule)].traffic.append(
-                TrafficRange(endOfRange: 10_000, entity: Int32(experiments[Int(rule)].variations.count - 1)))
+            let experiment = experiments[Int(rule)]
+            experiments[Int(rule)] = experiment.with(
+                variations: experiment.variations + [everyoneElse],
+                traffic: experiment.traffic + [TrafficRange(endOfRange: 10_000, entity: Int32(experiment.variations.count))])
         }
     }
 

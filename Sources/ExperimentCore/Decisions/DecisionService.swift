@@ -26,7 +26,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
 
     // MARK: flags
 
-    public mutating func decide(flag flagIndex: Int) -> FlagDecision {
+    public func decide(flag flagIndex: Int) -> FlagDecision {
         let flag = config.flags[flagIndex]
         var decision = FlagDecision(flag: Int32(flagIndex))
         if let forced = forcedFlagVariation(flag: flagIndex, rule: nil) {
@@ -53,7 +53,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
         return decideRolloutRules(flag: flagIndex, base: decision)
     }
 
-    private mutating func decideExperimentRules(flag flagIndex: Int, base: FlagDecision) -> FlagDecision? {
+    private func decideExperimentRules(flag flagIndex: Int, base: FlagDecision) -> FlagDecision? {
         let flag = config.flags[flagIndex]
         for slot in 0..<flag.experimentRuleCount {
             let rule = flag.rules[slot]
@@ -66,7 +66,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
                 decision.flagVariation = forced
                 return decision
             }
-            if let caught = localHoldoutDecision(rule: rule, ruleKey: experiment.key.text, ruleKind: "experiment rule", base: base) {
+            if let caught = localHoldoutDecision(rule: rule, ruleKey: experiment.key, ruleKind: "experiment rule", base: base) {
                 return caught
             }
             if case .variation(let variation) = outcome(experiment: Int(rule.experiment)) {
@@ -78,7 +78,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
         return nil
     }
 
-    private mutating func decideRolloutRules(flag flagIndex: Int, base: FlagDecision) -> FlagDecision {
+    private func decideRolloutRules(flag flagIndex: Int, base: FlagDecision) -> FlagDecision {
         let flag = config.flags[flagIndex]
         var decision = base
         decision.source = .rollout
@@ -94,7 +94,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
                 decision.flagVariation = forced
                 return decision
             }
-            if let caught = localHoldoutDecision(rule: rule, ruleKey: experiment.key.text, ruleKind: "delivery rule", base: base) {
+            if let caught = localHoldoutDecision(rule: rule, ruleKey: experiment.key, ruleKind: "delivery rule", base: base) {
                 return caught
             }
             let everyoneElse = slot == last
@@ -105,7 +105,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
                 continue
             }
             reasons?.add("User \"\(userText)\" meets audience conditions for targeting rule \(label).")
-            let variation = bucket(bucketingId, parent: experiment.id.utf8, ranges: experiment.traffic)
+            let variation = bucket(bucketingId, parent: experiment.id.bytes, ranges: experiment.traffic)
             if variation >= 0 {
                 reasons?.add("User \"\(userText)\" bucketed into a targeting rule \(label).")
                 decision.experiment = rule.experiment
@@ -131,12 +131,13 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
         return decision
     }
 
-    private mutating func localHoldoutDecision(rule: FlagRule, ruleKey: String, ruleKind: String, base: FlagDecision)
+    private func localHoldoutDecision(rule: FlagRule, ruleKey: @autoclosure () -> ConfigString, ruleKind: StaticString,
+                                      base: FlagDecision)
         -> FlagDecision?
     {
         for holdoutIndex in rule.holdouts {
             guard let variation = holdoutVariation(Int(holdoutIndex)) else { continue }
-            reasons?.add("The user '\(userText)' is bucketed into local holdout '\(config.holdouts[Int(holdoutIndex)].key.text)' for \(ruleKind) '\(ruleKey)'.")
+            reasons?.add("The user '\(userText)' is bucketed into local holdout '\(config.holdouts[Int(holdoutIndex)].key.text)' for \(ruleKind) '\(ruleKey().text)'.")
             var decision = holdoutDecision(base, holdout: holdoutIndex, variation: variation)
             // A local holdout decision stands alone: the reference attaches no global holdout to it.
             decision.exclusionHoldout = -1
@@ -146,7 +147,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     }
 
     /// A forced decision for the flag (rule nil) or one of its rules, resolved among the flag's variations.
-    private mutating func forcedFlagVariation(flag flagIndex: Int, rule slot: Int?) -> Int32? {
+    private func forcedFlagVariation(flag flagIndex: Int, rule slot: Int?) -> Int32? {
         guard !overrides.isEmpty else { return nil }
         let flag = config.flags[flagIndex]
         let ruleKey = slot.map { config.experiments[Int(flag.rules[$0].experiment)].key.text }
@@ -170,7 +171,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     // MARK: experiments
 
     /// The reference's get_variation for one experiment.
-    public mutating func outcome(experiment index: Int) -> ExperimentOutcome {
+    public func outcome(experiment index: Int) -> ExperimentOutcome {
         let experiment = config.experiments[index]
         guard experiment.isRunning else {
             reasons?.add("Experiment \"\(experiment.key.text)\" is not running.")
@@ -193,15 +194,15 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
         let bucketingId = self.bucketingId()
         if experiment.group >= 0 {
             let group = config.groups[Int(experiment.group)]
-            let chosen = bucket(bucketingId, parent: group.idUTF8, ranges: group.traffic)
+            let chosen = bucket(bucketingId, parent: group.id.bytes, ranges: group.traffic)
             guard chosen == Int32(index) || (chosen >= 0 && config.experiments[Int(chosen)].id.text == experiment.id.text) else {
                 reasons?.add(chosen < 0 ? "User \"\(userText)\" is in no experiment."
-                            : "User \"\(userText)\" is not in experiment \"\(experiment.key.text)\" of group \(group.id).")
+                            : "User \"\(userText)\" is not in experiment \"\(experiment.key.text)\" of group \(group.id.text).")
                 return .notAllocated
             }
-            reasons?.add("User \"\(userText)\" is in experiment \(experiment.key.text) of group \(group.id).")
+            reasons?.add("User \"\(userText)\" is in experiment \(experiment.key.text) of group \(group.id.text).")
         }
-        let variation = bucket(bucketingId, parent: experiment.id.utf8, ranges: experiment.traffic)
+        let variation = bucket(bucketingId, parent: experiment.id.bytes, ranges: experiment.traffic)
         guard variation >= 0 else {
             reasons?.add("Bucketed into an empty traffic range. Returning nil.")
             reasons?.add("User \"\(userText)\" is in no variation.")
@@ -212,14 +213,14 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     }
 
     /// The variation of a running holdout the user falls into, or nil.
-    private mutating func holdoutVariation(_ index: Int) -> Int32? {
+    private func holdoutVariation(_ index: Int) -> Int32? {
         let holdout = config.holdouts[index]
         guard holdout.isRunning else { return nil }
         guard meetsAudience(holdout.audience, label: holdout.key.text, ruleLog: "experiment") else {
             reasons?.add("User '\(userText)' does not meet the conditions for holdout '\(holdout.key.text)'.")
             return nil
         }
-        let variation = bucket(bucketingId(), parent: holdout.id.utf8, ranges: holdout.traffic)
+        let variation = bucket(bucketingId(), parent: holdout.id.bytes, ranges: holdout.traffic)
         guard variation >= 0 else {
             reasons?.add("User '\(userText)' is not bucketed into any variation for holdout '\(holdout.key.text)'.")
             return nil
@@ -231,7 +232,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     // MARK: bucketing
 
     /// `$opt_bucketing_id` when it is a string, else the user id.
-    public mutating func bucketingId() -> UTF8Text {
+    public func bucketingId() -> UTF8Text {
         let found: AttributeValue? = StaticName.bucketingId.withUnsafeBufferPointer { attributes.value(named: $0) }
         switch found {
         case .string(let text)?: return text
@@ -244,10 +245,9 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
 
     /// MurmurHash3 of bucketing id + parent id, scaled to 10,000 buckets, looked up in the ranges.
     @inlinable
-    public func bucket(_ bucketingId: UTF8Text, parent: [UInt8], ranges: [TrafficRange]) -> Int32 {
-        let hash = parent.withUnsafeBytes { parentBytes in
-            MurmurHash3.x86_32(concatenating: UnsafeRawBufferPointer(bucketingId), parentBytes, seed: 1)
-        }
+    public func bucket(_ bucketingId: UTF8Text, parent: UTF8Text, ranges: [TrafficRange]) -> Int32 {
+        let hash = MurmurHash3.x86_32(concatenating: UnsafeRawBufferPointer(bucketingId), UnsafeRawBufferPointer(parent),
+                                      seed: 1)
         let value = Bucketing.bucketValue(hash: hash)
         for range in ranges where value < range.endOfRange { return range.entity }
         return -1
@@ -255,13 +255,16 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
 
     // MARK: audiences
 
-    private mutating func meetsAudience(_ condition: AudienceCondition?, label: String, ruleLog: String) -> Bool {
+    /// `label` names the rule in reasons only; it is not built unless reasons are collected.
+    private func meetsAudience(_ condition: AudienceCondition?, label: @autoclosure () -> String, ruleLog: StaticString)
+        -> Bool
+    {
         guard let condition else {
-            reasons?.add("Audiences for \(ruleLog) \(label) collectively evaluated to TRUE.")
+            reasons?.add("Audiences for \(ruleLog) \(label()) collectively evaluated to TRUE.")
             return true
         }
         let result = condition.tree.evaluate { evaluateAudience(Int($0)) } ?? false
-        reasons?.add("Audiences for \(ruleLog) \(label) collectively evaluated to \(result ? "TRUE" : "FALSE").")
+        reasons?.add("Audiences for \(ruleLog) \(label()) collectively evaluated to \(result ? "TRUE" : "FALSE").")
         return result
     }
 
@@ -279,7 +282,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
             guard case .string(let segment) = leaf.value else { return nil }
             return segment.withUnsafeBufferPointer { attributes.isQualified(for: $0) }
         default:
-            let user = leaf.attribute.flatMap { name in name.withUnsafeBufferPointer { attributes.value(named: $0) } }
+            let user = leaf.attribute.flatMap { attributes.value(named: $0) }
             return LeafMatcher.evaluate(leaf.match, condition: leaf.value, user: user)
         }
     }

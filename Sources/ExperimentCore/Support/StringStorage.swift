@@ -35,11 +35,14 @@ public struct ConfigString: Sendable {
     public let text: String
     public let utf8: [UInt8]
     public nonisolated(unsafe) let cString: UnsafePointer<CChar>
+    /// The stored bytes (without the NUL), for hashing and comparing without reference counting.
+    public nonisolated(unsafe) let bytes: UTF8Text
 
     init(_ text: String, in storage: StringStorage) {
         self.text = text
         self.utf8 = Array(text.utf8)
         self.cString = storage.store(text)
+        self.bytes = UTF8Text(start: UnsafeRawPointer(cString).assumingMemoryBound(to: UInt8.self), count: utf8.count)
     }
 
     public var isEmpty: Bool { utf8.isEmpty }
