@@ -10,89 +10,137 @@ public indirect enum ConditionNode: Sendable {
     case leaf(Int32)
 }
 
-/// A condition tree flattened into plain arrays, so evaluating it touches no reference counts.
-public struct LogicTree: Sendable {
-    public enum Kind: UInt8, Sendable { case and, or, not, leaf }
+/// Every condition tree of a config — each experiment's, rule's and holdout's audience combination and
+/// each audience's own conditions — flattened into shared plain arrays. An audience reference inside a
+/// rule's tree jumps straight to that audience's root, so evaluating a rule's audiences is one walk over
+/// trivial values: no closures per audience, no reference counting.
+public struct ConditionForest: Sendable {
+    public enum Kind: UInt8, Sendable { case and, or, not, condition, audience }
 
-    /// For operators, `first`/`count` select operands in `operands`; for a leaf, `first` is the leaf index.
+    /// For operators, `first`/`count` select operands in `operands`; for a condition leaf `first` indexes
+    /// `leaves`; for an audience reference `first` indexes `audienceRoots`.
     public struct Node: Sendable {
         public let kind: Kind
         public let first: Int32
         public let count: Int32
     }
 
-    @usableFromInline let nodes: [Node]
-    @usableFromInline let operands: [Int32]
-    @usableFromInline let root: Int32
+    @usableFromInline var nodes: [Node] = []
+    @usableFromInline var operands: [Int32] = []
+    @usableFromInline var audienceRoots: [Int32] = []
+    public private(set) var leaves: [LeafCondition] = []
 
-    public init(_ tree: ConditionNode) {
-        var nodes: [Node] = []
-        var operands: [Int32] = []
-        func add(_ node: ConditionNode) -> Int32 {
-            let kind: Kind
-            let children: [ConditionNode]
-            switch node {
-            case .leaf(let index):
-                nodes.append(Node(kind: .leaf, first: index, count: 0))
-                return Int32(nodes.count - 1)
-            case .and(let list): kind = .and; children = list
-            case .or(let list): kind = .or; children = list
-            case .not(let operand): kind = .not; children = operand.map { [$0] } ?? []
-            }
-            let childIndices = children.map(add)
-            let first = Int32(operands.count)
-            operands.append(contentsOf: childIndices)
-            nodes.append(Node(kind: kind, first: first, count: Int32(childIndices.count)))
+    public init() {}
+
+    /// Adds a leaf condition and returns its index (for `ConditionNode.leaf` in an audience's tree).
+    mutating func addLeaf(_ leaf: LeafCondition) -> Int32 {
+        leaves.append(leaf)
+        return Int32(leaves.count - 1)
+    }
+
+    /// Adds an audience's own tree (leaves are leaf-condition indices); returns its audience slot.
+    mutating func addAudience(_ tree: ConditionNode) -> Int32 {
+        audienceRoots.append(add(tree, leafKind: .condition))
+        return Int32(audienceRoots.count - 1)
+    }
+
+    /// Replaces an audience's tree (typedAudiences override audiences with the same id).
+    mutating func replaceAudience(_ slot: Int32, with tree: ConditionNode) {
+        audienceRoots[Int(slot)] = add(tree, leafKind: .condition)
+    }
+
+    /// Adds a rule's tree over audience slots; returns its root node.
+    mutating func addRule(_ tree: ConditionNode) -> Int32 { add(tree, leafKind: .audience) }
+
+    private mutating func add(_ node: ConditionNode, leafKind: Kind) -> Int32 {
+        let kind: Kind
+        let children: [ConditionNode]
+        switch node {
+        case .leaf(let index):
+            nodes.append(Node(kind: leafKind, first: index, count: 0))
             return Int32(nodes.count - 1)
+        case .and(let list): kind = .and; children = list
+        case .or(let list): kind = .or; children = list
+        case .not(let operand): kind = .not; children = operand.map { [$0] } ?? []
         }
-        root = add(tree)
-        self.nodes = nodes
-        self.operands = operands
+        let childIndices = children.map { add($0, leafKind: leafKind) }
+        let first = Int32(operands.count)
+        operands.append(contentsOf: childIndices)
+        nodes.append(Node(kind: kind, first: first, count: Int32(childIndices.count)))
+        return Int32(nodes.count - 1)
     }
 
     /// Three-valued evaluation exactly as the reference: `nil` is unknown. "and" is false if any operand
     /// is false, else unknown if any is unknown; "or" is true if any is true, else unknown if any is
     /// unknown; "not" flips a known result of its first operand.
     @inlinable
-    public func evaluate(_ leaf: (Int32) -> Bool?) -> Bool? {
+    public func evaluate(root: Int32, _ leaf: (borrowing LeafCondition) -> Bool?) -> Bool? {
         nodes.withUnsafeBufferPointer { nodes in
             operands.withUnsafeBufferPointer { operands in
-                LogicTree.evaluate(root, nodes, operands, leaf)
+                audienceRoots.withUnsafeBufferPointer { roots in
+                    leaves.withUnsafeBufferPointer { leaves in
+                        Walk(nodes: nodes, operands: operands, roots: roots, leaves: leaves).evaluate(root, leaf)
+                    }
+                }
             }
         }
     }
 
+    /// Evaluates audience slot `audience` alone.
+    @inlinable
+    public func evaluate(audience: Int32, _ leaf: (borrowing LeafCondition) -> Bool?) -> Bool? {
+        evaluate(root: audienceRoots[Int(audience)], leaf)
+    }
+
     @usableFromInline
-    static func evaluate(_ index: Int32, _ nodes: UnsafeBufferPointer<Node>, _ operands: UnsafeBufferPointer<Int32>,
-                         _ leaf: (Int32) -> Bool?) -> Bool? {
-        let node = nodes[Int(index)]
-        let children = operands[Int(node.first)..<Int(node.first + node.count)]
-        switch node.kind {
-        case .leaf:
-            return leaf(node.first)
-        case .and:
-            var sawUnknown = false
-            for child in children {
-                switch evaluate(child, nodes, operands, leaf) {
-                case false?: return false
-                case nil: sawUnknown = true
-                case true?: break
+    struct Walk {
+        let nodes: UnsafeBufferPointer<Node>
+        let operands: UnsafeBufferPointer<Int32>
+        let roots: UnsafeBufferPointer<Int32>
+        let leaves: UnsafeBufferPointer<LeafCondition>
+
+        @usableFromInline
+        init(nodes: UnsafeBufferPointer<Node>, operands: UnsafeBufferPointer<Int32>, roots: UnsafeBufferPointer<Int32>,
+             leaves: UnsafeBufferPointer<LeafCondition>) {
+            self.nodes = nodes
+            self.operands = operands
+            self.roots = roots
+            self.leaves = leaves
+        }
+
+        @usableFromInline
+        func evaluate(_ index: Int32, _ leaf: (borrowing LeafCondition) -> Bool?) -> Bool? {
+            let node = nodes[Int(index)]
+            let start = Int(node.first), end = Int(node.first + node.count)
+            switch node.kind {
+            case .condition:
+                return leaf(leaves[start])
+            case .audience:
+                return evaluate(roots[start], leaf)
+            case .and:
+                var sawUnknown = false
+                for position in start..<end {
+                    switch evaluate(operands[position], leaf) {
+                    case false?: return false
+                    case nil: sawUnknown = true
+                    case true?: break
+                    }
                 }
-            }
-            return sawUnknown ? nil : true
-        case .or:
-            var sawUnknown = false
-            for child in children {
-                switch evaluate(child, nodes, operands, leaf) {
-                case true?: return true
-                case nil: sawUnknown = true
-                case false?: break
+                return sawUnknown ? nil : true
+            case .or:
+                var sawUnknown = false
+                for position in start..<end {
+                    switch evaluate(operands[position], leaf) {
+                    case true?: return true
+                    case nil: sawUnknown = true
+                    case false?: break
+                    }
                 }
+                return sawUnknown ? nil : false
+            case .not:
+                guard start < end, let result = evaluate(operands[start], leaf) else { return nil }
+                return !result
             }
-            return sawUnknown ? nil : false
-        case .not:
-            guard let child = children.first, let result = evaluate(child, nodes, operands, leaf) else { return nil }
-            return !result
         }
     }
 }
@@ -112,22 +160,22 @@ public struct LeafCondition: Sendable {
 public final class Audience: @unchecked Sendable {
     public let id: String
     public let name: String
-    public let conditions: LogicTree
-    public let leaves: [LeafCondition]
+    /// The audience's slot in the config's `ConditionForest`.
+    public let slot: Int32
     /// The conditions as written in the datafile, for reasons.
     public let conditionsText: String
-    public init(id: String, name: String, conditions: LogicTree, leaves: [LeafCondition], conditionsText: String) {
+    public init(id: String, name: String, slot: Int32, conditionsText: String) {
         self.id = id
         self.name = name
-        self.conditions = conditions
-        self.leaves = leaves
+        self.slot = slot
         self.conditionsText = conditionsText
     }
 }
 
 /// The audience restriction of an experiment, rollout rule or holdout: a tree over audience indices.
 public struct AudienceCondition: Sendable {
-    public let tree: LogicTree
+    /// The root node of the rule's tree in the config's `ConditionForest`.
+    public let root: Int32
     /// As written in the datafile (audienceConditions or audienceIds), for reasons.
     public let text: String
 }

@@ -18,6 +18,8 @@ public final class ProjectConfig: @unchecked Sendable {
     public let experiments: [Experiment]
     public let groups: [Group]
     public let audiences: [Audience]
+    /// Every audience condition tree, flattened.
+    public let conditions: ConditionForest
     public let flags: [Flag]
     public let events: [Event]
     public let attributes: [Attribute]
@@ -34,7 +36,8 @@ public final class ProjectConfig: @unchecked Sendable {
     /// Owns the C strings that decisions hand out.
     public let strings: StringStorage
 
-    init(header: Header, experiments: [Experiment], groups: [Group], audiences: [Audience], flags: [Flag],
+    init(header: Header, experiments: [Experiment], groups: [Group], audiences: [Audience],
+         conditions: ConditionForest, flags: [Flag],
          events: [Event], attributes: [Attribute], holdouts: [Holdout], globalHoldouts: [Int32],
          indexes: Indexes, strings: StringStorage)
     {
@@ -51,6 +54,7 @@ public final class ProjectConfig: @unchecked Sendable {
         self.experiments = experiments
         self.groups = groups
         self.audiences = audiences
+        self.conditions = conditions
         self.flags = flags
         self.events = events
         self.attributes = attributes

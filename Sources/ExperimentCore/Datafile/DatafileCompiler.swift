@@ -36,6 +36,8 @@ private struct Compilation {
     let root: DatafileReader
     let strings = StringStorage()
     var audiences: [Audience] = []
+    /// Every condition tree of the config, flattened for evaluation.
+    var conditions = ConditionForest()
     var audienceIndexById: [String: Int] = [:]
     var experiments: [Experiment] = []
     var experimentIndexById: [String: Int] = [:]
@@ -65,6 +67,7 @@ private struct Compilation {
         let flags = try readFlags()
         resolveWhitelists()
         return ProjectConfig(header: header, experiments: experiments, groups: groups, audiences: audiences,
+                             conditions: conditions,
                              flags: flags, events: events, attributes: attributes, holdouts: holdouts,
                              globalHoldouts: globalHoldouts, indexes: indexes, strings: strings)
     }
@@ -129,48 +132,45 @@ private struct Compilation {
             } catch {
                 throw DatafileError(.invalidDatafile, error.message)
             }
-            let audience = try compileAudience(entry, conditions: DatafileReader(parsed.root, path: conditionsField.path),
-                                               conditionsText: text)
-            addAudience(audience)
+            try addAudience(entry, conditions: DatafileReader(parsed.root, path: conditionsField.path),
+                            conditionsText: text)
         }
         for entry in try root.optionalArray("typedAudiences") {
             let conditions = try entry.required("conditions")
-            addAudience(try compileAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText))
+            try addAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText)
         }
     }
 
-    mutating func addAudience(_ audience: Audience) {
-        if let existing = audienceIndexById[audience.id] {
-            audiences[existing] = audience
-        } else {
-            audienceIndexById[audience.id] = audiences.count
-            audiences.append(audience)
-        }
-    }
-
-    func compileAudience(_ entry: DatafileReader, conditions: DatafileReader, conditionsText: String)
-        throws(DatafileError) -> Audience
+    /// Compiles an audience into the condition forest. An id seen before (typedAudiences after audiences)
+    /// replaces the earlier definition in place, as in the reference.
+    mutating func addAudience(_ entry: DatafileReader, conditions: DatafileReader, conditionsText: String)
+        throws(DatafileError)
     {
         let id = try entry.requiredString("id")
         let name = try entry.requiredString("name")
-        var leaves: [LeafCondition] = []
-        let tree = try conditionTree(conditions, leaves: &leaves)
-        return Audience(id: id, name: name, conditions: LogicTree(tree), leaves: leaves, conditionsText: conditionsText)
+        let tree = try conditionTree(conditions)
+        if let existing = audienceIndexById[id] {
+            self.conditions.replaceAudience(Int32(existing), with: tree)
+            audiences[existing] = Audience(id: id, name: name, slot: Int32(existing), conditionsText: conditionsText)
+        } else {
+            let slot = self.conditions.addAudience(tree)
+            audienceIndexById[id] = audiences.count
+            audiences.append(Audience(id: id, name: name, slot: slot, conditionsText: conditionsText))
+        }
     }
 
     /// An audience's own condition tree: lists are operators (or an implicit "or"), objects are leaves.
-    func conditionTree(_ node: DatafileReader, leaves: inout [LeafCondition]) throws(DatafileError) -> ConditionNode {
+    mutating func conditionTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
         switch node.value.kind {
         case .object:
-            leaves.append(try leafCondition(node))
-            return .leaf(Int32(leaves.count - 1))
+            return .leaf(conditions.addLeaf(try leafCondition(node)))
         case .array:
             let items = try node.array()
             guard let first = items.first else { throw node.fail("an empty condition list cannot be evaluated") }
             let op = first.value.string
             let operands = ["and", "or", "not"].contains(op ?? "") ? Array(items.dropFirst()) : items
             var children: [ConditionNode] = []
-            for operand in operands { children.append(try conditionTree(operand, leaves: &leaves)) }
+            for operand in operands { children.append(try conditionTree(operand)) }
             switch op {
             case "and": return .and(children)
             case "not": return .not(children.first)
@@ -212,7 +212,7 @@ private struct Compilation {
     }
 
     /// The audience restriction of a rule: "audienceConditions" when present, else "audienceIds".
-    func audienceCondition(_ entry: DatafileReader) throws(DatafileError) -> AudienceCondition? {
+    mutating func audienceCondition(_ entry: DatafileReader) throws(DatafileError) -> AudienceCondition? {
         let field: DatafileReader
         if let conditions = entry.optional("audienceConditions") {
             field = conditions
@@ -221,7 +221,7 @@ private struct Compilation {
             guard field.value.kind == .array else { throw field.fail("expected an array, got \(field.value.kindName)") }
         }
         if field.value.kind == .array && field.value.count == 0 { return nil }
-        return AudienceCondition(tree: LogicTree(try audienceTree(field)), text: field.value.jsonText)
+        return AudienceCondition(root: conditions.addRule(try audienceTree(field)), text: field.value.jsonText)
     }
 
     func audienceTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
@@ -388,7 +388,7 @@ private struct Compilation {
         }
     }
 
-    func readHoldout(_ entry: DatafileReader) throws(DatafileError) -> Holdout {
+    mutating func readHoldout(_ entry: DatafileReader) throws(DatafileError) -> Holdout {
         let variations = try readVariations(entry.requiredArray("variations"))
         return Holdout(
             id: ConfigString(try entry.requiredString("id"), in: strings),

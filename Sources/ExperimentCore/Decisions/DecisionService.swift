@@ -263,17 +263,12 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
             reasons?.add("Audiences for \(ruleLog) \(label()) collectively evaluated to TRUE.")
             return true
         }
-        let result = condition.tree.evaluate { evaluateAudience(Int($0)) } ?? false
+        let result = config.conditions.evaluate(root: condition.root) { evaluateLeaf($0) } ?? false
         reasons?.add("Audiences for \(ruleLog) \(label()) collectively evaluated to \(result ? "TRUE" : "FALSE").")
         return result
     }
 
-    private func evaluateAudience(_ index: Int) -> Bool? {
-        let audience = config.audiences[index]
-        return audience.conditions.evaluate { evaluateLeaf(audience.leaves[Int($0)]) }
-    }
-
-    private func evaluateLeaf(_ leaf: LeafCondition) -> Bool? {
+    private func evaluateLeaf(_ leaf: borrowing LeafCondition) -> Bool? {
         guard leaf.hasKnownType else { return nil }
         switch leaf.match {
         case .unknown:

@@ -43,6 +43,8 @@ answer to compare with) -- see REFERENCE_CRASHES below for the details:
 * a non-object leaf inside an audience's conditions (a string, number, or an unknown operator name in
   first position, which the reference then treats as a leaf);
 * a dict leaf inside an experiment's audienceConditions;
+* (not a crash, but no sane answer either) a JSON object as a leaf's "value": the reference's condition
+  decoder turns every object into a condition-list index, so {"a": 1} silently becomes an integer;
 * semver comparisons where the user's version has an all-digit part at a position where the target has
   a non-digit pre-release/build part (the reference calls int() on the target part).  To stay clear of it,
   targets with a pre-release or build part always have a full three-number core, and user versions never
@@ -69,12 +71,18 @@ REFERENCE_CRASHES = [
     "(e.g. '[\"and\", \"x\"]' or an unknown operator such as '[\"xor\", {...}]', whose operator becomes "
     "a leaf of an implicit OR) indexes the condition list with it -> TypeError (an integer leaf silently "
     "indexes the condition list instead).",
-    "helpers/audience.evaluate_audience: a dict inside an experiment's audienceConditions is used as an "
-    "audience id -> TypeError: unhashable type 'dict'.",
+    "a dict inside an experiment's audienceConditions is used as an audience id -> TypeError: unhashable "
+    "type 'dict', already in Optimizely() (optimizely_config.lookup_name_from_id), later in "
+    "helpers/audience.evaluate_audience.",
     "helpers/condition.compare_user_version_with_target_version: when the user's part at some index is "
     "all digits and the target's part there is a non-digit pre-release/build part, int(target_part) "
     "raises ValueError, e.g. target '2.0.0-beta' vs user '2.0.0-1', or target '1.2-beta' vs user "
     "'1.2.3'.  (Unicode digits such as '\u00b2' pass str.isdigit() but not int(): same crash.)",
+    "optimizely.Optimizely._decide: it appends the default decide options to the call's options and then "
+    "removes ENABLED_FLAGS_ONLY once; with ENABLED_FLAGS_ONLY in both lists a disabled flag is filtered "
+    "out and `[key]` raises KeyError (test_differential.py never passes it twice).  Passing options=None "
+    "to decide() with ENABLED_FLAGS_ONLY among the defaults removes it from the client's defaults for "
+    "good (the test always passes a list).",
 ]
 
 DUMMY_AUDIENCE_CONDITIONS = json.dumps(

@@ -7,7 +7,10 @@ return or dispatch must be equal:
 * decide for every flag (flag_key, enabled, variation_key, rule_key, variables -- deep equality with
   types, so 1, 1.0 and True differ), with assorted decide options;
 * decide_all with and without ENABLED_FLAGS_ONLY and EXCLUDE_VARIABLES (keys, order and decisions);
-* get_variation and activate for every experiment (grouped, paused, ...) and every delivery rule;
+* decide_for_keys (our binding's JSON path) with unknown and repeated keys (keys compared as a set: the
+  reference lists unknown keys first, an artifact of its implementation);
+* activate for every experiment (grouped, paused, ...), get_variation for every experiment for every
+  other user, both for every delivery rule for every 8th user;
 * the events both sides dispatch -- impressions of decide / decide_all / activate, conversions of track
   with revenue / value / other tags: the same number, in the same order, with equal url, http_verb and
   params (ignoring each snapshot event's uuid and timestamp and the top-level client_name and
@@ -25,8 +28,9 @@ Environment:
     DIFF_SEED_BASE   first seed (default 0)
     DIFF_DUMP        a directory: every mismatch is also written there as JSON (seed-N.json)
 
-A failure names the seed, the user, the call and both results; `generate_datafile(seed)` rebuilds the
-datafile.  test_coverage asserts that the compared decisions really exercised every feature the
+A failure names the seed, the user, the call and both results, grouped by kind ("signature");
+`generate_datafile(seed)` and `generate_users(seed, df, n)` rebuild the inputs.  Reasons are not compared
+(the reference is asked for them anyway, only to measure coverage).  test_coverage asserts that the compared decisions really exercised every feature the
 generator aims at (group experiments, everyone-else rules, whitelists, "fr" experiments, typecast
 failures, revenue events, forced decisions, ...), so the suite cannot pass vacuously.
 """
