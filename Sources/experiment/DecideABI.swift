@@ -152,7 +152,7 @@ public func abiDecideForKeys(_ handle: OpaquePointer?, _ userId: UnsafePointer<C
             var filled = 0
             for (position, flag) in flags.enumerated() {
                 guard let flag else {
-                    if effective.contains(.enabledFlagsOnly) { continue }
+                    // As the reference: unknown keys are reported even with ENABLED_FLAGS_ONLY.
                     var unknown = exp_decision()
                     unknown.flag_key = keys![position]
                     unknown.variables_json = emptyObjectPointer

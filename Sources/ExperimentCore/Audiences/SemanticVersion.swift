@@ -26,6 +26,17 @@ public enum SemanticVersion {
     /// Compares `user` with `target`: 1 if the user version is greater, 0 if equal, -1 if less,
     /// nil if either version is invalid or the reference would raise.
     public static func compare(target: UnsafeBufferPointer<UInt8>, user: UnsafeBufferPointer<UInt8>) -> Int? {
+        // Python's isdigit()/int() read Unicode decimal digits ("١.٢.٣" is 1.2.3): compare their ASCII form.
+        if let asciiTarget = UnicodeDigits.asciiDigits(target) {
+            return asciiTarget.withUnsafeBufferPointer { compare(target: $0, user: user) }
+        }
+        if let asciiUser = UnicodeDigits.asciiDigits(user) {
+            return asciiUser.withUnsafeBufferPointer { compare(target: target, user: $0) }
+        }
+        return compareASCII(target: target, user: user)
+    }
+
+    static func compareASCII(target: UnsafeBufferPointer<UInt8>, user: UnsafeBufferPointer<UInt8>) -> Int? {
         let tScan = Scan(target)
         let uScan = Scan(user)
         let preT = tScan.isPreRelease

@@ -26,8 +26,33 @@ enum VariableValues {
         byte == 0x20 || (0x09...0x0D).contains(byte)
     }
 
+    /// The whitespace Python's int() and float() strip (measured on CPython 3.11).
+    private static let pythonSpaces: Set<UInt32> = [
+        0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005,
+        0x2006, 0x2007, 0x2008, 0x2009, 0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
+    ]
+
+    /// Python's first step in int() and float(): every Unicode decimal digit becomes its ASCII digit and
+    /// every whitespace character a space; other characters stay as they are.
+    private static func asciiDigitsAndSpaces(_ text: String) -> [UInt8] {
+        var out: [UInt8] = []
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            if value < 0x80 && !pythonSpaces.contains(value) {
+                out.append(UInt8(value))
+            } else if pythonSpaces.contains(value) {
+                out.append(0x20)
+            } else if let digit = UnicodeDigits.asciiDigit(value) {
+                out.append(digit)
+            } else {
+                out.append(contentsOf: Array(String(scalar).utf8))
+            }
+        }
+        return out
+    }
+
     private static func trimmed(_ text: String) -> ArraySlice<UInt8> {
-        let bytes = Array(text.utf8)
+        let bytes = asciiDigitsAndSpaces(text)
         var start = 0, end = bytes.count
         while start < end && isSpace(bytes[start]) { start += 1 }
         while end > start && isSpace(bytes[end - 1]) { end -= 1 }

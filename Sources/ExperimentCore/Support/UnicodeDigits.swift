@@ -1,0 +1,37 @@
+/// Unicode decimal digits (category Nd), which Python reads as digits: `"١٢".isdigit()` is true and
+/// `int("١٢") == 12`. The reference SDK's semantic versions and variable casts therefore accept them.
+enum UnicodeDigits {
+    /// Code points whose digit value is 0 and that start a run of ten decimal digits, as CPython 3.11
+    /// (Unicode 14) knows them.
+    static let zeros: [UInt32] = [
+        0x30, 0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6, 0xE50,
+        0xED0, 0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40,
+        0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10, 0x104A0, 0x10D30, 0x11066,
+        0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0, 0x11650, 0x116C0, 0x11730, 0x118E0, 0x11950,
+        0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0, 0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6,
+        0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
+    ]
+
+    /// The ASCII digit for a Unicode decimal digit, or nil.
+    static func asciiDigit(_ scalar: UInt32) -> UInt8? {
+        guard let zero = zeros.last(where: { $0 <= scalar }), scalar - zero < 10 else { return nil }
+        return UInt8(0x30 + scalar - zero)
+    }
+
+    /// `text` with every non-ASCII decimal digit replaced by its ASCII digit, when the text has such digits
+    /// and no other non-ASCII characters; nil otherwise (the text is then used as it is).
+    static func asciiDigits(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard text.contains(where: { $0 >= 0x80 }) else { return nil }
+        var out: [UInt8] = []
+        for scalar in String(decoding: text, as: UTF8.self).unicodeScalars {
+            if scalar.isASCII {
+                out.append(UInt8(scalar.value))
+            } else if let digit = asciiDigit(scalar.value) {
+                out.append(digit)
+            } else {
+                return nil
+            }
+        }
+        return out
+    }
+}
