@@ -77,7 +77,7 @@ typedef enum exp_status {
     EXP_ERR_INVALID_UTF8 = -13,         /* a string argument is not valid UTF-8 */
     EXP_ERR_TOO_LARGE = -14,            /* an input exceeds a documented limit (see EXP_MAX_*) */
     EXP_ERR_TOO_DEEP = -15,             /* a JSON document nests deeper than its limit */
-    EXP_ERR_INVALID_EVENT_TAGS = -16,   /* event tags are not an object, or revenue/value mistyped */
+    EXP_ERR_INVALID_EVENT_TAGS = -16,   /* event tags are not a JSON object */
     EXP_ERR_CLOSED = -17,               /* the client was closed */
     EXP_ERR_BUFFER_TOO_SMALL = -18,     /* a caller-provided array is too short; the needed size is returned */
     EXP_ERR_INTERNAL = -99              /* a bug: please report it with exp_last_error() */
@@ -440,8 +440,9 @@ exp_status exp_get_user_properties_json(exp_client *client, const char *user_id,
 
 /*
  * Records conversion `event_key` for `user_id` and sends the conversion event. `tags_json` is NULL or a
- * JSON object of event tags; "revenue" must be an integer (cents) and "value" a number, as the results
- * backend reads them.
+ * JSON object of event tags. As in the reference SDK, an integer "revenue" (cents) and a numeric "value"
+ * (a number or numeric string) are also reported as the event's revenue and value; tags of other types
+ * are sent as ordinary tags only.
  * Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_EVENT, EXP_ERR_INVALID_EVENT_TAGS, EXP_ERR_INVALID_JSON,
  * argument errors as exp_decide. Thread-safe.
  *

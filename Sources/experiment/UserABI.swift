@@ -82,7 +82,9 @@ public func abiTrack(_ handle: OpaquePointer?, _ eventKey: UnsafePointer<CChar>?
         var tags: EventTags? = nil
         if let tagsJSON {
             let document = try parseJSON(tagsJSON, what: "event tags")
-            switch EventTags.parse(document.root) {
+            let text = UnsafeBufferPointer(start: UnsafeRawPointer(tagsJSON).assumingMemoryBound(to: UInt8.self),
+                                           count: strlen(tagsJSON))
+            switch EventTags.parse(document, text: text) {
             case .success(let parsed): tags = parsed
             case .failure(let problem): throw ClientError(.invalidEventTags, problem.message)
             }

@@ -143,7 +143,7 @@ public enum EventPayloads {
         writer.field("key", event.key)
         writer.key("timestamp"); writer.int(timestamp)
         if let tags {
-            if let revenue = tags.revenue { writer.key("revenue"); writer.int(revenue) }
+            if let revenue = tags.revenue { writer.key("revenue"); writer.raw(revenue) }
             if let value = tags.value { writer.key("value"); writer.double(value) }
             writer.key("tags"); writer.raw(tags.json)
         }
@@ -223,59 +223,49 @@ public enum EventPayloads {
     }
 }
 
-/// Event tags validated for a conversion: the JSON object, and the revenue and value read from it.
+/// Event tags of a conversion: the JSON object as the reference puts it on the wire, and the revenue and
+/// value it derives from them.
 public struct EventTags: Sendable {
     public let json: String
-    public let revenue: Int64?
+    /// An integer "revenue", exactly as written (any size, as Python keeps it).
+    public let revenue: String?
     public let value: Double?
 
-    /// Reads tags from a JSON object. "revenue" must be an integer and "value" a number or numeric
-    /// string with a finite value; anything else is refused with a message naming the tag.
-    public static func parse(_ object: JSONValue) -> Result<EventTags, TagError> {
-        guard object.kind == .object else {
-            return .failure(TagError(message: "event tags: expected a JSON object, got \(object.kindName)"))
+    /// Reads tags from JSON text, typing "revenue" and "value" as the reference does: revenue is sent when
+    /// it is an integer (not a boolean), value when it is a finite number or a numeric string; otherwise
+    /// they stay ordinary tags. Only a non-object is refused.
+    public static func parse(_ document: JSONDocument, text: UnsafeBufferPointer<UInt8>) -> Result<EventTags, TagError> {
+        guard document.root.kind == .object, let tags = RawJSON.parse(text) else {
+            return .failure(TagError(message: "event tags: expected a JSON object, got \(document.root.kindName)"))
         }
-        var revenue: Int64? = nil
+        var revenue: String? = nil
+        if case .number(let raw)? = tags.member("revenue"), !raw.contains(where: { ".eE".contains($0) }) {
+            revenue = raw
+        }
         var value: Double? = nil
-        if let field = object.member("revenue"), !field.isNull {
-            guard let number = field.int64 else {
-                return .failure(TagError(message: "event tags: \"revenue\" must be an integer (e.g. cents), got \(field.kindName)"))
-            }
-            revenue = number
+        switch tags.member("value") {
+        case .number(let raw)?: value = VariableValues.pythonFloat(raw)
+        case .string(let raw)?: value = RawJSON.Parser.decode(raw).flatMap { VariableValues.pythonFloat($0) }
+        default: value = nil
         }
-        if let field = object.member("value"), !field.isNull {
-            let number: Double?
-            switch field.kind {
-            case .int, .double: number = field.double
-            case .string: number = field.string.flatMap { VariableValues.pythonFloat($0) }
-            default: number = nil
-            }
-            guard let number, number.isFinite else {
-                return .failure(TagError(message: "event tags: \"value\" must be a finite number, got \(field.kindName)"))
-            }
-            value = number
-        }
-        return .success(EventTags(json: wireJSON(object), revenue: revenue, value: value))
+        if let number = value, !number.isFinite { value = nil }
+        return .success(EventTags(json: wireJSON(tags), revenue: revenue, value: value))
     }
 
     /// The tags as the reference puts them on the wire: its payload cleaner drops null "revenue",
     /// "value", "tags" and "decisions" members from every object, the tags included.
-    static func wireJSON(_ value: JSONValue) -> String {
-        switch value.kind {
-        case .object:
-            var writer = JSONWriter()
-            writer.beginObject()
-            for (key, member) in value.members {
-                if member.isNull && ["revenue", "value", "tags", "decisions"].contains(key) { continue }
-                writer.key(key)
-                writer.raw(wireJSON(member))
+    static func wireJSON(_ value: RawJSON) -> String {
+        switch value {
+        case .object(let members):
+            let kept = members.filter { member in
+                if case .null = member.value, ["revenue", "value", "tags", "decisions"].contains(member.key) { return false }
+                return true
             }
-            writer.endObject()
-            return writer.text
-        case .array:
-            return "[" + value.elements.map(wireJSON).joined(separator: ",") + "]"
+            return "{" + kept.map { JSONWriter.quoted($0.key) + ":" + wireJSON($0.value) }.joined(separator: ",") + "}"
+        case .array(let elements):
+            return "[" + elements.map(wireJSON).joined(separator: ",") + "]"
         default:
-            return value.jsonText
+            return value.text
         }
     }
 
