@@ -96,6 +96,14 @@ private func compareVersions(target: String, user: String) -> Int? {
     }
 }
 
+/// Condition strings live in config-owned storage in the library; the tests keep theirs for the whole run.
+func configBytes(_ text: String) -> UTF8Text {
+    let bytes = Array(text.utf8)
+    let storage = UnsafeMutablePointer<UInt8>.allocate(capacity: max(bytes.count, 1))
+    storage.initialize(from: bytes, count: bytes.count)
+    return UTF8Text(start: storage, count: bytes.count)
+}
+
 private func evaluate(_ match: MatchType, _ condition: ConditionValue, _ user: UserValue) -> Bool? {
     switch user {
     case .absent: return LeafMatcher.evaluate(match, condition: condition, user: nil)

@@ -430,7 +430,7 @@ def swift_condition(c) -> str:
     if kind == "bool":
         return ".bool(%s)" % ("true" if v else "false")
     if kind == "string":
-        return ".string(Array(%s.utf8))" % swift_str(v)
+        return ".string(configBytes(%s))" % swift_str(v)
     return ".%s(%s)" % (kind, swift_number(v))
 
 

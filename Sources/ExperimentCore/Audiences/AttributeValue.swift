@@ -14,19 +14,31 @@ public enum AttributeValue {
 }
 
 /// A value written in an audience condition of the datafile ("value" of a leaf condition).
-public enum ConditionValue: Sendable, Equatable {
+/// Strings point into bytes the compiled config owns, so copying a condition costs no reference counting.
+public enum ConditionValue: @unchecked Sendable, Equatable, BitwiseCopyable {
     /// The key was absent or JSON null.
     case missing
     case bool(Bool)
     case int(Int64)
     case double(Double)
-    case string([UInt8])
+    case string(UTF8Text)
     /// An array or object: no match type accepts it.
     case unsupported
+
+    public static func == (lhs: ConditionValue, rhs: ConditionValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.missing, .missing), (.unsupported, .unsupported): return true
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.int(let a), .int(let b)): return a == b
+        case (.double(let a), .double(let b)): return a == b
+        case (.string(let a), .string(let b)): return a.elementsEqual(b)
+        default: return false
+        }
+    }
 }
 
 /// The match types of Optimizely audience leaf conditions.
-public enum MatchType: Sendable, Equatable {
+public enum MatchType: Sendable, Equatable, BitwiseCopyable {
     case exact, exists, substring
     case greaterThan, greaterThanOrEqual, lessThan, lessThanOrEqual
     case semverEqual, semverGreaterThan, semverGreaterThanOrEqual, semverLessThan, semverLessThanOrEqual

@@ -40,10 +40,10 @@ public enum LeafMatcher {
             }
         case .substring:
             guard case .string(let c) = condition, case .string(let u) = user else { return nil }
-            return c.withUnsafeBufferPointer { contains(u, $0) }
+            return contains(u, c)
         case .semverEqual, .semverGreaterThan, .semverGreaterThanOrEqual, .semverLessThan, .semverLessThanOrEqual:
             guard case .string(let c) = condition, case .string(let u) = user else { return nil }
-            guard let r = c.withUnsafeBufferPointer({ SemanticVersion.compare(target: $0, user: u) }) else {
+            guard let r = SemanticVersion.compare(target: c, user: u) else {
                 return nil
             }
             switch match {
@@ -100,7 +100,7 @@ public enum LeafMatcher {
             return c == u
         case .string(let c):
             guard case .string(let u) = user else { return nil }
-            return c.withUnsafeBufferPointer { equal($0, u) }
+            return equal(c, u)
         case .int, .double:
             guard let c = finiteNumber(condition) else { return nil }
             guard let u = finiteNumber(user) else { return nil }  // non-number or non-finite

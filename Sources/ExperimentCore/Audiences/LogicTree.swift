@@ -15,20 +15,20 @@ public indirect enum ConditionNode: Sendable {
 /// rule's tree jumps straight to that audience's root, so evaluating a rule's audiences is one walk over
 /// trivial values: no closures per audience, no reference counting.
 public struct ConditionForest: Sendable {
-    public enum Kind: UInt8, Sendable { case and, or, not, condition, audience }
+    public enum Kind: UInt8, Sendable, BitwiseCopyable { case and, or, not, condition, audience }
 
     /// For operators, `first`/`count` select operands in `operands`; for a condition leaf `first` indexes
     /// `leaves`; for an audience reference `first` indexes `audienceRoots`.
-    public struct Node: Sendable {
+    public struct Node: Sendable, BitwiseCopyable {
         public let kind: Kind
         public let first: Int32
         public let count: Int32
     }
 
-    @usableFromInline var nodes: [Node] = []
-    @usableFromInline var operands: [Int32] = []
-    @usableFromInline var audienceRoots: [Int32] = []
-    public private(set) var leaves: [LeafCondition] = []
+    private var nodes: [Node] = []
+    private var operands: [Int32] = []
+    private var audienceRoots: [Int32] = []
+    private var leaves: [LeafCondition] = []
 
     public init() {}
 
@@ -70,46 +70,22 @@ public struct ConditionForest: Sendable {
         return Int32(nodes.count - 1)
     }
 
-    /// Three-valued evaluation exactly as the reference: `nil` is unknown. "and" is false if any operand
-    /// is false, else unknown if any is unknown; "or" is true if any is true, else unknown if any is
-    /// unknown; "not" flips a known result of its first operand.
-    @inlinable
-    public func evaluate(root: Int32, _ leaf: (borrowing LeafCondition) -> Bool?) -> Bool? {
-        nodes.withUnsafeBufferPointer { nodes in
-            operands.withUnsafeBufferPointer { operands in
-                audienceRoots.withUnsafeBufferPointer { roots in
-                    leaves.withUnsafeBufferPointer { leaves in
-                        Walk(nodes: nodes, operands: operands, roots: roots, leaves: leaves).evaluate(root, leaf)
-                    }
-                }
-            }
-        }
+    /// The forest as views into config-owned memory, for evaluation without reference counting.
+    func tables(in storage: StringStorage) -> Tables {
+        Tables(nodes: storage.store(nodes), operands: storage.store(operands), roots: storage.store(audienceRoots),
+               leaves: storage.store(leaves))
     }
 
-    /// Evaluates audience slot `audience` alone.
-    @inlinable
-    public func evaluate(audience: Int32, _ leaf: (borrowing LeafCondition) -> Bool?) -> Bool? {
-        evaluate(root: audienceRoots[Int(audience)], leaf)
-    }
-
-    @usableFromInline
-    struct Walk {
+    public struct Tables: @unchecked Sendable {
         let nodes: UnsafeBufferPointer<Node>
         let operands: UnsafeBufferPointer<Int32>
         let roots: UnsafeBufferPointer<Int32>
         let leaves: UnsafeBufferPointer<LeafCondition>
 
-        @usableFromInline
-        init(nodes: UnsafeBufferPointer<Node>, operands: UnsafeBufferPointer<Int32>, roots: UnsafeBufferPointer<Int32>,
-             leaves: UnsafeBufferPointer<LeafCondition>) {
-            self.nodes = nodes
-            self.operands = operands
-            self.roots = roots
-            self.leaves = leaves
-        }
-
-        @usableFromInline
-        func evaluate(_ index: Int32, _ leaf: (borrowing LeafCondition) -> Bool?) -> Bool? {
+        /// Three-valued evaluation exactly as the reference: `nil` is unknown. "and" is false if any operand
+        /// is false, else unknown if any is unknown; "or" is true if any is true, else unknown if any is
+        /// unknown; "not" flips a known result of its first operand.
+        func evaluate(_ index: Int32, _ leaf: (LeafCondition) -> Bool?) -> Bool? {
             let node = nodes[Int(index)]
             let start = Int(node.first), end = Int(node.first + node.count)
             switch node.kind {
@@ -146,7 +122,7 @@ public struct ConditionForest: Sendable {
 }
 
 /// One leaf condition of an audience: `{"name": ..., "type": ..., "match": ..., "value": ...}`.
-public struct LeafCondition: Sendable {
+public struct LeafCondition: Sendable, BitwiseCopyable {
     /// The attribute name (bytes owned by the config); nil when absent or not a string (such a condition
     /// never finds a value).
     public nonisolated(unsafe) let attribute: UTF8Text?

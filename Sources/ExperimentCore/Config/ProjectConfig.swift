@@ -33,8 +33,10 @@ public final class ProjectConfig: @unchecked Sendable {
     public let eventKeyIndex: KeyIndex
     public let attributeKeyIndex: KeyIndex
 
-    /// Owns the C strings that decisions hand out.
+    /// Owns the C strings that decisions hand out, and the hot tables' memory.
     public let strings: StringStorage
+    /// Trivial mirrors of what the decision path reads (see HotTables).
+    public let hot: HotTables
 
     init(header: Header, experiments: [Experiment], groups: [Group], audiences: [Audience],
          conditions: ConditionForest, flags: [Flag],
@@ -66,6 +68,7 @@ public final class ProjectConfig: @unchecked Sendable {
         eventKeyIndex = indexes.events
         attributeKeyIndex = indexes.attributes
         self.strings = strings
+        hot = HotTables(experiments: experiments, groups: groups, flags: flags, conditions: conditions, storage: strings)
     }
 
     struct Header {
@@ -99,7 +102,7 @@ public struct VariableValue: Sendable {
     public let value: String
 }
 
-public struct TrafficRange: Sendable {
+public struct TrafficRange: Sendable, BitwiseCopyable {
     public let endOfRange: Int32
     public let entity: Int32
 }

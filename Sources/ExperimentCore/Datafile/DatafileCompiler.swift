@@ -182,10 +182,7 @@ private struct Compilation {
     }
 
     func leafCondition(_ node: DatafileReader) throws(DatafileError) -> LeafCondition {
-        let name = node.member("name")?.value.stringBytes.map { bytes -> UTF8Text in
-            let stored = strings.store(bytes: bytes)
-            return UTF8Text(start: UnsafeRawPointer(stored).assumingMemoryBound(to: UInt8.self), count: bytes.count)
-        }
+        let name = node.member("name")?.value.stringBytes.map(storedBytes)
         let type = node.member("type")?.value.string
         let matchField = node.member("match")?.value
         let match: MatchType
@@ -199,6 +196,12 @@ private struct Compilation {
                              match: match, value: conditionValue(node.member("value")?.value))
     }
 
+    /// A copy of `bytes` owned by the config.
+    func storedBytes(_ bytes: UTF8Text) -> UTF8Text {
+        let stored = strings.store(bytes: bytes)
+        return UTF8Text(start: UnsafeRawPointer(stored).assumingMemoryBound(to: UInt8.self), count: bytes.count)
+    }
+
     func conditionValue(_ value: JSONValue?) -> ConditionValue {
         guard let value else { return .missing }
         switch value.kind {
@@ -206,7 +209,7 @@ private struct Compilation {
         case .bool: return .bool(value.bool!)
         case .int: return .int(value.int64!)
         case .double: return .double(value.double!)
-        case .string: return .string(Array(value.stringBytes!))
+        case .string: return .string(storedBytes(value.stringBytes!))
         case .array, .object: return .unsupported
         }
     }

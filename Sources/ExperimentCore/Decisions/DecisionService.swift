@@ -27,7 +27,6 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     // MARK: flags
 
     public func decide(flag flagIndex: Int) -> FlagDecision {
-        let flag = config.flags[flagIndex]
         var decision = FlagDecision(flag: Int32(flagIndex))
         if let forced = forcedFlagVariation(flag: flagIndex, rule: nil) {
             decision.source = .featureTest
@@ -37,7 +36,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
         for holdoutIndex in config.globalHoldouts {
             guard let variation = holdoutVariation(Int(holdoutIndex)) else { continue }
             let holdout = config.holdouts[Int(holdoutIndex)]
-            reasons?.add("The user '\(userText)' is bucketed into holdout '\(holdout.key.text)' for feature flag '\(flag.key.text)'.")
+            reasons?.add("The user '\(userText)' is bucketed into holdout '\(holdout.key.text)' for feature flag '\(config.flags[flagIndex].key.text)'.")
             guard holdout.excludeTargetedDeliveries else {
                 return holdoutDecision(decision, holdout: holdoutIndex, variation: variation)
             }
@@ -54,11 +53,10 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     }
 
     private func decideExperimentRules(flag flagIndex: Int, base: FlagDecision) -> FlagDecision? {
-        let flag = config.flags[flagIndex]
-        for slot in 0..<flag.experimentRuleCount {
-            let rule = flag.rules[slot]
-            let experiment = config.experiments[Int(rule.experiment)]
-            if base.exclusionHoldout >= 0 && experiment.type != "td" { continue }
+        let flag = config.hot.flags[flagIndex]
+        for slot in 0..<Int(flag.experimentRuleCount) {
+            let rule = config.hot.rules[Int(flag.firstRule) + slot]
+            if base.exclusionHoldout >= 0 && !config.hot.experiments[Int(rule.experiment)].isTargetedDelivery { continue }
             var decision = base
             decision.source = .featureTest
             decision.experiment = rule.experiment
@@ -66,7 +64,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
                 decision.flagVariation = forced
                 return decision
             }
-            if let caught = localHoldoutDecision(rule: rule, ruleKey: experiment.key, ruleKind: "experiment rule", base: base) {
+            if rule.hasHoldouts, let caught = localHoldoutDecision(flag: flagIndex, slot: slot, ruleKind: "experiment rule", base: base) {
                 return caught
             }
             if case .variation(let variation) = outcome(experiment: Int(rule.experiment)) {
@@ -79,33 +77,33 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     }
 
     private func decideRolloutRules(flag flagIndex: Int, base: FlagDecision) -> FlagDecision {
-        let flag = config.flags[flagIndex]
+        let flag = config.hot.flags[flagIndex]
         var decision = base
         decision.source = .rollout
-        let first = flag.experimentRuleCount, last = flag.rules.count - 1
+        let first = Int(flag.experimentRuleCount), last = Int(flag.ruleCount) - 1
         guard first <= last else { return decision }
         let bucketingId = self.bucketingId()
         var slot = first
         while slot <= last {
-            let rule = flag.rules[slot]
-            let experiment = config.experiments[Int(rule.experiment)]
+            let rule = config.hot.rules[Int(flag.firstRule) + slot]
+            let experiment = config.hot.experiments[Int(rule.experiment)]
             if let forced = forcedFlagVariation(flag: flagIndex, rule: slot) {
                 decision.experiment = rule.experiment
                 decision.flagVariation = forced
                 return decision
             }
-            if let caught = localHoldoutDecision(rule: rule, ruleKey: experiment.key, ruleKind: "delivery rule", base: base) {
+            if rule.hasHoldouts, let caught = localHoldoutDecision(flag: flagIndex, slot: slot, ruleKind: "delivery rule", base: base) {
                 return caught
             }
             let everyoneElse = slot == last
             let label = everyoneElse ? "Everyone Else" : String(slot - first + 1)
-            guard meetsAudience(experiment.audience, label: label, ruleLog: "rule") else {
+            guard meetsAudience(experiment.audienceRoot, label: label, ruleLog: "rule") else {
                 reasons?.add("User \"\(userText)\" does not meet audience conditions for targeting rule \(label).")
                 slot += 1
                 continue
             }
             reasons?.add("User \"\(userText)\" meets audience conditions for targeting rule \(label).")
-            let variation = bucket(bucketingId, parent: experiment.id.bytes, ranges: experiment.traffic)
+            let variation = bucket(bucketingId, parent: experiment.id, ranges: experiment.traffic)
             if variation >= 0 {
                 reasons?.add("User \"\(userText)\" bucketed into a targeting rule \(label).")
                 decision.experiment = rule.experiment
@@ -131,17 +129,15 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
         return decision
     }
 
-    private func localHoldoutDecision(rule: FlagRule, ruleKey: @autoclosure () -> ConfigString, ruleKind: StaticString,
-                                      base: FlagDecision)
+    private func localHoldoutDecision(flag flagIndex: Int, slot: Int, ruleKind: StaticString, base: FlagDecision)
         -> FlagDecision?
     {
+        let rule = config.flags[flagIndex].rules[slot]
         for holdoutIndex in rule.holdouts {
             guard let variation = holdoutVariation(Int(holdoutIndex)) else { continue }
-            reasons?.add("The user '\(userText)' is bucketed into local holdout '\(config.holdouts[Int(holdoutIndex)].key.text)' for \(ruleKind) '\(ruleKey().text)'.")
-            var decision = holdoutDecision(base, holdout: holdoutIndex, variation: variation)
+            reasons?.add("The user '\(userText)' is bucketed into local holdout '\(config.holdouts[Int(holdoutIndex)].key.text)' for \(ruleKind) '\(config.experiments[Int(rule.experiment)].key.text)'.")
             // A local holdout decision stands alone: the reference attaches no global holdout to it.
-            decision.exclusionHoldout = -1
-            return decision
+            return holdoutDecision(base, holdout: holdoutIndex, variation: variation)
         }
         return nil
     }
@@ -172,55 +168,61 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
 
     /// The reference's get_variation for one experiment.
     public func outcome(experiment index: Int) -> ExperimentOutcome {
-        let experiment = config.experiments[index]
+        let experiment = config.hot.experiments[index]
         guard experiment.isRunning else {
-            reasons?.add("Experiment \"\(experiment.key.text)\" is not running.")
+            reasons?.add("Experiment \"\(key(index))\" is not running.")
             return .notRunning
         }
-        if !overrides.isEmpty, let variationId = overrides.forcedVariation(experimentId: experiment.id.text),
-           let forced = experiment.variationIndex(id: variationId)
-        {
-            reasons?.add("Variation \"\(experiment.variations[forced].key.text)\" is mapped to experiment \"\(experiment.key.text)\" and user \"\(userText)\" in the forced variation map")
-            return .variation(Int32(forced))
-        }
-        if let whitelisted = experiment.whitelist?.find(userId) {
-            reasons?.add("User \"\(userText)\" is forced in variation \"\(experiment.variations[whitelisted].key.text)\".")
+        if !overrides.isEmpty, let forced = forcedVariation(experiment: index) { return .variation(forced) }
+        if experiment.hasWhitelist, let whitelisted = config.experiments[index].whitelist?.find(userId) {
+            reasons?.add("User \"\(userText)\" is forced in variation \"\(config.experiments[index].variations[whitelisted].key.text)\".")
             return .variation(Int32(whitelisted))
         }
-        guard meetsAudience(experiment.audience, label: experiment.key.text, ruleLog: "experiment") else {
-            reasons?.add("User \"\(userText)\" does not meet conditions to be in experiment \"\(experiment.key.text)\".")
+        guard meetsAudience(experiment.audienceRoot, label: key(index), ruleLog: "experiment") else {
+            reasons?.add("User \"\(userText)\" does not meet conditions to be in experiment \"\(key(index))\".")
             return .notTargeted
         }
         let bucketingId = self.bucketingId()
         if experiment.group >= 0 {
-            let group = config.groups[Int(experiment.group)]
-            let chosen = bucket(bucketingId, parent: group.id.bytes, ranges: group.traffic)
-            guard chosen == Int32(index) || (chosen >= 0 && config.experiments[Int(chosen)].id.text == experiment.id.text) else {
+            let group = config.hot.groups[Int(experiment.group)]
+            let chosen = bucket(bucketingId, parent: group.id, ranges: group.traffic)
+            guard chosen == Int32(index) || (chosen >= 0 && config.hot.experiments[Int(chosen)].id.elementsEqual(experiment.id)) else {
                 reasons?.add(chosen < 0 ? "User \"\(userText)\" is in no experiment."
-                            : "User \"\(userText)\" is not in experiment \"\(experiment.key.text)\" of group \(group.id.text).")
+                            : "User \"\(userText)\" is not in experiment \"\(key(index))\" of group \(config.groups[Int(experiment.group)].id.text).")
                 return .notAllocated
             }
-            reasons?.add("User \"\(userText)\" is in experiment \(experiment.key.text) of group \(group.id.text).")
+            reasons?.add("User \"\(userText)\" is in experiment \(key(index)) of group \(config.groups[Int(experiment.group)].id.text).")
         }
-        let variation = bucket(bucketingId, parent: experiment.id.bytes, ranges: experiment.traffic)
+        let variation = bucket(bucketingId, parent: experiment.id, ranges: experiment.traffic)
         guard variation >= 0 else {
             reasons?.add("Bucketed into an empty traffic range. Returning nil.")
             reasons?.add("User \"\(userText)\" is in no variation.")
             return .notAllocated
         }
-        reasons?.add("User \"\(userText)\" is in variation \"\(experiment.variations[Int(variation)].key.text)\" of experiment \(experiment.key.text).")
+        reasons?.add("User \"\(userText)\" is in variation \"\(config.experiments[index].variations[Int(variation)].key.text)\" of experiment \(key(index)).")
         return .variation(variation)
+    }
+
+    private func key(_ experiment: Int) -> String { config.experiments[experiment].key.text }
+
+    /// A variation forced with set_forced_variation, if the experiment still has it.
+    private func forcedVariation(experiment index: Int) -> Int32? {
+        let experiment = config.experiments[index]
+        guard let variationId = overrides.forcedVariation(experimentId: experiment.id.text),
+              let forced = experiment.variationIndex(id: variationId) else { return nil }
+        reasons?.add("Variation \"\(experiment.variations[forced].key.text)\" is mapped to experiment \"\(experiment.key.text)\" and user \"\(userText)\" in the forced variation map")
+        return Int32(forced)
     }
 
     /// The variation of a running holdout the user falls into, or nil.
     private func holdoutVariation(_ index: Int) -> Int32? {
         let holdout = config.holdouts[index]
         guard holdout.isRunning else { return nil }
-        guard meetsAudience(holdout.audience, label: holdout.key.text, ruleLog: "experiment") else {
+        guard meetsAudience(holdout.audience?.root ?? -1, label: holdout.key.text, ruleLog: "experiment") else {
             reasons?.add("User '\(userText)' does not meet the conditions for holdout '\(holdout.key.text)'.")
             return nil
         }
-        let variation = bucket(bucketingId(), parent: holdout.id.bytes, ranges: holdout.traffic)
+        let variation = holdout.traffic.withUnsafeBufferPointer { bucket(bucketingId(), parent: holdout.id.bytes, ranges: $0) }
         guard variation >= 0 else {
             reasons?.add("User '\(userText)' is not bucketed into any variation for holdout '\(holdout.key.text)'.")
             return nil
@@ -245,7 +247,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
 
     /// MurmurHash3 of bucketing id + parent id, scaled to 10,000 buckets, looked up in the ranges.
     @inlinable
-    public func bucket(_ bucketingId: UTF8Text, parent: UTF8Text, ranges: [TrafficRange]) -> Int32 {
+    public func bucket(_ bucketingId: UTF8Text, parent: UTF8Text, ranges: UnsafeBufferPointer<TrafficRange>) -> Int32 {
         let hash = MurmurHash3.x86_32(concatenating: UnsafeRawBufferPointer(bucketingId), UnsafeRawBufferPointer(parent),
                                       seed: 1)
         let value = Bucketing.bucketValue(hash: hash)
@@ -256,26 +258,24 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     // MARK: audiences
 
     /// `label` names the rule in reasons only; it is not built unless reasons are collected.
-    private func meetsAudience(_ condition: AudienceCondition?, label: @autoclosure () -> String, ruleLog: StaticString)
-        -> Bool
-    {
-        guard let condition else {
+    private func meetsAudience(_ root: Int32, label: @autoclosure () -> String, ruleLog: StaticString) -> Bool {
+        guard root >= 0 else {
             reasons?.add("Audiences for \(ruleLog) \(label()) collectively evaluated to TRUE.")
             return true
         }
-        let result = config.conditions.evaluate(root: condition.root) { evaluateLeaf($0) } ?? false
+        let result = config.hot.conditions.evaluate(root) { evaluateLeaf($0) } ?? false
         reasons?.add("Audiences for \(ruleLog) \(label()) collectively evaluated to \(result ? "TRUE" : "FALSE").")
         return result
     }
 
-    private func evaluateLeaf(_ leaf: borrowing LeafCondition) -> Bool? {
+    private func evaluateLeaf(_ leaf: LeafCondition) -> Bool? {
         guard leaf.hasKnownType else { return nil }
         switch leaf.match {
         case .unknown:
             return nil
         case .qualified:
             guard case .string(let segment) = leaf.value else { return nil }
-            return segment.withUnsafeBufferPointer { attributes.isQualified(for: $0) }
+            return attributes.isQualified(for: segment)
         default:
             let user = leaf.attribute.flatMap { attributes.value(named: $0) }
             return LeafMatcher.evaluate(leaf.match, condition: leaf.value, user: user)

@@ -5,9 +5,18 @@
 /// config that owns it; decisions keep their config alive.
 public final class StringStorage: @unchecked Sendable {
     // Written only while the config is being compiled (single-threaded), read-only afterwards.
-    private var blocks: [UnsafeMutablePointer<CChar>] = []
+    private var blocks: [UnsafeMutableRawPointer] = []
 
     public init() {}
+
+    /// Stores a copy of `elements` (trivial values only) and returns a view valid for this storage's
+    /// lifetime: the decision path reads config tables through such views without reference counting.
+    public func store<T: BitwiseCopyable>(_ elements: [T]) -> UnsafeBufferPointer<T> {
+        let block = UnsafeMutablePointer<T>.allocate(capacity: max(elements.count, 1))
+        block.initialize(from: elements, count: elements.count)
+        blocks.append(UnsafeMutableRawPointer(block))
+        return UnsafeBufferPointer(start: block, count: elements.count)
+    }
 
     /// Stores a NUL-terminated copy of `text` and returns a pointer valid for this storage's lifetime.
     public func store(_ text: String) -> UnsafePointer<CChar> {
@@ -21,7 +30,7 @@ public final class StringStorage: @unchecked Sendable {
             UnsafeMutableRawPointer(block).copyMemory(from: base, byteCount: bytes.count)
         }
         block[bytes.count] = 0
-        blocks.append(block)
+        blocks.append(UnsafeMutableRawPointer(block))
         return UnsafePointer(block)
     }
 

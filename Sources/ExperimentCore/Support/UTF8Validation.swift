@@ -1,20 +1,23 @@
 /// Strict UTF-8 validation (no overlong forms, no surrogates, nothing above U+10FFFF), so every string
 /// the library keeps or compares is text the reference SDK could have received.
 public enum UTF8Validation {
-    public static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { firstInvalidByte(bytes) == nil }
+    /// Ids and keys are nearly always ASCII: one branch-free pass, inlined at the call site, settles that.
+    @inlinable
+    public static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var highBits: UInt8 = 0
+        for byte in bytes { highBits |= byte }
+        return highBits < 0x80 || firstInvalidByte(bytes) == nil
+    }
 
     /// The offset of the first byte that starts an invalid sequence, or nil when all of it is valid.
     public static func firstInvalidByte(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        // Ids and keys are nearly always ASCII: one branch-free pass settles that case.
+        var highBits: UInt8 = 0
+        for byte in bytes { highBits |= byte }
+        if highBits < 0x80 { return nil }
         var index = 0
         let count = bytes.count
-        guard let base = bytes.baseAddress else { return nil }
         while index < count {
-            // ASCII runs (the common case for ids and keys) are checked eight bytes at a time.
-            while index + 8 <= count,
-                  UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
-                index += 8
-            }
-            guard index < count else { break }
             let lead = bytes[index]
             if lead < 0x80 { index += 1; continue }
             let length: Int
