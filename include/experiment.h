@@ -294,11 +294,12 @@ exp_status exp_decide_all(exp_client *client, const char *user_id, const exp_att
                           size_t *out_count);
 
 /*
- * Decides the flags named in keys[0..key_count) into out[0..capacity) (capacity must be at least key_count),
- * in the order given, and writes how many were filled to *out_count. A key the datafile does not have gives a
- * decision with enabled 0, NULL variation and rule, "{}" variables and flag_key pointing at the caller's
- * string (so valid only as long as that string), as the reference SDK does (even with
- * EXP_DECIDE_ENABLED_FLAGS_ONLY, which leaves out the disabled flags the datafile has). Errors and thread-safety as exp_decide_all.
+ * Decides the flags named in keys[0..key_count) into out[0..capacity) (capacity must be at least
+ * key_count), in the order given, and writes how many were filled to *out_count. A key the datafile does
+ * not have gives a decision with enabled 0, NULL variation and rule, "{}" variables and flag_key pointing
+ * at the caller's string (so valid only as long as that string), as the reference SDK does — even with
+ * EXP_DECIDE_ENABLED_FLAGS_ONLY, which leaves out only the disabled flags the datafile has.
+ * Errors and thread-safety as exp_decide_all.
  *
  *     const char *keys[] = {"free_shipping", "dark_mode"};
  *     exp_decision ds[2] = {{0}}; size_t n = 0;

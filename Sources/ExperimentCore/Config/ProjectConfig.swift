@@ -145,7 +145,10 @@ public final class Experiment: @unchecked Sendable {
     /// By key the last definition wins (an "fr" experiment's appended everyone-else variation shadows
     /// a variation with the same key), as in the reference's key map.
     public func variationIndex(key: String) -> Int? { variations.lastIndex { $0.key.text == key } }
-    public init(id: ConfigString, key: ConfigString, layerId: String, isRunning: Bool, kind: RuleKind, type: String, audience: AudienceCondition?, variations: [Variation], traffic: [TrafficRange], whitelist: KeyIndex?, group: Int32, groupId: String) {
+
+    public init(id: ConfigString, key: ConfigString, layerId: String, isRunning: Bool, kind: RuleKind,
+                type: String, audience: AudienceCondition?, variations: [Variation], traffic: [TrafficRange],
+                whitelist: KeyIndex?, group: Int32, groupId: String) {
         self.id = id
         self.key = key
         self.layerId = layerId
@@ -175,7 +178,8 @@ public final class Holdout: @unchecked Sendable {
     public let variations: [Variation]
     public let traffic: [TrafficRange]
     public let excludeTargetedDeliveries: Bool
-    public init(id: ConfigString, key: ConfigString, isRunning: Bool, audience: AudienceCondition?, variations: [Variation], traffic: [TrafficRange], excludeTargetedDeliveries: Bool) {
+    public init(id: ConfigString, key: ConfigString, isRunning: Bool, audience: AudienceCondition?,
+                variations: [Variation], traffic: [TrafficRange], excludeTargetedDeliveries: Bool) {
         self.id = id
         self.key = key
         self.isRunning = isRunning
@@ -221,7 +225,9 @@ public final class Flag: @unchecked Sendable {
     public let flagVariations: [FlagVariation]
     /// The variables JSON when the flag is off or variables come from defaults only.
     public nonisolated(unsafe) let defaultVariablesJSON: UnsafePointer<CChar>
-    public init(id: String, key: ConfigString, rules: [FlagRule], experimentRuleCount: Int, variables: [Variable], flagVariations: [FlagVariation], defaultVariablesJSON: UnsafePointer<CChar>) {
+    public init(id: String, key: ConfigString, rules: [FlagRule], experimentRuleCount: Int,
+                variables: [Variable], flagVariations: [FlagVariation],
+                defaultVariablesJSON: UnsafePointer<CChar>) {
         self.id = id
         self.key = key
         self.rules = rules

@@ -115,6 +115,7 @@ public final class Client: @unchecked Sendable {
     public func track<A: UserAttributes>(config: ProjectConfig, event: Int, userId: UTF8Text, attributes: A,
                                          tags: EventTags?)
     {
+        guard events.hasDispatcher else { return events.countDropped() }
         let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
         let batch = EventPayloads.conversion(event: config.events[event], tags: tags, config: config,
                                              userId: String(decoding: userId, as: UTF8.self), attributes: merged,
@@ -139,6 +140,8 @@ public final class Client: @unchecked Sendable {
     private func send<A: UserAttributes>(_ subject: ImpressionSubject, config: ProjectConfig, userId: UTF8Text,
                                          attributes: A)
     {
+        // With nobody to receive it, an event is only counted as dropped: building it would be wasted.
+        guard events.hasDispatcher else { return events.countDropped() }
         let batch = EventPayloads.impression(subject, config: config, userId: String(decoding: userId, as: UTF8.self),
                                              attributes: attributes, uuid: EventIdentity.uuid(),
                                              timestamp: EventIdentity.timestampMillis(), client: eventClient)

@@ -23,6 +23,9 @@ public final class EventSink: @unchecked Sendable {
 
     public var hasDispatcher: Bool { lock.withLock { dispatcher != nil } }
 
+    /// Counts an event that had nowhere to go.
+    public func countDropped() { droppedCount.add(1, ordering: .relaxed) }
+
     /// Hands the batch to the dispatcher outside the lock (the callback may take its time or re-enter).
     public func send(_ batch: EventBatch) {
         let current: Dispatch? = lock.withLock { dispatcher }
@@ -40,21 +43,23 @@ public final class EventSink: @unchecked Sendable {
 
 /// Unique event ids and timestamps.
 public enum EventIdentity {
-    /// A random (version 4) UUID in its canonical text form.
+    /// A random (version 4) UUID in its canonical text form (two draws from the system generator).
     public static func uuid() -> String {
         var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex: [Character] = Array("0123456789abcdef")
-        var text = ""
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append("-") }
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0F)])
+        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &bytes) { raw -> String in
+            raw[6] = (raw[6] & 0x0F) | 0x40
+            raw[8] = (raw[8] & 0x3F) | 0x80
+            let hex = Array("0123456789abcdef".utf8)
+            var text = [UInt8]()
+            text.reserveCapacity(36)
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+                text.append(hex[Int(raw[index] >> 4)])
+                text.append(hex[Int(raw[index] & 0x0F)])
+            }
+            return String(decoding: text, as: UTF8.self)
         }
-        return text
     }
 
     /// Milliseconds since the Unix epoch.
