@@ -6,7 +6,7 @@ import json
 import logging
 import marshal
 import time
-from ctypes import byref, c_char_p, c_int, c_size_t, c_void_p, string_at
+from ctypes import CFUNCTYPE, addressof, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p, string_at
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import _native
@@ -32,8 +32,11 @@ Attributes = Optional[Mapping[Text, Any]]
 _lib = _native.lib
 _last_error = _lib.exp_last_error
 _exp_free = _lib.exp_free
-_exp_decide = _lib.exp_decide
-_exp_decision_release = _lib.exp_decision_release
+# The decide path declares its pointer parameters as plain addresses (c_void_p) and passes ints:
+# ctypes converts an int far faster than it type-checks an array or a byref() object.
+_exp_decide = CFUNCTYPE(c_int, c_void_p, c_char_p, c_char_p, c_void_p, c_size_t, c_uint, c_void_p)(
+    ("exp_decide", _lib))
+_exp_decision_release = CFUNCTYPE(None, c_void_p)(("exp_decision_release", _lib))
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -293,15 +296,16 @@ def _make_decision(flag_key: Optional[str], enabled: bool, variation_key: Option
     return decision
 
 
-def _from_native(d: ExpDecision) -> Decision:
+def _from_native(d: ExpDecision, flag_key: Optional[str] = None) -> Decision:
+    """A Decision from a filled exp_decision. `flag_key` saves reading back a key the caller passed."""
     count = d.reason_count
     if count:
         array = d.reasons
         reasons = [array[i].decode("utf-8") for i in range(count)]
     else:
         reasons = []
-    return _make_decision(_string(d.flag_key), d.enabled != 0, _string(d.variation_key),
-                          _string(d.rule_key), _variables(d.variables_json), reasons)
+    return _make_decision(flag_key if flag_key is not None else _string(d.flag_key), d.enabled != 0,
+                          _string(d.variation_key), _string(d.rule_key), _variables(d.variables_json), reasons)
 
 
 def _from_json(flag_key: str, obj: Any) -> Decision:
@@ -539,14 +543,15 @@ class Client:
         array, count = _attributes(attributes) if attributes else (None, 0)
         bits = decide_options_to_int(options) if options else 0
         decision = ExpDecision()
-        status = _exp_decide(handle, _text(user_id, "user_id"), _key(flag_key, "flag_key"), array, count,
-                             bits, byref(decision))
+        address = addressof(decision)
+        status = _exp_decide(handle.value, _text(user_id, "user_id"), _key(flag_key, "flag_key"),
+                             addressof(array) if array is not None else None, count, bits, address)
         if status:
             _raise(status)
         try:
-            return _from_native(decision)
+            return _from_native(decision, flag_key if type(flag_key) is str else None)
         finally:
-            _exp_decision_release(byref(decision))
+            _exp_decision_release(address)
 
     def decide_all(self, user_id: Text, attributes: Attributes = None,
                    options: OptionsArg = ()) -> Dict[str, Decision]:
