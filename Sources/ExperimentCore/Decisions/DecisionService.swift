@@ -96,7 +96,8 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
                 return caught
             }
             let everyoneElse = slot == last
-            let label = everyoneElse ? "Everyone Else" : String(slot - first + 1)
+            // The rule's name in reasons; not built unless reasons are collected.
+            var label: String { everyoneElse ? "Everyone Else" : String(slot - first + 1) }
             guard meetsAudience(experiment.audienceRoot, label: label, ruleLog: "rule") else {
                 reasons?.add("User \"\(userText)\" does not meet audience conditions for targeting rule \(label).")
                 slot += 1

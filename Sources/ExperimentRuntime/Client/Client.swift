@@ -71,16 +71,10 @@ public final class Client: @unchecked Sendable {
     public func decide<A: UserAttributes>(config: ProjectConfig, flag: Int, userId: UTF8Text, attributes: A,
                                           options callOptions: DecideOptions) -> DecideResult
     {
-        let options = callOptions.union(self.options.defaultDecideOptions)
-        let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
-        var service = DecisionService(config: config, userId: userId, attributes: merged,
-                                      overrides: overrides.overrides(of: userId),
-                                      includeReasons: options.contains(.includeReasons))
-        let decision = service.decide(flag: flag)
-        if !options.contains(.disableDecisionEvent) {
-            sendImpressions(of: decision, config: config, userId: userId, attributes: merged)
-        }
-        return DecideResult(decision: decision, reasons: service.reasons?.messages ?? [])
+        var result: DecideResult? = nil
+        decideAll(config: config, flags: flag..<(flag + 1), userId: userId, attributes: attributes,
+                  options: callOptions) { result = $0 }
+        return result!
     }
 
     /// Decides every flag in datafile order, handing each result to `body` (ENABLED_FLAGS_ONLY filters).
@@ -88,10 +82,46 @@ public final class Client: @unchecked Sendable {
                                              options callOptions: DecideOptions, _ body: (DecideResult) -> Void)
     {
         let options = callOptions.union(self.options.defaultDecideOptions)
-        for flag in config.flags.indices {
-            let result = decide(config: config, flag: flag, userId: userId, attributes: attributes, options: options)
-            if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
+        decideAll(config: config, flags: config.flags.indices, userId: userId, attributes: attributes,
+                  options: options) { result in
+            if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
             body(result)
+        }
+    }
+
+    /// Looks the user's stored properties and overrides up once, then decides `flags`. Users with neither
+    /// (the common case) decide through types that read no store at all.
+    private func decideAll<A: UserAttributes>(config: ProjectConfig, flags: Range<Int>, userId: UTF8Text,
+                                              attributes: A, options callOptions: DecideOptions,
+                                              _ body: (DecideResult) -> Void)
+    {
+        let options = callOptions.union(self.options.defaultDecideOptions)
+        let stored = properties.storedProperties(of: userId)
+        let forced = overrides.storedOverrides(of: userId)
+        switch (stored, forced) {
+        case (nil, nil):
+            decide(config, flags, userId, attributes, NoOverrides(), options, body)
+        case (let stored?, nil):
+            decide(config, flags, userId, MergedAttributes(call: attributes, stored: stored), NoOverrides(), options, body)
+        case (nil, let forced?):
+            decide(config, flags, userId, attributes, forced, options, body)
+        case (let stored?, let forced?):
+            decide(config, flags, userId, MergedAttributes(call: attributes, stored: stored), forced, options, body)
+        }
+    }
+
+    private func decide<A: UserAttributes, O: DecisionOverrides>(
+        _ config: ProjectConfig, _ flags: Range<Int>, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
+        _ options: DecideOptions, _ body: (DecideResult) -> Void
+    ) {
+        for flag in flags {
+            let service = DecisionService(config: config, userId: userId, attributes: attributes, overrides: overrides,
+                                          includeReasons: options.contains(.includeReasons))
+            let decision = service.decide(flag: flag)
+            if !options.contains(.disableDecisionEvent) {
+                sendImpressions(of: decision, config: config, userId: userId, attributes: attributes)
+            }
+            body(DecideResult(decision: decision, reasons: service.reasons?.messages ?? []))
         }
     }
 
@@ -101,7 +131,7 @@ public final class Client: @unchecked Sendable {
                                                      attributes: A, sendImpression: Bool) -> ExperimentOutcome
     {
         let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
-        var service = DecisionService(config: config, userId: userId, attributes: merged,
+        let service = DecisionService(config: config, userId: userId, attributes: merged,
                                       overrides: overrides.overrides(of: userId), includeReasons: false)
         let outcome = service.outcome(experiment: experiment)
         if sendImpression, case .variation(let variation) = outcome {

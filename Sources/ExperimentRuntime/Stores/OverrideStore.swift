@@ -31,10 +31,13 @@ public final class OverrideStore: @unchecked Sendable {
 
     public init() {}
 
-    public func overrides(of userId: UTF8Text) -> UserOverrides {
-        guard userCount.load(ordering: .acquiring) > 0 else { return .none }
+    public func overrides(of userId: UTF8Text) -> UserOverrides { storedOverrides(of: userId) ?? .none }
+
+    /// The user's overrides, or nil when the user has none (without taking the lock while nobody has any).
+    public func storedOverrides(of userId: UTF8Text) -> UserOverrides? {
+        guard userCount.load(ordering: .acquiring) > 0 else { return nil }
         let key = String(decoding: userId, as: UTF8.self)
-        return users.withLock { $0[key] } ?? .none
+        return users.withLock { $0[key] }
     }
 
     public func overrides(of userId: String) -> UserOverrides {

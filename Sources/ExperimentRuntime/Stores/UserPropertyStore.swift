@@ -14,10 +14,13 @@ public final class UserPropertyStore: @unchecked Sendable {
 
     public var evictedUsers: Int { evictions.load(ordering: .relaxed) }
 
-    public func properties(of userId: UTF8Text) -> OwnedAttributes {
-        guard userCount.load(ordering: .acquiring) > 0 else { return .empty }
+    public func properties(of userId: UTF8Text) -> OwnedAttributes { storedProperties(of: userId) ?? .empty }
+
+    /// The user's properties, or nil when the user has none (without taking the lock while nobody has any).
+    public func storedProperties(of userId: UTF8Text) -> OwnedAttributes? {
+        guard userCount.load(ordering: .acquiring) > 0 else { return nil }
         let key = String(decoding: userId, as: UTF8.self)
-        return users.withLock { $0.value(for: key) } ?? .empty
+        return users.withLock { $0.value(for: key) }
     }
 
     public func properties(of userId: String) -> OwnedAttributes {
