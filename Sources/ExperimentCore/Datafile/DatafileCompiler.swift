@@ -165,17 +165,10 @@ private struct Compilation {
         case .object:
             return .leaf(conditions.addLeaf(try leafCondition(node)))
         case .array:
-            let items = try node.array()
-            guard let first = items.first else { throw node.fail("an empty condition list cannot be evaluated") }
-            let op = first.value.string
-            let operands = ["and", "or", "not"].contains(op ?? "") ? Array(items.dropFirst()) : items
+            let (op, operands) = try Compilation.operation(node)
             var children: [ConditionNode] = []
             for operand in operands { children.append(try conditionTree(operand)) }
-            switch op {
-            case "and": return .and(children)
-            case "not": return .not(children.first)
-            default: return .or(children)
-            }
+            return Compilation.combine(op, children)
         default:
             throw node.fail("expected a condition object or list, got \(node.value.kindName)")
         }
@@ -234,19 +227,30 @@ private struct Compilation {
             guard let index = audienceIndexById[id] else { throw node.fail("unknown audience \"\(id)\"") }
             return .leaf(Int32(index))
         case .array:
-            let items = try node.array()
-            guard let first = items.first else { throw node.fail("an empty condition list cannot be evaluated") }
-            let op = first.value.string
-            let operands = ["and", "or", "not"].contains(op ?? "") ? Array(items.dropFirst()) : items
+            let (op, operands) = try Compilation.operation(node)
             var children: [ConditionNode] = []
             for operand in operands { children.append(try audienceTree(operand)) }
-            switch op {
-            case "and": return .and(children)
-            case "not": return .not(children.first)
-            default: return .or(children)
-            }
+            return Compilation.combine(op, children)
         default:
             throw node.fail("expected an audience id or a condition list, got \(node.value.kindName)")
+        }
+    }
+
+    /// A condition list's operator and operands: `["and", a, b]` is ("and", [a, b]); a list that does not
+    /// start with "and", "or" or "not" is an implicit "or" over all its elements, as in the reference.
+    static func operation(_ list: DatafileReader) throws(DatafileError) -> (op: String, operands: [DatafileReader]) {
+        let items = try list.array()
+        guard let first = items.first else { throw list.fail("an empty condition list cannot be evaluated") }
+        if let op = first.value.string, ["and", "or", "not"].contains(op) { return (op, Array(items.dropFirst())) }
+        return ("or", items)
+    }
+
+    /// "not" negates its first operand only; the reference ignores the rest.
+    static func combine(_ op: String, _ children: [ConditionNode]) -> ConditionNode {
+        switch op {
+        case "and": return .and(children)
+        case "not": return .not(children.first)
+        default: return .or(children)
         }
     }
 

@@ -1,0 +1,779 @@
+/*
+ * experiment.hpp — a header-only C++17 wrapper over libexperiment's C API (experiment.h).
+ *
+ *     #include "experiment.hpp"
+ *
+ *     experiment::Client client{R"({"sdk_key": "demo"})"};
+ *     client.start(datafile_text);
+ *     experiment::Decision d = client.decide("user-123", "checkout_flow", {{"country", "NL"}, {"age", 31}});
+ *     if (d.enabled) { ... d.variation_key.value_or("-") ... }
+ *
+ * Build: c++ -std=c++17 -Iinclude -Ibindings/cpp app.cpp -lexperiment   (or: pkg-config --cflags --libs experiment)
+ *
+ * Conventions
+ *  - Strings go in as std::string_view and come out as std::string. Inputs are copied to NUL-terminated
+ *    buffers for the call (short ones on the stack), so views need not be NUL-terminated; a view holding
+ *    a NUL byte is rejected with Error(EXP_ERR_INVALID_ARGUMENT) rather than silently truncated.
+ *  - Everything returned is an owning C++ value: decisions, variation keys and JSON texts are copied out
+ *    of the library and its buffers released (exp_decision_release / exp_free) before the call returns,
+ *    also when copying throws.
+ *  - Failures throw experiment::Error (a std::runtime_error) carrying the exp_status code; what() is the
+ *    library's exp_last_error() message, read right after the failing call. Common codes have their own
+ *    subclasses (NotReadyError, UnknownFlagError, NotTargetedError, ...) so they can be caught by type.
+ *    std::bad_alloc may escape as usual.
+ *  - Client owns one exp_client and is move-only; the destructor calls exp_client_free(). A moved-from
+ *    Client holds no handle: calls on it throw Error(EXP_ERR_INVALID_ARGUMENT).
+ *  - Attributes owns copies of its keys and string values, so temporaries may be passed.
+ *
+ * Thread-safety
+ *  - As the C API: one Client may be used from any number of threads at once (decide, track, start with a
+ *    new datafile, set_event_dispatcher, ...). Destroying or moving a Client must not race with other calls
+ *    on it. Attributes, Value and Decision are ordinary values: concurrent const use is safe.
+ *  - The event dispatcher runs synchronously on the thread whose call produced the event, so it must be
+ *    thread-safe if the Client is shared. Exceptions thrown by it never reach the C library: they are
+ *    caught and reported to the library as a failed dispatch. Every dispatcher ever installed on a Client
+ *    is kept alive until the Client is destroyed, because another thread may still be inside it.
+ */
+#ifndef EXPERIMENT_HPP
+#define EXPERIMENT_HPP
+
+#include "experiment.h"
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace experiment {
+
+/* The library's version ("MAJOR.MINOR.PATCH") as linked at run time. */
+inline std::string version() { return exp_version(); }
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Errors                                                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Any failure reported by the library. code() is the exp_status; what() the library's message. */
+class Error : public std::runtime_error {
+public:
+    Error(exp_status code, const std::string &message) : std::runtime_error(message), code_(code) {}
+
+    exp_status code() const noexcept { return code_; }
+    /* The status as a short static name, e.g. "EXP_ERR_UNKNOWN_FLAG". */
+    const char *status_name() const noexcept { return exp_status_str(code_); }
+
+private:
+    exp_status code_;
+};
+
+/* EXP_ERR_INVALID_ARGUMENT, EXP_ERR_INVALID_UTF8, EXP_ERR_TOO_LARGE */
+class InvalidArgumentError : public Error {
+public:
+    using Error::Error;
+};
+/* EXP_ERR_INVALID_JSON, EXP_ERR_TOO_DEEP, EXP_ERR_INVALID_EVENT_TAGS */
+class InvalidJsonError : public Error {
+public:
+    using Error::Error;
+};
+/* EXP_ERR_INVALID_OPTION */
+class InvalidOptionError : public Error {
+public:
+    using Error::Error;
+};
+/* EXP_ERR_INVALID_DATAFILE, EXP_ERR_UNSUPPORTED_VERSION */
+class InvalidDatafileError : public Error {
+public:
+    using Error::Error;
+};
+/* EXP_ERR_NOT_READY: the client has no datafile yet */
+class NotReadyError : public Error {
+public:
+    using Error::Error;
+};
+/* EXP_ERR_CLOSED: the client was closed */
+class ClosedError : public Error {
+public:
+    using Error::Error;
+};
+
+/* A key the current datafile does not have; one subclass per kind of key. */
+class UnknownKeyError : public Error {
+public:
+    using Error::Error;
+};
+class UnknownFlagError : public UnknownKeyError {        /* EXP_ERR_UNKNOWN_FLAG */
+public:
+    using UnknownKeyError::UnknownKeyError;
+};
+class UnknownExperimentError : public UnknownKeyError {  /* EXP_ERR_UNKNOWN_EXPERIMENT */
+public:
+    using UnknownKeyError::UnknownKeyError;
+};
+class UnknownEventError : public UnknownKeyError {       /* EXP_ERR_UNKNOWN_EVENT */
+public:
+    using UnknownKeyError::UnknownKeyError;
+};
+class UnknownVariationError : public UnknownKeyError {   /* EXP_ERR_UNKNOWN_VARIATION */
+public:
+    using UnknownKeyError::UnknownKeyError;
+};
+
+/* trigger_experiment's two "no variation for this user" outcomes; both derive from NotInExperimentError. */
+class NotInExperimentError : public Error {
+public:
+    using Error::Error;
+};
+class NotTargetedError : public NotInExperimentError {   /* EXP_ERR_NOT_TARGETED */
+public:
+    using NotInExperimentError::NotInExperimentError;
+};
+class NotAllocatedError : public NotInExperimentError {  /* EXP_ERR_NOT_ALLOCATED */
+public:
+    using NotInExperimentError::NotInExperimentError;
+};
+
+namespace detail {
+
+/* Throws the exception type matching `code` with `message`. */
+[[noreturn]] inline void throw_error(exp_status code, const std::string &message) {
+    switch (code) {
+    case EXP_ERR_INVALID_ARGUMENT:
+    case EXP_ERR_INVALID_UTF8:
+    case EXP_ERR_TOO_LARGE: throw InvalidArgumentError(code, message);
+    case EXP_ERR_INVALID_JSON:
+    case EXP_ERR_TOO_DEEP:
+    case EXP_ERR_INVALID_EVENT_TAGS: throw InvalidJsonError(code, message);
+    case EXP_ERR_INVALID_OPTION: throw InvalidOptionError(code, message);
+    case EXP_ERR_INVALID_DATAFILE:
+    case EXP_ERR_UNSUPPORTED_VERSION: throw InvalidDatafileError(code, message);
+    case EXP_ERR_NOT_READY: throw NotReadyError(code, message);
+    case EXP_ERR_CLOSED: throw ClosedError(code, message);
+    case EXP_ERR_UNKNOWN_FLAG: throw UnknownFlagError(code, message);
+    case EXP_ERR_UNKNOWN_EXPERIMENT: throw UnknownExperimentError(code, message);
+    case EXP_ERR_UNKNOWN_EVENT: throw UnknownEventError(code, message);
+    case EXP_ERR_UNKNOWN_VARIATION: throw UnknownVariationError(code, message);
+    case EXP_ERR_NOT_TARGETED: throw NotTargetedError(code, message);
+    case EXP_ERR_NOT_ALLOCATED: throw NotAllocatedError(code, message);
+    default: throw Error(code, message);
+    }
+}
+
+/* Call right after a C call: on failure reads exp_last_error() (before anything else can touch it). */
+inline void check(exp_status status) {
+    if (status == EXP_OK) return;
+    const char *message = exp_last_error();
+    throw_error(status, message && *message ? std::string(message) : std::string(exp_status_str(status)));
+}
+
+/* A NUL-terminated copy of a string_view, on the stack when short. Rejects embedded NULs. */
+class CString {
+public:
+    CString(std::string_view text, const char *what) {
+        if (text.size() > 0 && std::memchr(text.data(), '\0', text.size()) != nullptr)
+            throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT,
+                                       std::string(what) + ": contains a NUL byte");
+        if (text.size() < sizeof small_) {
+            if (!text.empty()) std::memcpy(small_, text.data(), text.size());
+            small_[text.size()] = '\0';
+            pointer_ = small_;
+        } else {
+            large_.assign(text.data(), text.size());
+            pointer_ = large_.c_str();
+        }
+    }
+    CString(const CString &) = delete;
+    CString &operator=(const CString &) = delete;
+
+    const char *c_str() const noexcept { return pointer_; }
+
+private:
+    char small_[96];
+    std::string large_;
+    const char *pointer_ = nullptr;
+};
+
+/* An optional string: NULL when absent. */
+class OptionalCString {
+public:
+    OptionalCString(std::optional<std::string_view> text, const char *what) {
+        if (text) value_.emplace(*text, what);
+    }
+    const char *c_str() const noexcept { return value_ ? value_->c_str() : nullptr; }
+
+private:
+    std::optional<CString> value_;
+};
+
+/* Owns a char* the library returned; releases it with exp_free. */
+struct FreeDeleter {
+    void operator()(char *pointer) const noexcept { exp_free(pointer); }
+};
+using LibraryString = std::unique_ptr<char, FreeDeleter>;
+
+inline std::optional<std::string> take_optional(char *&raw) {
+    LibraryString owned(raw);
+    raw = nullptr;
+    if (!owned) return std::nullopt;
+    return std::string(owned.get());
+}
+
+inline std::string take(char *&raw) {
+    LibraryString owned(raw);
+    raw = nullptr;
+    return owned ? std::string(owned.get()) : std::string();
+}
+
+template <typename T>
+struct is_char : std::false_type {};
+template <> struct is_char<char> : std::true_type {};
+template <> struct is_char<signed char> : std::true_type {};
+template <> struct is_char<unsigned char> : std::true_type {};
+template <> struct is_char<wchar_t> : std::true_type {};
+template <> struct is_char<char16_t> : std::true_type {};
+template <> struct is_char<char32_t> : std::true_type {};
+
+}  // namespace detail
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Values and attributes                                                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * A typed attribute or property value: null, bool, integer, double or string.
+ *   Value{nullptr}, Value{true}, Value{31}, Value{31u}, Value{0.5}, Value{"NL"}, Value{std::string(...)}
+ * Every integer type becomes int64_t (unsigned values above INT64_MAX throw std::out_of_range), float and
+ * double become double, and string literals / const char* become strings — never bool.
+ */
+class Value {
+public:
+    using Variant = std::variant<std::nullptr_t, bool, std::int64_t, double, std::string>;
+
+    Value() noexcept : value_(nullptr) {}
+    Value(std::nullptr_t) noexcept : value_(nullptr) {}
+    Value(bool b) noexcept : value_(b) {}
+
+    template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+                                               !detail::is_char<T>::value,
+                                           int> = 0>
+    Value(T number) : value_(to_int64(number)) {}
+
+    template <typename T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+    Value(T number) noexcept : value_(static_cast<double>(number)) {}
+
+    /* A null pointer gives a null value. */
+    Value(const char *text) : value_(nullptr) {
+        if (text) value_ = std::string(text);
+    }
+    Value(std::string_view text) : value_(std::string(text)) {}
+    Value(const std::string &text) : value_(text) {}
+    Value(std::string &&text) noexcept : value_(std::move(text)) {}
+
+    const Variant &variant() const noexcept { return value_; }
+    bool is_null() const noexcept { return std::holds_alternative<std::nullptr_t>(value_); }
+
+    /* A view for the C API; string_value points into this Value and lives as long as it does. */
+    exp_value to_c() const noexcept {
+        exp_value v{};
+        switch (value_.index()) {
+        case 0: v.type = EXP_VALUE_NULL; break;
+        case 1: v.type = EXP_VALUE_BOOL; v.bool_value = std::get<bool>(value_) ? 1 : 0; break;
+        case 2: v.type = EXP_VALUE_INT; v.int_value = std::get<std::int64_t>(value_); break;
+        case 3: v.type = EXP_VALUE_DOUBLE; v.double_value = std::get<double>(value_); break;
+        default: v.type = EXP_VALUE_STRING; v.string_value = std::get<std::string>(value_).c_str(); break;
+        }
+        return v;
+    }
+
+    friend bool operator==(const Value &a, const Value &b) { return a.value_ == b.value_; }
+    friend bool operator!=(const Value &a, const Value &b) { return !(a == b); }
+
+private:
+    template <typename T>
+    static std::int64_t to_int64(T number) {
+        if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
+            if (number > static_cast<T>(std::numeric_limits<std::int64_t>::max()))
+                throw std::out_of_range("experiment::Value: integer does not fit in int64_t");
+        }
+        return static_cast<std::int64_t>(number);
+    }
+
+    Variant value_;
+};
+
+/* One attribute: a key and a Value. Used for the brace syntax of Attributes. */
+struct Attribute {
+    Attribute(std::string_view key_, Value value_) : key(key_), value(std::move(value_)) {}
+    std::string key;
+    Value value;
+};
+
+/*
+ * Per-call user attributes, owning copies of their keys and strings:
+ *
+ *     experiment::Attributes attrs{{"country", "NL"}, {"age", 31}, {"beta", true}, {"ratio", 0.5}};
+ *     attrs.set("plan", "premium");
+ *
+ * Keys are unique: set() (and a repeated key in the list) replaces the earlier value. The exp_attribute
+ * array the C API reads is kept ready, so passing Attributes to a call allocates nothing.
+ */
+class Attributes {
+public:
+    Attributes() = default;
+    Attributes(std::initializer_list<Attribute> list) {
+        entries_.reserve(list.size());
+        for (const Attribute &a : list) put(a.key, a.value);
+        rebuild();
+    }
+    Attributes(const Attributes &other) : entries_(other.entries_) { rebuild(); }
+    Attributes &operator=(const Attributes &other) {
+        if (this != &other) {
+            entries_ = other.entries_;
+            rebuild();
+        }
+        return *this;
+    }
+    /* Moving a vector keeps its elements in place, so the C view stays valid. */
+    Attributes(Attributes &&) noexcept = default;
+    Attributes &operator=(Attributes &&) noexcept = default;
+
+    /* Adds `key` or replaces its value. Returns *this for chaining. */
+    Attributes &set(std::string_view key, Value value) {
+        put(key, std::move(value));
+        rebuild();
+        return *this;
+    }
+
+    /* Removes `key`; returns whether it was present. */
+    bool erase(std::string_view key) {
+        for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+            if (it->key == key) {
+                entries_.erase(it);
+                rebuild();
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /* The value of `key`, or nullptr when absent. */
+    const Value *find(std::string_view key) const noexcept {
+        for (const Attribute &a : entries_)
+            if (a.key == key) return &a.value;
+        return nullptr;
+    }
+
+    std::size_t size() const noexcept { return entries_.size(); }
+    bool empty() const noexcept { return entries_.empty(); }
+    const std::vector<Attribute> &entries() const noexcept { return entries_; }
+
+    /* The C view: size() exp_attribute entries, valid until this object is modified or destroyed. */
+    const exp_attribute *data() const noexcept { return view_.empty() ? nullptr : view_.data(); }
+
+private:
+    void put(std::string_view key, Value value) {
+        if (!key.empty() && std::memchr(key.data(), '\0', key.size()) != nullptr)
+            throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT, "attribute key contains a NUL byte");
+        if (const auto *s = std::get_if<std::string>(&value.variant());
+            s && s->find('\0') != std::string::npos)
+            throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT,
+                                       "attribute \"" + std::string(key) + "\": string contains a NUL byte");
+        for (Attribute &a : entries_) {
+            if (a.key == key) {
+                a.value = std::move(value);
+                return;
+            }
+        }
+        entries_.emplace_back(key, std::move(value));
+    }
+
+    void rebuild() {
+        view_.clear();
+        view_.reserve(entries_.size());
+        for (const Attribute &a : entries_) view_.push_back(exp_attribute{a.key.c_str(), a.value.to_c()});
+    }
+
+    std::vector<Attribute> entries_;
+    std::vector<exp_attribute> view_;
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Decisions and events                                                                            */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Decide options, OR-ed into the `options` argument of decide / decide_all / decide_for_keys. */
+namespace decide_option {
+inline constexpr unsigned none = 0;
+inline constexpr unsigned disable_decision_event = EXP_DECIDE_DISABLE_DECISION_EVENT;
+inline constexpr unsigned enabled_flags_only = EXP_DECIDE_ENABLED_FLAGS_ONLY;
+inline constexpr unsigned ignore_user_profile_service = EXP_DECIDE_IGNORE_USER_PROFILE_SERVICE;
+inline constexpr unsigned include_reasons = EXP_DECIDE_INCLUDE_REASONS;
+inline constexpr unsigned exclude_variables = EXP_DECIDE_EXCLUDE_VARIABLES;
+}  // namespace decide_option
+
+/* One flag decided for one user: an owning copy of an exp_decision. */
+struct Decision {
+    std::string flag_key;
+    std::optional<std::string> variation_key;  /* nullopt when the user got no variation */
+    std::optional<std::string> rule_key;       /* the deciding experiment or delivery rule, if any */
+    bool enabled = false;
+    std::string variables_json = "{}";         /* the flag's variables as a JSON object */
+    std::vector<std::string> reasons;          /* filled with decide_option::include_reasons */
+};
+
+/* One outgoing event, as handed to the dispatcher. The views are valid only during the callback. */
+struct Event {
+    std::string_view url;
+    std::string_view http_verb;
+    std::string_view body;  /* JSON payload */
+};
+
+/* Returns true when the event was accepted; false (or throwing) counts as a failed dispatch. */
+using EventDispatcher = std::function<bool(const Event &)>;
+
+namespace detail {
+
+inline std::optional<std::string> optional_string(const char *text) {
+    if (!text) return std::nullopt;
+    return std::string(text);
+}
+
+inline Decision copy_decision(const exp_decision &d) {
+    Decision out;
+    out.flag_key = d.flag_key ? d.flag_key : "";
+    out.variation_key = optional_string(d.variation_key);
+    out.rule_key = optional_string(d.rule_key);
+    out.enabled = d.enabled != 0;
+    out.variables_json = d.variables_json ? d.variables_json : "{}";
+    if (d.reasons) {
+        out.reasons.reserve(d.reason_count);
+        for (std::size_t i = 0; i < d.reason_count; ++i)
+            if (d.reasons[i]) out.reasons.emplace_back(d.reasons[i]);
+    }
+    return out;
+}
+
+/* Releases the first `filled` decisions of a buffer on scope exit (also when copying out throws). */
+struct DecisionBuffer {
+    explicit DecisionBuffer(std::size_t capacity) : items(capacity) {}
+    DecisionBuffer(const DecisionBuffer &) = delete;
+    DecisionBuffer &operator=(const DecisionBuffer &) = delete;
+    ~DecisionBuffer() { release(); }
+    void release() noexcept {
+        if (filled) exp_decisions_release(items.data(), filled);
+        filled = 0;
+    }
+    std::vector<Decision> copy_out() const {
+        std::vector<Decision> out;
+        out.reserve(filled);
+        for (std::size_t i = 0; i < filled; ++i) out.push_back(copy_decision(items[i]));
+        return out;
+    }
+    std::vector<exp_decision> items;
+    std::size_t filled = 0;
+};
+
+inline int dispatch_trampoline(const exp_event *event, void *user_data) noexcept {
+    try {
+        const auto *dispatcher = static_cast<const EventDispatcher *>(user_data);
+        if (!event || !dispatcher || !*dispatcher) return 1;
+        Event e;
+        e.url = event->url ? std::string_view(event->url) : std::string_view();
+        e.http_verb = event->http_verb ? std::string_view(event->http_verb) : std::string_view();
+        e.body = event->body ? std::string_view(event->body, event->body_length) : std::string_view();
+        return (*dispatcher)(e) ? 0 : 1;
+    } catch (...) {
+        return 1;  // never let an exception unwind into the C library
+    }
+}
+
+}  // namespace detail
+
+/* Validates a datafile without a client; throws the error a client would give. */
+inline void validate_datafile(std::string_view datafile) {
+    detail::check(exp_validate_datafile(datafile.data() ? datafile.data() : "", datafile.size()));
+}
+
+/* Parses decide option names, e.g. R"(["INCLUDE_REASONS"])", into a decide_option bit set. */
+inline unsigned parse_decide_options(std::string_view names_json) {
+    detail::CString names(names_json, "decide options");
+    unsigned options = 0;
+    detail::check(exp_decide_options_parse(names.c_str(), &options));
+    return options;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Client                                                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+
+class Client {
+public:
+    /* Creates a client from a JSON object of options ("" for defaults). Not ready until start(). */
+    explicit Client(std::string_view options_json = {}) : state_(std::make_unique<State>()) {
+        detail::CString options(options_json, "options");
+        detail::check(exp_client_create(options.c_str(), &client_));
+    }
+
+    ~Client() { exp_client_free(client_); }  // then state_ (the dispatchers) goes, after the last callback
+
+    Client(const Client &) = delete;
+    Client &operator=(const Client &) = delete;
+
+    Client(Client &&other) noexcept
+        : client_(std::exchange(other.client_, nullptr)), state_(std::move(other.state_)) {}
+
+    Client &operator=(Client &&other) noexcept {
+        if (this != &other) {
+            exp_client_free(client_);
+            client_ = std::exchange(other.client_, nullptr);
+            state_ = std::move(other.state_);
+        }
+        return *this;
+    }
+
+    /* The underlying handle, still owned by this Client (for C calls the wrapper does not cover). */
+    exp_client *native_handle() const noexcept { return client_; }
+    explicit operator bool() const noexcept { return client_ != nullptr; }
+
+    /* Starts (or re-starts) with a datafile. A datafile that fails leaves the current config in place. */
+    void start(std::string_view datafile) {
+        detail::check(exp_client_start(client_, datafile.data() ? datafile.data() : "", datafile.size()));
+    }
+
+    bool ready() const {
+        int is_ready = 0;
+        detail::check(exp_client_is_ready(client_, &is_ready));
+        return is_ready != 0;
+    }
+
+    /* Facts about the current datafile as a JSON object (revision, flags, experiments, events, ...). */
+    std::string config_json() const {
+        char *json = nullptr;
+        detail::check(exp_client_config_json(client_, &json));
+        return detail::take(json);
+    }
+
+    /* Closes the client: later calls throw ClosedError. Idempotent. */
+    void close() { detail::check(exp_client_close(client_)); }
+
+    std::size_t flag_count() const {
+        std::size_t count = 0;
+        detail::check(exp_flag_count(client_, &count));
+        return count;
+    }
+
+    /* ---- decisions ---- */
+
+    Decision decide(std::string_view user_id, std::string_view flag_key, const Attributes &attributes = {},
+                    unsigned options = 0) {
+        detail::CString user(user_id, "user id"), flag(flag_key, "flag key");
+        detail::DecisionBuffer buffer(1);
+        detail::check(exp_decide(client_, user.c_str(), flag.c_str(), attributes.data(), attributes.size(),
+                                 options, buffer.items.data()));
+        buffer.filled = 1;
+        return detail::copy_decision(buffer.items[0]);
+    }
+
+    /* Every flag of the datafile, in datafile order (enabled ones only with enabled_flags_only). */
+    std::vector<Decision> decide_all(std::string_view user_id, const Attributes &attributes = {},
+                                     unsigned options = 0) {
+        detail::CString user(user_id, "user id");
+        std::size_t capacity = flag_count();
+        for (;;) {
+            detail::DecisionBuffer buffer(capacity > 0 ? capacity : 1);
+            std::size_t count = 0;
+            exp_status status = exp_decide_all(client_, user.c_str(), attributes.data(), attributes.size(),
+                                               options, buffer.items.data(), capacity, &count);
+            if (status == EXP_ERR_BUFFER_TOO_SMALL && count > capacity) {  // datafile grew meanwhile
+                capacity = count;
+                continue;
+            }
+            detail::check(status);
+            buffer.filled = count;
+            return buffer.copy_out();
+        }
+    }
+
+    /* The named flags, in the order given; keys the datafile lacks give disabled decisions. */
+    std::vector<Decision> decide_for_keys(std::string_view user_id, const std::vector<std::string_view> &flag_keys,
+                                          const Attributes &attributes = {}, unsigned options = 0) {
+        detail::CString user(user_id, "user id");
+        std::vector<std::string> keys;
+        keys.reserve(flag_keys.size());
+        for (std::string_view k : flag_keys) {
+            if (!k.empty() && std::memchr(k.data(), '\0', k.size()) != nullptr)
+                throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT, "flag key contains a NUL byte");
+            keys.emplace_back(k);
+        }
+        std::vector<const char *> pointers;
+        pointers.reserve(keys.size() + 1);
+        for (const std::string &k : keys) pointers.push_back(k.c_str());
+        pointers.push_back(nullptr);  // keeps data() non-NULL even with no keys
+        detail::DecisionBuffer buffer(keys.empty() ? 1 : keys.size());
+        std::size_t count = 0;
+        detail::check(exp_decide_for_keys(client_, user.c_str(), pointers.data(), keys.size(), attributes.data(),
+                                          attributes.size(), options, buffer.items.data(), keys.size(), &count));
+        buffer.filled = count;
+        return buffer.copy_out();  // copies flag_key before `keys` (which unknown keys point into) goes
+    }
+
+    /* The same for any range of strings (std::vector<std::string>, std::array<const char *, N>, ...). */
+    template <typename Range, typename = decltype(std::begin(std::declval<const Range &>()))>
+    std::vector<Decision> decide_for_keys(std::string_view user_id, const Range &flag_keys,
+                                          const Attributes &attributes = {}, unsigned options = 0) {
+        std::vector<std::string_view> views;
+        for (const auto &k : flag_keys) views.emplace_back(k);
+        return decide_for_keys(user_id, views, attributes, options);
+    }
+
+    /* ---- experiments ---- */
+
+    /* The variation key in experiment `experiment_key`, or nullopt; sends no event. */
+    std::optional<std::string> get_variation(std::string_view experiment_key, std::string_view user_id,
+                                             const Attributes &attributes = {}) {
+        detail::CString experiment(experiment_key, "experiment key"), user(user_id, "user id");
+        char *variation = nullptr;
+        detail::check(exp_get_variation(client_, experiment.c_str(), user.c_str(), attributes.data(),
+                                        attributes.size(), &variation));
+        return detail::take_optional(variation);
+    }
+
+    /* As get_variation, and records an impression when the user gets a variation. */
+    std::optional<std::string> activate(std::string_view experiment_key, std::string_view user_id,
+                                        const Attributes &attributes = {}) {
+        detail::CString experiment(experiment_key, "experiment key"), user(user_id, "user id");
+        char *variation = nullptr;
+        detail::check(exp_activate(client_, experiment.c_str(), user.c_str(), attributes.data(), attributes.size(),
+                                   &variation));
+        return detail::take_optional(variation);
+    }
+
+    /*
+     * Kameleoon-style: the variation id for experiment id `experiment_id`, recording an impression.
+     * Throws NotTargetedError / NotAllocatedError (both NotInExperimentError) when the user gets no
+     * variation, UnknownExperimentError for an unknown id, NotReadyError before start().
+     */
+    std::string trigger_experiment(std::string_view user_id, std::string_view experiment_id,
+                                   const Attributes &attributes = {}) {
+        detail::CString user(user_id, "user id"), experiment(experiment_id, "experiment id");
+        char *variation = nullptr;
+        detail::check(exp_trigger_experiment(client_, user.c_str(), experiment.c_str(), attributes.data(),
+                                             attributes.size(), &variation));
+        return detail::take(variation);
+    }
+
+    /* ---- forced variations and decisions ---- */
+
+    /* Forces the user into `variation_key` of the experiment; nullopt removes the forcing. */
+    void set_forced_variation(std::string_view experiment_key, std::string_view user_id,
+                              std::optional<std::string_view> variation_key) {
+        detail::CString experiment(experiment_key, "experiment key"), user(user_id, "user id");
+        detail::OptionalCString variation(variation_key, "variation key");
+        detail::check(exp_set_forced_variation(client_, experiment.c_str(), user.c_str(), variation.c_str()));
+    }
+
+    std::optional<std::string> get_forced_variation(std::string_view experiment_key, std::string_view user_id) {
+        detail::CString experiment(experiment_key, "experiment key"), user(user_id, "user id");
+        char *variation = nullptr;
+        detail::check(exp_get_forced_variation(client_, experiment.c_str(), user.c_str(), &variation));
+        return detail::take_optional(variation);
+    }
+
+    /* Forces flag `flag_key` (rule `rule_key`, or the whole flag when nullopt) to `variation_key` for the
+     * user; a nullopt variation removes that forced decision. */
+    void set_forced_decision(std::string_view user_id, std::string_view flag_key,
+                             std::optional<std::string_view> rule_key, std::optional<std::string_view> variation_key) {
+        detail::CString user(user_id, "user id"), flag(flag_key, "flag key");
+        detail::OptionalCString rule(rule_key, "rule key"), variation(variation_key, "variation key");
+        detail::check(exp_set_forced_decision(client_, user.c_str(), flag.c_str(), rule.c_str(), variation.c_str()));
+    }
+
+    void remove_forced_decisions(std::string_view user_id) {
+        detail::CString user(user_id, "user id");
+        detail::check(exp_remove_forced_decisions(client_, user.c_str()));
+    }
+
+    /* ---- user properties ---- */
+
+    /* Stores a property used as an attribute by every later call for the user (per-call attributes win). */
+    void set_user_property(std::string_view user_id, std::string_view key, const Value &value) {
+        detail::CString user(user_id, "user id"), name(key, "property key");
+        if (const auto *s = std::get_if<std::string>(&value.variant()); s && s->find('\0') != std::string::npos)
+            throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT, "property value contains a NUL byte");
+        exp_value v = value.to_c();
+        detail::check(exp_set_user_property(client_, user.c_str(), name.c_str(), &v));
+    }
+
+    void remove_user_property(std::string_view user_id, std::string_view key) {
+        detail::CString user(user_id, "user id"), name(key, "property key");
+        detail::check(exp_remove_user_property(client_, user.c_str(), name.c_str()));
+    }
+
+    void clear_user_properties(std::string_view user_id) {
+        detail::CString user(user_id, "user id");
+        detail::check(exp_clear_user_properties(client_, user.c_str()));
+    }
+
+    /* The user's stored properties as a JSON object. */
+    std::string user_properties_json(std::string_view user_id) {
+        detail::CString user(user_id, "user id");
+        char *json = nullptr;
+        detail::check(exp_get_user_properties_json(client_, user.c_str(), &json));
+        return detail::take(json);
+    }
+
+    /* ---- conversions and events ---- */
+
+    /* Records conversion `event_key`; tags_json is a JSON object such as {"revenue": 4200}. */
+    void track(std::string_view event_key, std::string_view user_id, const Attributes &attributes = {},
+               std::optional<std::string_view> tags_json = std::nullopt) {
+        detail::CString event(event_key, "event key"), user(user_id, "user id");
+        detail::OptionalCString tags(tags_json, "event tags");
+        detail::check(exp_track(client_, event.c_str(), user.c_str(), attributes.data(), attributes.size(),
+                                tags.c_str()));
+    }
+
+    /*
+     * Hands every impression and conversion to `dispatcher` (synchronously, on the calling thread) instead
+     * of the network. An empty std::function removes the dispatcher (events are then dropped). See the
+     * thread-safety notes at the top: the callable is kept alive for the Client's lifetime.
+     */
+    void set_event_dispatcher(EventDispatcher dispatcher) {
+        if (!state_) throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT, "experiment::Client: moved-from client");
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        if (!dispatcher) {
+            detail::check(exp_client_set_event_dispatcher(client_, nullptr, nullptr));
+            return;
+        }
+        auto owned = std::make_unique<EventDispatcher>(std::move(dispatcher));
+        state_->dispatchers.reserve(state_->dispatchers.size() + 1);  // so push_back below cannot throw
+        detail::check(exp_client_set_event_dispatcher(client_, &detail::dispatch_trampoline, owned.get()));
+        state_->dispatchers.push_back(std::move(owned));
+    }
+
+private:
+    /* Lives on the heap so the dispatcher addresses given to the library survive moves of the Client. */
+    struct State {
+        std::mutex mutex;
+        std::vector<std::unique_ptr<EventDispatcher>> dispatchers;
+    };
+
+    exp_client *client_ = nullptr;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace experiment
+
+#endif /* EXPERIMENT_HPP */
