@@ -188,8 +188,8 @@ private func decisionJSON(_ result: DecideResult?, flagKey: String, config: Proj
     }
     let decision = result.decision
     writer.field("enabled", decision.enabled(in: config))
-    writer.field("variation_key", decision.variationKey(in: config)?.text)
-    writer.field("rule_key", decision.ruleKey(in: config)?.text)
+    writer.field("variation_key", decision.variationKeyCString(in: config).map { String(cString: $0) })
+    writer.field("rule_key", decision.ruleKeyCString(in: config).map { String(cString: $0) })
     writer.key("variables")
     writer.raw(options.contains(.excludeVariables) ? "{}" : String(cString: decision.variablesJSON(in: config)))
     writer.key("reasons"); writer.beginArray()

@@ -256,14 +256,6 @@ public struct FlagVariation: Sendable {
 }
 
 extension ProjectConfig {
-    public func flagVariation(flag: Int, id: String) -> FlagVariation? {
-        flags[flag].flagVariations.first { $0.id == id }
-    }
-
-    public func flagVariation(flag: Int, key: String) -> FlagVariation? {
-        flags[flag].flagVariations.first { $0.key.text == key }
-    }
-
     public func attributeId(forKey key: String) -> String? {
         if let index = attributeKeyIndex.find(key) { return attributes[index].id }
         return key.hasPrefix("$opt_") ? key : nil

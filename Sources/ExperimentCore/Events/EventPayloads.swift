@@ -285,16 +285,6 @@ extension FlagDecision {
         return false
     }
 
-    /// The decided variation's key as a C string owned by `config`, or nil.
-    public func variationKey(in config: ProjectConfig) -> ConfigString? {
-        if holdout >= 0 {
-            return variation >= 0 ? config.holdouts[Int(holdout)].variations[Int(variation)].key : nil
-        }
-        if experiment >= 0 && variation >= 0 { return config.experiments[Int(experiment)].variations[Int(variation)].key }
-        if flagVariation >= 0 { return config.flags[Int(flag)].flagVariations[Int(flagVariation)].key }
-        return nil
-    }
-
     /// The decided variation's key as a C string owned by `config` (no reference counting), or nil.
     public func variationKeyCString(in config: ProjectConfig) -> UnsafePointer<CChar>? {
         if holdout >= 0 {
@@ -309,13 +299,6 @@ extension FlagDecision {
     public func ruleKeyCString(in config: ProjectConfig) -> UnsafePointer<CChar>? {
         if holdout >= 0 { return config.holdouts[Int(holdout)].key.cString }
         if experiment >= 0 { return config.experiments[Int(experiment)].key.cString }
-        return nil
-    }
-
-    /// The deciding rule's key (experiment, delivery rule or holdout), or nil.
-    public func ruleKey(in config: ProjectConfig) -> ConfigString? {
-        if holdout >= 0 { return config.holdouts[Int(holdout)].key }
-        if experiment >= 0 { return config.experiments[Int(experiment)].key }
         return nil
     }
 
