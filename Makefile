@@ -15,12 +15,14 @@ RELEASE_DIR := .build/release
 LIB         := $(RELEASE_DIR)/libexperiment.so
 CC          ?= cc
 CFLAGS_STRICT := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
+CXX         ?= c++
+CXXFLAGS_STRICT := -std=c++17 -Wall -Wextra -Werror -pedantic -O2 -Iinclude -Ibindings/cpp
 LINK_LOCAL  := -L$(RELEASE_DIR) -lexperiment -Wl,-rpath,$(CURDIR)/$(RELEASE_DIR)
 PYTHON      ?= python3
 APT_PACKAGES := libjson-c-dev pkg-config
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0
 
-.PHONY: all deps test-deps lib demo test test-swift test-c test-abi test-python install bench clean
+.PHONY: all deps test-deps lib demo test test-swift test-c test-cpp test-install test-abi test-python install bench clean
 
 all: lib
 
@@ -48,7 +50,7 @@ $(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
-test: test-deps lib test-abi test-c test-swift test-python
+test: test-deps lib test-abi test-c test-cpp test-install test-swift test-python
 	@echo "make test: all suites passed"
 
 test-swift:
@@ -66,6 +68,17 @@ test-abi: lib
 test-c: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
+
+$(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experiment.hpp include/experiment.h lib
+	$(CXX) $(CXXFLAGS_STRICT) -o $@ examples/cpp/quickstart.cpp $(LINK_LOCAL)
+
+test-cpp: $(RELEASE_DIR)/quickstart-cpp
+	$(RELEASE_DIR)/quickstart-cpp examples/datafiles/demo.json > /dev/null
+	@echo "C++ example built with $(CXXFLAGS_STRICT) and ran"
+
+# make install into a temporary prefix, then build the examples with pkg-config against that copy.
+test-install: lib
+	MAKE="$(MAKE)" CC="$(CC)" CXX="$(CXX)" bash tests/install/test_install.sh
 
 test-python: test-deps lib
 	EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
