@@ -167,6 +167,8 @@ typedef struct exp_client exp_client;
  *                                      ["DISABLE_DECISION_EVENT", "INCLUDE_REASONS"]
  *   "user_store_capacity"     integer  how many users' properties (exp_set_user_property) are kept;
  *                                      least recently used users are evicted first. Default 10000.
+ *   "log_level"               string   "error", "warning" (default), "info" or "debug": the most detailed
+ *                                      level passed to the logger (see exp_client_set_logger).
  *
  * On success *out_client receives a new client, not yet ready: give it a datafile with exp_client_start.
  * Errors: EXP_ERR_INVALID_ARGUMENT (out_client NULL), EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_OPTION.
@@ -476,6 +478,37 @@ typedef int (*exp_event_dispatch_fn)(const exp_event *event, void *user_data);
  */
 exp_status exp_client_set_event_dispatcher(exp_client *client, exp_event_dispatch_fn dispatch,
                                            void *user_data);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Logging                                                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef enum exp_log_level {
+    EXP_LOG_ERROR = 1,      /* something failed: a rejected datafile */
+    EXP_LOG_WARNING = 2,    /* the library kept going, but a person should look: a failed event dispatch */
+    EXP_LOG_INFO = 3,       /* lifecycle: client created, datafile revision in use */
+    EXP_LOG_DEBUG = 4       /* detail: events dropped for want of a dispatcher */
+} exp_log_level;
+
+/* Receives each message at or above the client's "log_level". `message` is borrowed for the call. */
+typedef void (*exp_log_fn)(int level, const char *message, void *user_data);
+
+/*
+ * Sends the client's log messages to `log` with `user_data`, synchronously on the thread that produced them;
+ * NULL restores the default, which writes "libexperiment [level] message" lines to standard error.
+ * Messages never contain SDK keys, tokens or API keys in full. The callback must not call
+ * exp_client_free on this client. Errors: EXP_ERR_INVALID_ARGUMENT, EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     static void to_syslog(int level, const char *message, void *user_data) {
+ *         (void)user_data;
+ *         syslog(level == EXP_LOG_ERROR ? LOG_ERR : level == EXP_LOG_WARNING ? LOG_WARNING : LOG_INFO, "%s", message);
+ *     }
+ *     exp_client_set_logger(c, to_syslog, NULL);
+ */
+exp_status exp_client_set_logger(exp_client *client, exp_log_fn log, void *user_data);
+
+/* Changes the client's log level (an exp_log_level). Errors: EXP_ERR_INVALID_ARGUMENT. Thread-safe. */
+exp_status exp_client_set_log_level(exp_client *client, int level);
 
 #ifdef __cplusplus
 }

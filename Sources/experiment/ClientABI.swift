@@ -120,3 +120,38 @@ public func abiSetEventDispatcher(_ handle: OpaquePointer?, _ dispatch: exp_even
         client.events.setDispatcher { batch in host.dispatch(batch) }
     }
 }
+
+/// The host's log callback and its user data, carried into the runtime's logger.
+private struct HostLogger: @unchecked Sendable {
+    let function: exp_log_fn
+    let userData: UnsafeMutableRawPointer?
+
+    func log(_ level: LogLevel, _ message: String) {
+        message.withCString { function(level.rawValue, $0, userData) }
+    }
+}
+
+@_cdecl("exp_client_set_logger")
+public func abiSetLogger(_ handle: OpaquePointer?, _ log: exp_log_fn?, _ userData: UnsafeMutableRawPointer?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        try client.ensureOpen()
+        guard let log else {
+            client.logger.setSink(nil)
+            return
+        }
+        let host = HostLogger(function: log, userData: userData)
+        client.logger.setSink { level, message in host.log(level, message) }
+    }
+}
+
+@_cdecl("exp_client_set_log_level")
+public func abiSetLogLevel(_ handle: OpaquePointer?, _ level: Int32) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        guard let level = LogLevel(rawValue: level) else {
+            throw ClientError(.invalidArgument, "level: \(level) is not an exp_log_level (1 to 4)")
+        }
+        client.logger.level = level
+    }
+}

@@ -20,7 +20,8 @@ public final class Client: @unchecked Sendable {
     public let options: ClientOptions
     public let properties: UserPropertyStore
     public let overrides = OverrideStore()
-    public let events = EventSink()
+    public let events: EventSink
+    public let logger: Logger
     public let eventClient = EventClient(name: "libexperiment", version: LibraryVersion.string)
 
     private let current = Locked<ProjectConfig?>(nil)
@@ -29,6 +30,8 @@ public final class Client: @unchecked Sendable {
     public init(options: ClientOptions) {
         self.options = options
         self.properties = UserPropertyStore(capacity: options.userStoreCapacity)
+        self.logger = Logger(level: options.logLevel)
+        self.events = EventSink(logger: logger)
     }
 
     // MARK: lifecycle
@@ -40,9 +43,14 @@ public final class Client: @unchecked Sendable {
         do {
             compiled = try DatafileCompiler.compile(datafile)
         } catch {
+            let kept = current.withLock { $0?.revision }.map { "keeping revision \($0)" } ?? "the client stays not ready"
+            logger.log(.error, "rejected datafile (\(error.message)); \(kept)")
             throw ClientError(error)
         }
         current.withLock { $0 = compiled }
+        logger.log(.info, "datafile revision \(compiled.revision) in use"
+                   + (options.sdkKey.map { " for SDK key \(Logger.redacted($0))" } ?? "")
+                   + ": \(compiled.flags.count) flags, \(compiled.experiments.count) experiments and rules")
     }
 
     public var isReady: Bool { current.withLock { $0 != nil } }

@@ -6,6 +6,7 @@ public struct ClientOptions: Sendable {
     public var sdkKey: String? = nil
     public var defaultDecideOptions: DecideOptions = []
     public var userStoreCapacity: Int = 10_000
+    public var logLevel: LogLevel = .warning
 
     public static let maxUserStoreCapacity = 10_000_000
 
@@ -37,9 +38,15 @@ public struct ClientOptions: Sendable {
                                       "options.user_store_capacity: expected an integer from 1 to \(maxUserStoreCapacity)")
                 }
                 options.userStoreCapacity = Int(number)
+            case "log_level":
+                guard let name = value.string, let level = LogLevel(name: name) else {
+                    throw ClientError(.invalidOption,
+                                      "options.log_level: expected \"error\", \"warning\", \"info\" or \"debug\"")
+                }
+                options.logLevel = level
             default:
-                throw ClientError(.invalidOption,
-                                  "options: unknown option \"\(key)\" (known: sdk_key, default_decide_options, user_store_capacity)")
+                throw ClientError(.invalidOption, "options: unknown option \"\(key)\" (known: sdk_key, "
+                                  + "default_decide_options, user_store_capacity, log_level)")
             }
         }
         return options

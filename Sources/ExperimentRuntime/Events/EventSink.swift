@@ -17,23 +17,30 @@ public final class EventSink: @unchecked Sendable {
     private let failedCount = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
 
-    public init() {}
+    private let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
 
     public func setDispatcher(_ dispatch: Dispatch?) { lock.withLock { dispatcher = dispatch } }
 
     public var hasDispatcher: Bool { lock.withLock { dispatcher != nil } }
 
     /// Counts an event that had nowhere to go.
-    public func countDropped() { droppedCount.add(1, ordering: .relaxed) }
+    public func countDropped() {
+        droppedCount.add(1, ordering: .relaxed)
+        logger.log(.debug, "event dropped: no event dispatcher is installed")
+    }
 
     /// Hands the batch to the dispatcher outside the lock (the callback may take its time or re-enter).
     public func send(_ batch: EventBatch) {
         let current: Dispatch? = lock.withLock { dispatcher }
-        guard let current else {
-            droppedCount.add(1, ordering: .relaxed)
-            return
+        guard let current else { return countDropped() }
+        if current(batch) {
+            sentCount.add(1, ordering: .relaxed)
+        } else {
+            failedCount.add(1, ordering: .relaxed)
+            logger.log(.warning, "the event dispatcher reported a failure for an event batch to \(batch.url)")
         }
-        if current(batch) { sentCount.add(1, ordering: .relaxed) } else { failedCount.add(1, ordering: .relaxed) }
     }
 
     public var stats: (sent: Int, failed: Int, dropped: Int) {

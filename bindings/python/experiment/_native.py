@@ -127,6 +127,7 @@ class ExpEvent(Structure):
 
 #: typedef int (*exp_event_dispatch_fn)(const exp_event *event, void *user_data);
 EXP_EVENT_DISPATCH_FN = CFUNCTYPE(c_int, POINTER(ExpEvent), c_void_p)
+EXP_LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 
 # Opaque handle: exp_client *
 exp_client_p = c_void_p
@@ -182,6 +183,8 @@ _PROTOTYPES: List[Tuple[str, object, list]] = [
     # conversions, events
     ("exp_track", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(ExpAttribute), c_size_t, c_char_p]),
     ("exp_client_set_event_dispatcher", c_int, [exp_client_p, EXP_EVENT_DISPATCH_FN, c_void_p]),
+    ("exp_client_set_logger", c_int, [exp_client_p, EXP_LOG_FN, c_void_p]),
+    ("exp_client_set_log_level", c_int, [exp_client_p, c_int]),
 ]
 
 FUNCTION_NAMES = tuple(name for name, _, _ in _PROTOTYPES)

@@ -10,7 +10,7 @@ from ctypes import CFUNCTYPE, addressof, byref, c_char_p, c_int, c_size_t, c_uin
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import _native
-from ._native import EXP_EVENT_DISPATCH_FN, ExpAttribute, ExpDecision, ExpValue
+from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, ExpAttribute, ExpDecision, ExpValue
 from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
@@ -347,8 +347,11 @@ def _closed_error() -> ClosedError:
     return ClosedError("the client is closed")
 
 
-def _options_json(sdk_key: Any, default_decide_options: OptionsArg, user_store_capacity: Any) -> Optional[bytes]:
+def _options_json(sdk_key: Any, default_decide_options: OptionsArg, user_store_capacity: Any,
+                  log_level: Any = None) -> Optional[bytes]:
     options: Dict[str, Any] = {}
+    if log_level is not None:
+        options["log_level"] = log_level
     if sdk_key is not None:
         options["sdk_key"] = sdk_key
     if default_decide_options:
@@ -373,6 +376,21 @@ def _options_json(sdk_key: Any, default_decide_options: OptionsArg, user_store_c
 
 _NULL_DISPATCH = EXP_EVENT_DISPATCH_FN()
 
+# exp_log_level -> logging level
+_LOG_LEVELS = {1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG}
+
+
+def _make_log_callback(logger: logging.Logger) -> Any:
+    """An exp_log_fn forwarding the library's messages to a `logging` logger. Nothing may propagate
+    into C, so a failing handler is reported by logging's own error handling only."""
+    def on_log(level: int, message: Optional[bytes], _user_data: Any) -> None:
+        try:
+            logger.log(_LOG_LEVELS.get(level, logging.ERROR), "%s", (message or b"").decode("utf-8", "replace"))
+        except BaseException:  # pragma: no cover - logging handles its own errors; belt and braces
+            pass
+
+    return EXP_LOG_FN(on_log)
+
 
 def _make_dispatch_callback(dispatcher: Any) -> Any:
     dispatch_event = dispatcher.dispatch_event
@@ -396,7 +414,9 @@ class Client:
     """A libexperiment client.
 
     ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
-    event_dispatcher=None)``. With a datafile (str or bytes) the client is started synchronously.
+    event_dispatcher=None, log_level=None, logger=None)``. With a datafile (str or bytes) the client is
+    started synchronously. The library's messages go to ``logger`` (a :class:`logging.Logger`; default
+    ``logging.getLogger("experiment")``) at ``log_level`` ("error", "warning" (default), "info", "debug").
     Safe to use from many threads at once. ``close()`` (or leaving a ``with`` block) releases the
     native client; afterwards every call raises :class:`ClosedError`.
     """
@@ -405,13 +425,14 @@ class Client:
 
     def __init__(self, sdk_key: Optional[str] = None, datafile: Optional[Text] = None, *,
                  default_decide_options: OptionsArg = (), user_store_capacity: Optional[int] = None,
-                 event_dispatcher: Any = None) -> None:
+                 event_dispatcher: Any = None, log_level: Optional[str] = None,
+                 logger: Optional[logging.Logger] = None) -> None:
         self._h: Optional[_Handle] = None
         self._dispatcher = None
         if event_dispatcher is not None and not callable(getattr(event_dispatcher, "dispatch_event", None)):
             raise TypeError("event_dispatcher: expected an object with a dispatch_event(event) method, got %r"
                             % (event_dispatcher,))
-        options = _options_json(sdk_key, default_decide_options, user_store_capacity)
+        options = _options_json(sdk_key, default_decide_options, user_store_capacity, log_level)
         out = c_void_p()
         status = _lib.exp_client_create(options, byref(out))
         if status:
@@ -420,6 +441,11 @@ class Client:
             raise error_for_status(-99, "exp_client_create returned EXP_OK without a client")
         handle = _Handle(out.value)
         try:
+            log_callback = _make_log_callback(logger if logger is not None else _log)
+            handle.callbacks.append(log_callback)  # alive as long as the library may call it
+            status = _lib.exp_client_set_logger(handle, log_callback, None)
+            if status:
+                _raise(status)
             if event_dispatcher is not None:
                 self._install_dispatcher(handle, event_dispatcher)
             if datafile is not None:
