@@ -79,6 +79,7 @@ test-cpp: $(RELEASE_DIR)/quickstart-cpp
 # make install into a temporary prefix, then build the examples with pkg-config against that copy.
 test-install: lib
 	MAKE="$(MAKE)" CC="$(CC)" CXX="$(CXX)" bash tests/install/test_install.sh
+	PYTHON=$(PYTHON) bash tests/install/test_pip.sh
 
 test-python: test-deps lib
 	EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# pip install ./bindings/python into a fresh virtual environment, then use the package from elsewhere with no
+# EXPERIMENT_LIBRARY and no LD_LIBRARY_PATH: it must load the libexperiment.so shipped inside it.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+python=${PYTHON:-python3}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/libexperiment-pip.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+"$python" -m venv "$tmp/venv"
+# No build isolation: the venv's own setuptools (with wheel, from PyPI) builds it.
+"$tmp/venv/bin/python" -m pip install -q wheel
+"$tmp/venv/bin/python" -m pip install -q --no-build-isolation "$repo/bindings/python"
+
+cd "$tmp"
+env -u EXPERIMENT_LIBRARY -u LD_LIBRARY_PATH "$tmp/venv/bin/python" - "$repo/examples/datafiles/demo.json" <<'PY'
+import os, sys
+import experiment
+from experiment import _native
+loaded = _native.lib._name
+assert "site-packages" in loaded and loaded.endswith("libexperiment.so"), loaded
+with experiment.Client(datafile=open(sys.argv[1]).read()) as client:
+    decision = client.decide("user-1", "free_shipping", {"country": "NL"})
+    assert decision.flag_key == "free_shipping", decision
+print("pip install test: OK (library %s, version %s)" % (loaded, experiment.library_version()))
+PY
