@@ -10,7 +10,12 @@ trap 'rm -rf "$tmp"' EXIT
 "$python" -m venv "$tmp/venv"
 # No build isolation: the venv's own setuptools (with wheel, from PyPI) builds it.
 "$tmp/venv/bin/python" -m pip install -q wheel
-"$tmp/venv/bin/python" -m pip install -q --no-build-isolation "$repo/bindings/python"
+# pip builds a local directory in place; build a copy so the checkout stays clean, shipping the library
+# this repository built (the copy has no repository beside it to build one).
+cp -r "$repo/bindings/python" "$tmp/package"
+rm -rf "$tmp/package/tests"
+EXPERIMENT_LIBRARY="$repo/.build/release/libexperiment.so" \
+    "$tmp/venv/bin/python" -m pip install -q --no-build-isolation "$tmp/package"
 
 cd "$tmp"
 env -u EXPERIMENT_LIBRARY -u LD_LIBRARY_PATH "$tmp/venv/bin/python" - "$repo/examples/datafiles/demo.json" <<'PY'
