@@ -20,7 +20,7 @@ CXXFLAGS_STRICT := -std=c++17 -Wall -Wextra -Werror -pedantic -O2 -Iinclude -Ibi
 LINK_LOCAL  := -L$(RELEASE_DIR) -lexperiment -Wl,-rpath,$(CURDIR)/$(RELEASE_DIR)
 PYTHON      ?= python3
 APT_PACKAGES := libjson-c-dev pkg-config
-PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0
+PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
 
 .PHONY: all deps test-deps lib demo test test-swift test-c test-cpp test-install test-abi test-python install bench clean
 
@@ -36,7 +36,7 @@ deps:
 	fi
 
 test-deps: deps
-	@$(PYTHON) -c "import pytest, optimizely" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
+	@$(PYTHON) -c "import pytest, optimizely, openfeature.api" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
 
 lib: deps
 	swift build -c release -Xswiftc -static-stdlib
