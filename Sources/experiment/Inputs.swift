@@ -16,10 +16,21 @@ func text(_ pointer: UnsafePointer<CChar>?, _ name: @autoclosure () -> String, l
     throws(ClientError) -> UTF8Text
 {
     guard let pointer else { throw ClientError(.invalidArgument, "\(name()) is NULL") }
-    let length = strnlen(pointer, limit + 1)
+    // One pass measures the string and notes whether it is all ASCII (ids and keys nearly always are).
+    let start = UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
+    var length = 0
+    var highBits: UInt8 = 0
+    while length <= limit {
+        let byte = start[length]
+        if byte == 0 { break }
+        highBits |= byte
+        length += 1
+    }
     guard length <= limit else { throw ClientError(.tooLarge, "\(name()) is longer than \(limit) bytes") }
-    let bytes = UTF8Text(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: length)
-    guard UTF8Validation.isValid(bytes) else { throw ClientError(.invalidUTF8, "\(name()) is not valid UTF-8") }
+    let bytes = UTF8Text(start: start, count: length)
+    guard highBits < 0x80 || UTF8Validation.firstInvalidByte(bytes) == nil else {
+        throw ClientError(.invalidUTF8, "\(name()) is not valid UTF-8")
+    }
     return bytes
 }
 
@@ -38,22 +49,26 @@ func optionalString(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(Cli
 /// counts once, with its last value (as building a dictionary would).
 struct CAttributes: UserAttributes {
     let items: UnsafeBufferPointer<exp_attribute>
-    let keyLengths: UnsafeMutableBufferPointer<Int>
+    /// Byte lengths measured during validation: keys at [i], string values at [count + i].
+    let lengths: UnsafeMutableBufferPointer<Int>
 
-    /// Validates `items`, measuring keys into `keyLengths` (caller-provided scratch of the same count).
-    init(_ items: UnsafeBufferPointer<exp_attribute>, keyLengths: UnsafeMutableBufferPointer<Int>) throws(ClientError) {
+    /// Validates `items`, measuring keys and string values into `lengths` (caller-provided scratch of twice
+    /// the count), so lookups never measure a string again.
+    init(_ items: UnsafeBufferPointer<exp_attribute>, lengths: UnsafeMutableBufferPointer<Int>) throws(ClientError) {
         self.items = items
-        self.keyLengths = keyLengths
+        self.lengths = lengths
         for index in items.indices {
             let item = items[index]
             let key = try text(item.key, "attributes[\(index)].key")
-            keyLengths[index] = key.count
+            lengths[index] = key.count
             switch UInt32(bitPattern: item.value.type) {
             case EXP_VALUE_NULL.rawValue, EXP_VALUE_BOOL.rawValue, EXP_VALUE_INT.rawValue, EXP_VALUE_DOUBLE.rawValue:
                 break
             case EXP_VALUE_STRING.rawValue:
-                _ = try text(item.value.string_value, "attributes[\(index)] (\"\(String(decoding: key, as: UTF8.self))\") string value",
-                             limit: maxStringBytes)
+                lengths[items.count + index] = try text(
+                    item.value.string_value,
+                    "attributes[\(index)] (\"\(String(decoding: key, as: UTF8.self))\") string value",
+                    limit: maxStringBytes).count
             default:
                 throw ClientError(.invalidArgument, "attributes[\(index)].value.type: \(item.value.type) is not an exp_value_type")
             }
@@ -64,10 +79,10 @@ struct CAttributes: UserAttributes {
     func value(named name: UTF8Text) -> AttributeValue? {
         var index = items.count - 1
         while index >= 0 {
-            if keyLengths[index] == name.count,
+            if lengths[index] == name.count,
                name.count == 0 || memcmp(items[index].key!, name.baseAddress!, name.count) == 0
             {
-                return CAttributes.value(of: items[index].value)
+                return value(at: index)
             }
             index -= 1
         }
@@ -79,31 +94,31 @@ struct CAttributes: UserAttributes {
     func forEach(_ body: (UTF8Text, AttributeValue) -> Void) {
         for index in items.indices {
             let key = UTF8Text(start: UnsafeRawPointer(items[index].key!).assumingMemoryBound(to: UInt8.self),
-                               count: keyLengths[index])
+                               count: lengths[index])
             // Only the last occurrence of a repeated key is reported.
             var repeated = false
-            for later in (index + 1)..<items.count where keyLengths[later] == key.count
+            for later in (index + 1)..<items.count where lengths[later] == key.count
                 && memcmp(items[later].key!, key.baseAddress!, key.count) == 0 { repeated = true; break }
-            if !repeated { body(key, CAttributes.value(of: items[index].value)) }
+            if !repeated { body(key, value(at: index)) }
         }
     }
 
     @inline(__always)
-    static func value(of value: exp_value) -> AttributeValue {
+    func value(at index: Int) -> AttributeValue {
+        let value = items[index].value
         switch UInt32(bitPattern: value.type) {
         case EXP_VALUE_BOOL.rawValue: return .bool(value.bool_value != 0)
         case EXP_VALUE_INT.rawValue: return .int(value.int_value)
         case EXP_VALUE_DOUBLE.rawValue: return .double(value.double_value)
         case EXP_VALUE_STRING.rawValue:
-            let pointer = value.string_value!
-            return .string(UTF8Text(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self),
-                                    count: strlen(pointer)))
+            return .string(UTF8Text(start: UnsafeRawPointer(value.string_value!).assumingMemoryBound(to: UInt8.self),
+                                    count: lengths[items.count + index]))
         default: return .null
         }
     }
 }
 
-/// Validates the C attribute array and runs `body` with it (key lengths live on the stack).
+/// Validates the C attribute array and runs `body` with it (measured lengths live on the stack).
 @inline(__always)
 func withAttributes<R>(_ pointer: UnsafePointer<exp_attribute>?, _ count: Int,
                        _ body: (CAttributes) throws(ClientError) -> R) throws(ClientError) -> R {
@@ -112,9 +127,9 @@ func withAttributes<R>(_ pointer: UnsafePointer<exp_attribute>?, _ count: Int,
     }
     if count > 0 && pointer == nil { throw ClientError(.invalidArgument, "attributes is NULL but attribute_count is \(count)") }
     let items = UnsafeBufferPointer(start: pointer, count: count)
-    let result: Result<R, ClientError> = withUnsafeTemporaryAllocation(of: Int.self, capacity: max(count, 1)) { scratch in
+    let result: Result<R, ClientError> = withUnsafeTemporaryAllocation(of: Int.self, capacity: max(2 * count, 1)) { scratch in
         do throws(ClientError) {
-            return .success(try body(try CAttributes(items, keyLengths: scratch)))
+            return .success(try body(try CAttributes(items, lengths: scratch)))
         } catch {
             return .failure(error)
         }
