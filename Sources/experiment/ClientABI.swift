@@ -50,7 +50,11 @@ public func abiClientConfigJSON(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
         writer.field("sdk_key", config.sdkKey)
         writer.key("flags"); writer.beginArray(); config.flags.forEach { writer.string($0.key.text) }; writer.endArray()
         writer.key("experiments"); writer.beginArray()
-        config.experiments.filter { $0.kind == .experiment }.forEach { writer.string($0.key.text) }
+        // Experiments reachable by key (a repeated id or key leaves only the definition the reference keeps).
+        for (index, experiment) in config.experiments.enumerated()
+        where experiment.kind == .experiment && config.experimentKeyIndex.find(experiment.key.text) == index {
+            writer.string(experiment.key.text)
+        }
         writer.endArray()
         writer.key("events"); writer.beginArray(); config.events.forEach { writer.string($0.key) }; writer.endArray()
         writer.endObject()
