@@ -3,6 +3,7 @@
 #   make demo      install what is missing, build the library, run examples/c/quickstart.c on the demo datafile
 #   make test      everything: Swift tests, C examples (-Werror), the ABI/symbol checks, pytest incl. differential
 #   make lib       the shipping build: .build/release/libexperiment.so (static Swift stdlib, SONAME, exp_* only)
+#   make cli       .build/release/experiment-cli (validate, decide, explain, batch)
 #   make install PREFIX=/usr/local   library (+ SONAME links), header, pkg-config file
 #   make bench     benchmarks side by side with the reference SDK (see benchmarks/README.md)
 
@@ -22,7 +23,8 @@ PYTHON      ?= python3
 APT_PACKAGES := libjson-c-dev pkg-config
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
 
-.PHONY: all deps test-deps lib demo test test-swift test-c test-cpp test-install test-abi test-python install bench clean
+.PHONY: all deps test-deps lib cli demo test test-swift test-c test-cpp test-cli test-install test-abi test-python install \
+        bench clean
 
 all: lib
 
@@ -39,10 +41,17 @@ test-deps: deps
 	@$(PYTHON) -c "import pytest, optimizely, openfeature.api" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
 
 lib: deps
-	swift build -c release -Xswiftc -static-stdlib
+	swift build -c release -Xswiftc -static-stdlib --product experiment
 	@# Programs linked against the build record the SONAME: give it a file name to resolve to.
 	ln -sf libexperiment.so $(RELEASE_DIR)/libexperiment.so.$(MAJOR)
 	@echo "built $(LIB)"
+
+CLI := $(RELEASE_DIR)/experiment-cli
+
+# The command-line tool (static Swift stdlib like the library).
+cli: deps
+	swift build -c release -Xswiftc -static-stdlib --product experiment-cli
+	@echo "built $(CLI)"
 
 $(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ examples/c/quickstart.c $(LINK_LOCAL)
@@ -50,7 +59,7 @@ $(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
-test: test-deps lib test-abi test-c test-cpp test-install test-swift test-python
+test: test-deps lib test-abi test-c test-cpp test-cli test-install test-swift test-python
 	@echo "make test: all suites passed"
 
 test-swift:
@@ -75,6 +84,9 @@ $(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experime
 test-cpp: $(RELEASE_DIR)/quickstart-cpp
 	$(RELEASE_DIR)/quickstart-cpp examples/datafiles/demo.json > /dev/null
 	@echo "C++ example built with $(CXXFLAGS_STRICT) and ran"
+
+test-cli: lib cli
+	bash tests/cli/test_cli.sh $(CLI)
 
 # make install into a temporary prefix, then build the examples with pkg-config against that copy.
 test-install: lib

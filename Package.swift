@@ -11,6 +11,11 @@ let package = Package(
     products: [
         // libexperiment.so: the only product users link. Its exported surface is include/experiment.h.
         .library(name: "experiment", type: .dynamic, targets: ["experiment"]),
+        // Command-line tool over the same library: validate datafiles, decide, explain, batch-decide JSONL.
+        .executable(name: "experiment-cli", targets: ["experiment-cli"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(name: "CJSONC", path: "Sources/CJSONC", pkgConfig: "json-c",
@@ -32,6 +37,13 @@ let package = Package(
                         "-Xlinker", "-z", "-Xlinker", "nodelete",
                     ]),
                 ]),
+        .executableTarget(name: "experiment-cli",
+                          dependencies: ["ExperimentRuntime", "ExperimentCore",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                          swiftSettings: optimized,
+                          // lld, as for the library (and the static Foundation that ArgumentParser pulls in
+                          // links without GNU ld's mktemp link-time warning).
+                          linkerSettings: [.unsafeFlags(["-use-ld=lld"])]),
         .testTarget(name: "ExperimentCoreTests", dependencies: ["ExperimentCore"],
                     exclude: ["generate_matcher_vectors.py"]),
         // Loads the shipped .build/release/libexperiment.so with dlopen and calls the exported C ABI.
