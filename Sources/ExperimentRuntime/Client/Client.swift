@@ -47,7 +47,12 @@ public final class Client: @unchecked Sendable {
             logger.log(.error, "rejected datafile (\(error.message)); \(kept)")
             throw ClientError(error)
         }
-        current.withLock { $0 = compiled }
+        // The previous config is released after the lock: freeing a large one must not hold up decisions.
+        let previous = current.withLock { config -> ProjectConfig? in
+            defer { config = compiled }
+            return config
+        }
+        withExtendedLifetime(previous) {}
         logger.log(.info, "datafile revision \(compiled.revision) in use"
                    + (options.sdkKey.map { " for SDK key \(Logger.redacted($0))" } ?? "")
                    + ": \(compiled.flags.count) flags, \(compiled.experiments.count) experiments and rules")
