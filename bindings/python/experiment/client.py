@@ -652,22 +652,19 @@ class Client:
 
     def get_variation(self, experiment_key: Text, user_id: Text, attributes: Attributes = None) -> Optional[str]:
         """The variation key the user gets in the experiment (None when none), without an event."""
-        handle = self._live()
-        array, count = _attributes(attributes)
-        out = c_char_p()
-        status = _lib.exp_get_variation(handle, _key(experiment_key, "experiment_key"), _text(user_id, "user_id"),
-                                        array, count, byref(out))
-        if status:
-            _raise(status)
-        return _take_string(out)
+        return self._variation_key(_lib.exp_get_variation, experiment_key, user_id, attributes)
 
     def activate(self, experiment_key: Text, user_id: Text, attributes: Attributes = None) -> Optional[str]:
         """As get_variation, and sends an impression when the user gets a variation."""
+        return self._variation_key(_lib.exp_activate, experiment_key, user_id, attributes)
+
+    def _variation_key(self, function: Any, experiment_key: Text, user_id: Text,
+                       attributes: Attributes) -> Optional[str]:
         handle = self._live()
         array, count = _attributes(attributes)
         out = c_char_p()
-        status = _lib.exp_activate(handle, _key(experiment_key, "experiment_key"), _text(user_id, "user_id"),
-                                   array, count, byref(out))
+        status = function(handle, _key(experiment_key, "experiment_key"), _text(user_id, "user_id"), array, count,
+                          byref(out))
         if status:
             _raise(status)
         return _take_string(out)
