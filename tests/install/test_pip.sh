@@ -27,5 +27,10 @@ assert "site-packages" in loaded and loaded.endswith("libexperiment.so"), loaded
 with experiment.Client(datafile=open(sys.argv[1]).read()) as client:
     decision = client.decide("user-1", "free_shipping", {"country": "NL"})
     assert decision.flag_key == "free_shipping", decision
-print("pip install test: OK (library %s, version %s)" % (loaded, experiment.library_version()))
+print("installed package loads %s (version %s)" % (loaded, experiment.library_version()))
 PY
+# The Python example, run by the installed package from outside the checkout.
+env -u EXPERIMENT_LIBRARY -u LD_LIBRARY_PATH "$tmp/venv/bin/python" "$repo/examples/python/quickstart.py" \
+    "$repo/examples/datafiles/demo.json" > "$tmp/quickstart.out"
+grep -q "events dispatched" "$tmp/quickstart.out"
+echo "pip install test: OK"

@@ -1,0 +1,62 @@
+"""A first look at the Python binding: decisions, experiments, conversions and events on the demo datafile.
+
+    PYTHONPATH=bindings/python python3 examples/python/quickstart.py [examples/datafiles/demo.json]
+
+(or `pip install ./bindings/python` and run it with that Python).
+"""
+import json
+import sys
+
+import experiment
+
+
+class PrintingDispatcher:
+    """Receives every outgoing event batch instead of the network."""
+
+    def __init__(self):
+        self.count = 0
+
+    def dispatch_event(self, event):
+        self.count += 1
+        visitor = event.params["visitors"][0]
+        kind = visitor["snapshots"][0]["events"][0]["key"]
+        print("  event -> %s %s (%s for %s)" % (event.http_verb, event.url, kind, visitor["visitor_id"]))
+
+
+def main(path):
+    dispatcher = PrintingDispatcher()
+    with open(path) as datafile, experiment.Client(datafile=datafile.read(), event_dispatcher=dispatcher) as client:
+        print("datafile revision", client.config["revision"], "flags:", ", ".join(client.config["flags"]))
+
+        for user, attributes in [("alice", {"country": "NL", "age": 31, "app_version": "2.4.0"}),
+                                 ("bob", {"country": "US", "age": 17})]:
+            print("\n%s %s" % (user, json.dumps(attributes)))
+            for key, decision in client.decide_all(user, attributes).items():
+                print("  %-20s enabled=%-5s variation=%-12s rule=%s variables=%s" % (
+                    key, decision.enabled, decision.variation_key, decision.rule_key, json.dumps(decision.variables)))
+
+        decision = client.decide("alice", "free_shipping", {"country": "NL"}, options=["INCLUDE_REASONS"])
+        print("\nwhy alice gets free_shipping=%s:" % decision.enabled)
+        for reason in decision.reasons:
+            print("  -", reason)
+
+        experiment_key = client.config["experiments"][0]
+        print("\nget_variation(%s, alice) = %s" % (experiment_key, client.get_variation(experiment_key, "alice")))
+
+        client.set_user_property("carol", "country", "DE")
+        print("carol (country from her stored properties):",
+              client.decide("carol", "free_shipping").variation_key)
+
+        client.track("purchase", "alice", {"country": "NL"}, tags={"revenue": 4200, "category": "shoes"})
+
+        try:
+            client.decide("alice", "no_such_flag")
+        except experiment.UnknownFlagError as error:
+            print("\nexpected error:", error.code, error.message)
+
+    print("\n%d events dispatched" % dispatcher.count)
+    return 0 if dispatcher.count > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "examples/datafiles/demo.json"))
