@@ -239,7 +239,10 @@ enum DatafileProblem {
     static func describe(_ message: String, in bytes: [UInt8]) -> String {
         var text = message
         if text.hasPrefix("datafile: ") { text.removeFirst("datafile: ".count) }
-        guard let range = text.firstRange(of: "at byte ") else { return text }
+        // Offsets of the document itself only: a nested text (an audience's "conditions" string) has its own.
+        guard text.hasPrefix("malformed JSON at byte ") || text.hasPrefix("invalid UTF-8 at byte ")
+            || text.hasPrefix("unexpected end of document"),
+              let range = text.firstRange(of: "at byte ") else { return text }
         let digits = text[range.upperBound...].prefix { $0.isASCII && $0.isNumber }
         guard let offset = Int(digits), offset <= bytes.count else { return text }
         var line = 1, column = 1

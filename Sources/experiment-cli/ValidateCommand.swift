@@ -5,11 +5,11 @@ import ExperimentCore
 struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
-        abstract: "Check datafiles: compile each as the library would and report the first problem's place.",
+        abstract: "Check datafiles: compile each as the library would and report every problem's place.",
         discussion: """
-            Prints "ok <file>: revision R, N flags, M experiments" for a usable datafile, or \
-            "error <file>: <kind>: <place>: <problem>" for the first problem the compiler meets. \
-            Exit status 1 when any datafile is invalid.
+            Prints "ok <file>: revision R, N flags, M experiments" for a usable datafile, or one line \
+            "error <file>: <kind>: <place>: <problem>" per problem (an entity with a problem is left out, so \
+            what refers to it may be reported too). Exit status 1 when any datafile is invalid.
             """)
 
     @Argument(help: ArgumentHelp("Datafiles to check; - reads standard input.", valueName: "datafile"))
@@ -31,17 +31,21 @@ struct ValidateCommand: ParsableCommand {
                 invalid += 1
                 continue
             }
+            let problems = bytes.withUnsafeBytes { DatafileCompiler.problems($0) }
+            guard problems.isEmpty else {
+                for problem in problems {
+                    print("error \(name): \(kindName(problem.kind)): \(DatafileProblem.describe(problem.message, in: bytes))")
+                }
+                invalid += 1
+                continue
+            }
             let compiled: Result<ProjectConfig, DatafileError> = bytes.withUnsafeBytes { buffer in
                 do throws(DatafileError) { return .success(try DatafileCompiler.compile(buffer)) }
                 catch { return .failure(error) }
             }
-            switch compiled {
-            case .success(let config):
+            if case .success(let config) = compiled {
                 let experiments = config.experiments.count { $0.kind == .experiment }
                 print("ok \(name): revision \(config.revision), \(config.flags.count) flags, \(experiments) experiments")
-            case .failure(let error):
-                print("error \(name): \(kindName(error.kind)): \(DatafileProblem.describe(error.message, in: bytes))")
-                invalid += 1
             }
         }
         if invalid > 0 { throw ExitCode(ExitStatus.failure) }

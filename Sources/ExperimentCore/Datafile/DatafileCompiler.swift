@@ -21,6 +21,25 @@ public enum DatafileCompiler {
         return try compiler.run()
     }
 
+    /// Every problem of a datafile with its place, as far as one pass can tell (an entity that fails is
+    /// left out, so what refers to it may be reported too). Empty when a client would accept it.
+    public static func problems(_ bytes: UnsafeRawBufferPointer) -> [DatafileError] {
+        let document: JSONDocument
+        do {
+            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
+        } catch {
+            return [DatafileError(error)]
+        }
+        var validation = Compilation(root: DatafileReader(document.root, path: ""), collectsProblems: true)
+        do {
+            _ = try validation.run()
+        } catch {
+            // A problem outside any one entity (the header, a missing top-level array) ends the pass.
+            return validation.problems.contains(error) ? validation.problems : validation.problems + [error]
+        }
+        return validation.problems
+    }
+
     public static func compile(_ text: String) throws(DatafileError) -> ProjectConfig {
         var copy = text
         let result: Result<ProjectConfig, DatafileError> = copy.withUTF8 { buffer in
@@ -45,6 +64,9 @@ private struct Compilation {
     var experimentIdOrder: [String] = []
     /// Each experiment's raw "forcedVariations", parallel to `experiments`.
     var whitelists: [[(user: String, variationKey: String)]] = []
+    /// Validating (rather than compiling) records each entity's problem and goes on with the next one.
+    let collectsProblems: Bool
+    var problems: [DatafileError] = []
     var groups: [Group] = []
     var rolloutRulesById: [String: [Int32]] = [:]
     var holdouts: [Holdout] = []
@@ -52,7 +74,16 @@ private struct Compilation {
     var holdoutsByRuleId: [String: [Int32]] = [:]
     var indexes = ProjectConfig.Indexes()
 
-    init(root: DatafileReader) { self.root = root }
+    init(root: DatafileReader, collectsProblems: Bool = false) {
+        self.root = root
+        self.collectsProblems = collectsProblems
+    }
+
+    /// A problem with one entity: compiling stops at it, validating records it and carries on.
+    mutating func record(_ problem: DatafileError) throws(DatafileError) {
+        guard collectsProblems else { throw problem }
+        problems.append(problem)
+    }
 
     mutating func run() throws(DatafileError) -> ProjectConfig {
         guard root.value.kind == .object else {
@@ -66,6 +97,7 @@ private struct Compilation {
         try readHoldouts()
         let flags = try readFlags()
         resolveWhitelists()
+        if let first = problems.first { throw first }
         return ProjectConfig(header: header, experiments: experiments, groups: groups, audiences: audiences,
                              conditions: conditions,
                              flags: flags, events: events, attributes: attributes, holdouts: holdouts,
@@ -101,9 +133,13 @@ private struct Compilation {
     mutating func readAttributes() throws(DatafileError) -> [Attribute] {
         var attributes: [Attribute] = []
         for entry in try root.requiredArray("attributes") {
-            let attribute = Attribute(id: try entry.requiredString("id"), key: try entry.requiredString("key"))
-            indexes.attributes.insert(attribute.key, attributes.count, replacing: true)
-            attributes.append(attribute)
+            do throws(DatafileError) {
+                let attribute = Attribute(id: try entry.requiredString("id"), key: try entry.requiredString("key"))
+                indexes.attributes.insert(attribute.key, attributes.count, replacing: true)
+                attributes.append(attribute)
+            } catch {
+                try record(error)
+            }
         }
         return attributes
     }
@@ -111,10 +147,14 @@ private struct Compilation {
     mutating func readEvents() throws(DatafileError) -> [Event] {
         var events: [Event] = []
         for entry in try root.requiredArray("events") {
-            let event = Event(id: try entry.requiredString("id"), key: try entry.requiredString("key"))
-            for id in try entry.requiredArray("experimentIds") { _ = try id.string() }
-            indexes.events.insert(event.key, events.count, replacing: true)
-            events.append(event)
+            do throws(DatafileError) {
+                let event = Event(id: try entry.requiredString("id"), key: try entry.requiredString("key"))
+                for id in try entry.requiredArray("experimentIds") { _ = try id.string() }
+                indexes.events.insert(event.key, events.count, replacing: true)
+                events.append(event)
+            } catch {
+                try record(error)
+            }
         }
         return events
     }
@@ -123,21 +163,29 @@ private struct Compilation {
 
     mutating func readAudiences() throws(DatafileError) {
         for entry in try root.requiredArray("audiences") {
-            let conditionsField = try entry.required("conditions")
-            let text = try conditionsField.string()
-            let parsed: JSONDocument
-            do {
-                parsed = try JSONDocument.parse(text, what: "datafile: \(conditionsField.path)",
-                                                maxBytes: DatafileCompiler.maxBytes, maxDepth: DatafileCompiler.maxDepth)
+            do throws(DatafileError) {
+                let conditionsField = try entry.required("conditions")
+                let text = try conditionsField.string()
+                let parsed: JSONDocument
+                do {
+                    parsed = try JSONDocument.parse(text, what: "datafile: \(conditionsField.path)",
+                                                    maxBytes: DatafileCompiler.maxBytes, maxDepth: DatafileCompiler.maxDepth)
+                } catch {
+                    throw DatafileError(.invalidDatafile, error.message)
+                }
+                try addAudience(entry, conditions: DatafileReader(parsed.root, path: conditionsField.path),
+                                conditionsText: text)
             } catch {
-                throw DatafileError(.invalidDatafile, error.message)
+                try record(error)
             }
-            try addAudience(entry, conditions: DatafileReader(parsed.root, path: conditionsField.path),
-                            conditionsText: text)
         }
         for entry in try root.optionalArray("typedAudiences") {
-            let conditions = try entry.required("conditions")
-            try addAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText)
+            do throws(DatafileError) {
+                let conditions = try entry.required("conditions")
+                try addAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText)
+            } catch {
+                try record(error)
+            }
         }
     }
 
@@ -258,13 +306,21 @@ private struct Compilation {
 
     mutating func readExperiments() throws(DatafileError) {
         for entry in try root.requiredArray("experiments") {
-            try addExperiment(entry, kind: .experiment, group: -1, groupId: "")
+            do throws(DatafileError) {
+                try addExperiment(entry, kind: .experiment, group: -1, groupId: "")
+            } catch {
+                try record(error)
+            }
         }
         for rollout in try root.optionalArray("rollouts") {
             let id = try rollout.requiredString("id")
             var rules: [Int32] = []
             for entry in try rollout.requiredArray("experiments") {
-                rules.append(Int32(try addExperiment(entry, kind: .rolloutRule, group: -1, groupId: "")))
+                do throws(DatafileError) {
+                    rules.append(Int32(try addExperiment(entry, kind: .rolloutRule, group: -1, groupId: "")))
+                } catch {
+                    try record(error)
+                }
             }
             rolloutRulesById[id] = rules
         }
@@ -274,9 +330,13 @@ private struct Compilation {
             let policy = try entry.requiredString("policy")
             var members: [Int] = []
             for member in try entry.requiredArray("experiments") {
-                // Only the "random" policy makes a group mutually exclusive; others bucket independently.
-                let group = policy == "random" ? Int32(groupEntries.count) : -1
-                members.append(try addExperiment(member, kind: .experiment, group: group, groupId: id))
+                do throws(DatafileError) {
+                    // Only the "random" policy makes a group mutually exclusive; others bucket independently.
+                    let group = policy == "random" ? Int32(groupEntries.count) : -1
+                    members.append(try addExperiment(member, kind: .experiment, group: group, groupId: id))
+                } catch {
+                    try record(error)
+                }
             }
             groupEntries.append((entry, id, members))
         }
@@ -379,18 +439,26 @@ private struct Compilation {
 
     mutating func readHoldouts() throws(DatafileError) {
         for entry in try root.optionalArray("holdouts") {
-            let holdout = try readHoldout(entry)
-            holdouts.append(holdout)
-            if holdout.isRunning { globalHoldouts.append(Int32(holdouts.count - 1)) }
+            do throws(DatafileError) {
+                let holdout = try readHoldout(entry)
+                holdouts.append(holdout)
+                if holdout.isRunning { globalHoldouts.append(Int32(holdouts.count - 1)) }
+            } catch {
+                try record(error)
+            }
         }
         for entry in try root.optionalArray("localHoldouts") {
-            // The reference skips a local holdout without includedRules; so do we.
-            guard let rules = entry.optional("includedRules") else { continue }
-            let holdout = try readHoldout(entry)
-            holdouts.append(holdout)
-            guard holdout.isRunning else { continue }
-            for rule in try rules.array() {
-                holdoutsByRuleId[try rule.string(), default: []].append(Int32(holdouts.count - 1))
+            do throws(DatafileError) {
+                // The reference skips a local holdout without includedRules; so do we.
+                guard let rules = entry.optional("includedRules") else { continue }
+                let holdout = try readHoldout(entry)
+                holdouts.append(holdout)
+                guard holdout.isRunning else { continue }
+                for rule in try rules.array() {
+                    holdoutsByRuleId[try rule.string(), default: []].append(Int32(holdouts.count - 1))
+                }
+            } catch {
+                try record(error)
             }
         }
     }
@@ -415,23 +483,27 @@ private struct Compilation {
                             let experimentRules: [Int32]; let rolloutRules: [Int32] }
         var sources: [FlagSource] = []
         for entry in try root.optionalArray("featureFlags") {
-            let variables = try readVariables(entry.requiredArray("variables"))
-            var experimentRules: [Int32] = []
-            for idField in try entry.requiredArray("experimentIds") {
-                let id = try idField.string()
-                guard let index = experimentIndexById[id] else { throw idField.fail("unknown experiment \"\(id)\"") }
-                experimentRules.append(Int32(index))
+            do throws(DatafileError) {
+                let variables = try readVariables(entry.requiredArray("variables"))
+                var experimentRules: [Int32] = []
+                for idField in try entry.requiredArray("experimentIds") {
+                    let id = try idField.string()
+                    guard let index = experimentIndexById[id] else { throw idField.fail("unknown experiment \"\(id)\"") }
+                    experimentRules.append(Int32(index))
+                }
+                let rolloutField = try entry.required("rolloutId")
+                let rolloutId = try rolloutField.string()
+                var rolloutRules: [Int32] = []
+                if !rolloutId.isEmpty {
+                    guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\" (no such id in \"rollouts\")") }
+                    rolloutRules = rules
+                }
+                sources.append(FlagSource(reader: entry, id: try entry.requiredString("id"), key: try entry.requiredString("key"),
+                                          variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules))
+                appendEveryoneElse(toFeatureRolloutsOf: experimentRules, rolloutRules: rolloutRules)
+            } catch {
+                try record(error)
             }
-            let rolloutField = try entry.required("rolloutId")
-            let rolloutId = try rolloutField.string()
-            var rolloutRules: [Int32] = []
-            if !rolloutId.isEmpty {
-                guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\" (no such id in \"rollouts\")") }
-                rolloutRules = rules
-            }
-            sources.append(FlagSource(reader: entry, id: try entry.requiredString("id"), key: try entry.requiredString("key"),
-                                      variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules))
-            appendEveryoneElse(toFeatureRolloutsOf: experimentRules, rolloutRules: rolloutRules)
         }
         let usages = variableUsagesByVariationId()
         var flags: [Flag] = []

@@ -65,9 +65,11 @@ enum StrictJSON {
             if current == UInt8(ascii: "}") { index += 1; return true }
             while true {
                 skipSpace()
+                guard current != nil else { return fail("unexpected end of document") }
                 guard current == UInt8(ascii: "\"") else { return fail("expected a member name in double quotes") }
                 guard string() else { return false }
                 skipSpace()
+                guard current != nil else { return fail("unexpected end of document") }
                 guard current == UInt8(ascii: ":") else { return fail("expected ':' after a member name") }
                 index += 1
                 skipSpace()
@@ -75,7 +77,7 @@ enum StrictJSON {
                 skipSpace()
                 if current == UInt8(ascii: ",") { index += 1; continue }
                 if current == UInt8(ascii: "}") { index += 1; return true }
-                return fail("expected ',' or '}' in an object")
+                return fail(current == nil ? "unexpected end of document" : "expected ',' or '}' in an object")
             }
         }
 
@@ -90,7 +92,7 @@ enum StrictJSON {
                 skipSpace()
                 if current == UInt8(ascii: ",") { index += 1; continue }
                 if current == UInt8(ascii: "]") { index += 1; return true }
-                return fail("expected ',' or ']' in an array")
+                return fail(current == nil ? "unexpected end of document" : "expected ',' or ']' in an array")
             }
         }
 
