@@ -23,7 +23,7 @@ PYTHON      ?= python3
 APT_PACKAGES := libjson-c-dev pkg-config
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
 
-.PHONY: all deps test-deps lib cli demo test test-swift test-c test-cpp test-cli test-install test-abi test-python install \
+.PHONY: all deps test-deps lib cli demo test test-swift test-c test-cpp test-cli test-install test-abi test-python test-fuzz fuzz install \
         bench clean
 
 all: lib
@@ -59,7 +59,7 @@ $(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
-test: test-deps lib test-abi test-c test-cpp test-cli test-install test-swift test-python
+test: test-deps lib test-abi test-c test-cpp test-cli test-install test-swift test-python test-fuzz
 	@echo "make test: all suites passed"
 
 test-swift:
@@ -84,6 +84,15 @@ $(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experime
 test-cpp: $(RELEASE_DIR)/quickstart-cpp
 	$(RELEASE_DIR)/quickstart-cpp examples/datafiles/demo.json > /dev/null
 	@echo "C++ example built with $(CXXFLAGS_STRICT) and ran"
+
+# A short libFuzzer round per harness over the C ABI's parsers (regressions replayed first); `make fuzz` runs
+# long rounds against a coverage-instrumented build of the library.
+FUZZ_SECONDS ?= 10
+test-fuzz: lib
+	bash fuzz/run.sh $(FUZZ_SECONDS)
+
+fuzz: lib
+	FUZZ_INSTRUMENTED=1 bash fuzz/run.sh 600
 
 test-cli: lib cli
 	bash tests/cli/test_cli.sh $(CLI)
@@ -111,4 +120,4 @@ bench: lib test-deps
 	bash benchmarks/run.sh
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz

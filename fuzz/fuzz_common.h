@@ -133,8 +133,9 @@ static unsigned fz_json_depth(const char *s, size_t n) {
     return max;
 }
 
-/* A small strict RFC 8259 scanner. If `collect_member` is set, the string elements of the top-level
- * object's array member of that name are handed (decoded, NUL-free ones only) to `collect`. */
+/* A small strict RFC 8259 scanner. If `collect_member` is set, the top-level object's member of that
+ * name is handed to `collect` (decoded, NUL-free strings only): each string element if it is an array,
+ * the value itself if it is a string. */
 typedef struct fz_json {
     const char *s;
     size_t n, i;
@@ -264,7 +265,9 @@ static int fz_json_value(fz_json *j, int collecting) {
                 if (j->i >= j->n || j->s[j->i] != ':') return 0;
                 j->i++;
                 fz_json_ws(j);
-                if (collect_child && (j->i >= j->n || j->s[j->i] != '[')) collect_child = 0;
+                /* 1: the member is an array (collect its strings); 2: the member is a string itself. */
+                if (collect_child && j->i < j->n && j->s[j->i] == '"') collect_child = 2;
+                else if (collect_child && (j->i >= j->n || j->s[j->i] != '[')) collect_child = 0;
             }
             if (!fz_json_value(j, c == '{' ? collect_child : collecting)) return 0;
             fz_json_ws(j);
@@ -275,7 +278,8 @@ static int fz_json_value(fz_json *j, int collecting) {
     }
     if (c == '"') {
         if (!fz_json_string(j)) return 0;
-        if (collecting && j->depth == 2 && j->collect && !j->buf_has_nul) j->collect(j->ctx, j->buf, j->buf_len);
+        if (((collecting == 1 && j->depth == 2) || (collecting == 2 && j->depth == 1)) && j->collect && !j->buf_has_nul)
+            j->collect(j->ctx, j->buf, j->buf_len);
         return 1;
     }
     if (c == 't') return fz_json_literal(j, "true");
@@ -383,6 +387,7 @@ static const char *fz_demo_path(void) {
 typedef struct fz_dispatch_state {
     size_t events;
     int validate_json;
+    int result;         /* what the dispatcher returns (non-zero: a failed dispatch) */
 } fz_dispatch_state;
 
 static int fz_dispatch(const exp_event *event, void *user_data) {
@@ -398,7 +403,39 @@ static int fz_dispatch(const exp_event *event, void *user_data) {
         FZ_CHECK(fz_json_valid_ex(event->body, event->body_length, NULL, NULL, NULL),
                  "dispatcher: body is not valid JSON: %.600s", event->body);
     if (st) st->events++;
+    return st ? st->result : 0;
+}
+
+/* Log messages: a known level, a valid UTF-8 C string, and never the SDK key in full (the header says
+ * messages never contain SDK keys in full; `secret` is checked when it is long enough to be unambiguous). */
+typedef struct fz_log_state {
+    size_t messages;
+    const char *secret;
+    const char *input; size_t input_len;   /* the current input: a secret it contains may be echoed */
+} fz_log_state;
+
+/* memmem without libFuzzer's interceptor: strstr/memmem are hooked, and the fuzzer would learn the
+ * needle (the secret) and plant it in inputs. */
+static int fz_contains(const char *hay, size_t hay_len, const char *needle, size_t needle_len) {
+    if (needle_len == 0) return 1;
+    for (size_t i = 0; i + needle_len <= hay_len; i++) {
+        size_t k = 0;
+        while (k < needle_len && hay[i + k] == needle[k]) k++;
+        if (k == needle_len) return 1;
+    }
     return 0;
+}
+
+static void fz_log(int level, const char *message, void *user_data) {
+    fz_log_state *st = user_data;
+    FZ_CHECK(level >= EXP_LOG_ERROR && level <= EXP_LOG_DEBUG, "logger: level %d is not an exp_log_level", level);
+    FZ_CHECK(message != NULL, "logger: NULL message");
+    FZ_CHECK(fz_cstr_utf8(message), "logger: message is not valid UTF-8: %.400s", message);
+    if (st && st->secret && strlen(st->secret) >= 12 &&
+        !(st->input && fz_contains(st->input, st->input_len, st->secret, strlen(st->secret))))
+        FZ_CHECK(!fz_contains(message, strlen(message), st->secret, strlen(st->secret)),
+                 "logger: message shows the SDK key \"%s\" in full: %.400s", st->secret, message);
+    if (st) st->messages++;
 }
 
 #endif /* FUZZ_COMMON_H */

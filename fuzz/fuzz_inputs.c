@@ -10,6 +10,8 @@
  *   f0 user id          f1 flag key          f2 attributes JSON     f3 event key     f4 event tags JSON
  *   f5 property key     f6 property value JSON                     f7 decide option names JSON
  *   f8 flag keys JSON   f9 experiment key/id f10 variation key      f11 rule key
+ *   f12 "<log level>[,<dispatcher result>]", e.g. "4,1": exp_client_set_log_level, and a dispatcher that
+ *       reports failure (both reset after the input)
  *
  * Missing fields take valid demo values, so short inputs reach deep paths. Arbitrary bytes in ids and
  * keys must give EXP_ERR_INVALID_UTF8 (never a crash); keys past EXP_MAX_KEY_BYTES must be refused.
@@ -18,7 +20,7 @@
  */
 #include "fuzz_common.h"
 
-#define NFIELDS 12
+#define NFIELDS 13
 #define DECIDE_ERRORS (FZ_ARGS | FZ_BIT(EXP_ERR_NOT_READY) | FZ_BIT(EXP_ERR_UNKNOWN_FLAG))
 #define EXPERIMENT_ERRORS (FZ_ARGS | FZ_BIT(EXP_ERR_NOT_READY) | FZ_BIT(EXP_ERR_UNKNOWN_EXPERIMENT))
 #define TRIGGER_ERRORS (EXPERIMENT_ERRORS | FZ_BIT(EXP_ERR_NOT_TARGETED) | FZ_BIT(EXP_ERR_NOT_ALLOCATED))
@@ -28,12 +30,13 @@
 #define PROPERTY_ERRORS (FZ_ARGS | FZ_JSONERR)
 
 static exp_client *g_client;
-static fz_dispatch_state g_events = {0, 0};
+static fz_dispatch_state g_events = {0, 0, 0};
+static fz_log_state g_log = {0, NULL, NULL, 0};
 
 static const char *const k_defaults[NFIELDS] = {
     "user-1", "checkout_redesign", "{\"country\": \"NL\", \"age\": 31}", "purchase", "{\"revenue\": 4200}",
     "plan", "\"premium\"", "[\"INCLUDE_REASONS\"]", "[\"free_shipping\", \"dark_mode\", \"nope\"]",
-    "checkout_redesign_ab", NULL, NULL,
+    "checkout_redesign_ab", NULL, NULL, NULL,
 };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -42,6 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     char *demo = fz_read_file(fz_demo_path(), &len);
     FZ_STATUS("exp_client_create", exp_client_create(NULL, &g_client), 0);
     FZ_STATUS("exp_client_set_event_dispatcher", exp_client_set_event_dispatcher(g_client, fz_dispatch, &g_events), 0);
+    FZ_STATUS("exp_client_set_logger", exp_client_set_logger(g_client, fz_log, &g_log), 0);
     FZ_STATUS("exp_client_start", exp_client_start(g_client, demo, len), 0);
     free(demo);
     return 0;
@@ -101,6 +105,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *experiment = f[9], *variation = f[10], *rule = f[11];
     exp_status s;
     char *out = NULL;
+
+    /* f12: log level and dispatcher result. */
+    if (f[12]) {
+        char *end = NULL;
+        long parsed_level = strtol(f[12], &end, 10);
+        int level = (parsed_level < -1000 || parsed_level > 1000) ? 1000 : (int)parsed_level;
+        s = FZ_STATUS("exp_client_set_log_level", exp_client_set_log_level(g_client, level), FZ_BIT(EXP_ERR_INVALID_ARGUMENT));
+        FZ_CHECK((s == EXP_OK) == (level >= EXP_LOG_ERROR && level <= EXP_LOG_DEBUG), "exp_client_set_log_level(%d): %s", level, fz_status_name(s));
+        if (end && *end == ',') g_events.result = (int)strtol(end + 1, NULL, 10);
+    }
 
     /* exp_decide_options_parse */
     unsigned parsed = 0xdeadbeef;
@@ -207,7 +221,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FZ_CHECK(v && strcmp(v, variation) == 0, "forced variation \"%s\" read back as \"%s\"", variation, v ? v : "(null)");
     exp_free(v); v = NULL;
     s = FZ_STATUS("exp_set_forced_decision", exp_set_forced_decision(g_client, user, flag, rule, variation ? variation : "on"), FZ_ARGS);
-    CHECK_KEYS("exp_set_forced_decision", s, user, flag, rule);
+    CHECK_KEYS4("exp_set_forced_decision", s, user, flag, rule, variation ? variation : "on");
     s = FZ_STATUS("exp_decide(forced)", exp_decide(g_client, user, flag, NULL, 0, options, &d), DECIDE_ERRORS);
     if (s == EXP_OK) FZ_CHECK_DECISION(&d, options & ~EXP_DECIDE_ENABLED_FLAGS_ONLY);
     FZ_RELEASE(&d);
@@ -230,6 +244,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (pkey) {
         s = FZ_STATUS("exp_remove_user_property", exp_remove_user_property(g_client, user, pkey), FZ_ARGS);
         CHECK_KEYS("exp_remove_user_property", s, user, pkey, NULL);
+    }
+    if (f[12]) {
+        g_events.result = 0;
+        FZ_STATUS("exp_client_set_log_level(default)", exp_client_set_log_level(g_client, EXP_LOG_WARNING), 0);
     }
     free(buf);
     return 0;

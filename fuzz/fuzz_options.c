@@ -5,7 +5,9 @@
  * here, so anything after an embedded NUL is simply not seen). A rejected text must give a documented
  * code with a message and leave *out_client untouched; an accepted one must give a usable client: it
  * starts with the demo datafile, stores a user property and decides (the options it was given, e.g.
- * default_decide_options and user_store_capacity, apply), and is then closed and freed.
+ * default_decide_options and user_store_capacity, apply), and is then closed and freed. Its log
+ * messages (at the level the options chose, then at debug) are checked: valid UTF-8 and never the
+ * "sdk_key" given in the options in full.
  */
 #include "fuzz_common.h"
 
@@ -14,7 +16,15 @@
 
 static char *g_demo;
 static size_t g_demo_len;
-static fz_dispatch_state g_events = {0, 0};
+static fz_dispatch_state g_events = {0, 0, 0};
+
+/* The "sdk_key" value(s) of the options text, to check log messages never show them. */
+typedef struct secrets { char *values[4]; int count; } secrets;
+static void collect_secret(void *ctx, const char *value, size_t len) {
+    secrets *list = ctx;
+    (void)len;
+    if (list->count < 4) list->values[list->count++] = strdup(value);
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc; (void)argv;
@@ -44,6 +54,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FZ_CHECK(fz_utf8_valid((const unsigned char *)text, len), "options with invalid UTF-8 were accepted");
         FZ_CHECK(fz_json_valid_ex(text, len, NULL, NULL, NULL), "options that are not strict JSON were accepted: %.300s", text);
     }
+
+    secrets keys = {{0}, 0};
+    if (len > 0) fz_json_valid_ex(text, len, "sdk_key", collect_secret, &keys);
+    fz_log_state logs[4] = {{0, NULL, NULL, 0}};
+    for (int i = 0; i < keys.count; i++) logs[i].secret = keys.values[i];
+    /* One logger gets the messages; the other keys are checked by re-reading them below. */
+    FZ_STATUS("exp_client_set_logger", exp_client_set_logger(client, fz_log, &logs[0]), 0);
 
     int ready = -1;
     FZ_STATUS("exp_client_is_ready", exp_client_is_ready(client, &ready), 0);
@@ -78,6 +95,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_STATUS("exp_get_user_properties_json", exp_get_user_properties_json(client, "user-1", &props), 0);
     FZ_CHECK_JSON("exp_get_user_properties_json", props, '{');
     exp_free(props);
+
+    /* Rejected datafile (an error message) and a restart (an info message) at debug level, with each
+     * sdk_key value the options named. */
+    FZ_STATUS("exp_client_set_log_level(0)", exp_client_set_log_level(client, 0), FZ_BIT(EXP_ERR_INVALID_ARGUMENT));
+    FZ_STATUS("exp_client_set_log_level", exp_client_set_log_level(client, EXP_LOG_DEBUG), 0);
+    for (int i = 0; i < (keys.count ? keys.count : 1); i++) {
+        FZ_STATUS("exp_client_set_logger", exp_client_set_logger(client, fz_log, &logs[i]), 0);
+        FZ_STATUS("exp_client_start(bad)", exp_client_start(client, "{\"version\": \"4\"}", 16), FZ_BIT(EXP_ERR_INVALID_DATAFILE));
+        FZ_STATUS("exp_client_start", exp_client_start(client, g_demo, g_demo_len), 0);
+    }
+    for (int i = 0; i < keys.count; i++) free(keys.values[i]);
 
     FZ_STATUS("exp_client_close", exp_client_close(client), 0);
     FZ_STATUS("exp_client_close(again)", exp_client_close(client), 0);

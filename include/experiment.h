@@ -104,7 +104,9 @@ void exp_free(void *pointer);
 #define EXP_MAX_DATAFILE_BYTES   (64u * 1024u * 1024u)  /* size of one datafile */
 #define EXP_MAX_JSON_DEPTH       64u                    /* nesting of any JSON document the library reads */
 #define EXP_MAX_INPUT_JSON_BYTES (1024u * 1024u)        /* options, attributes, tags, property values */
-#define EXP_MAX_KEY_BYTES        1024u                  /* a user id, flag/experiment/event/attribute key */
+#define EXP_MAX_KEY_BYTES        1024u                  /* a user id or key passed in, and any flag,
+                                                           experiment, variation, event or attribute key
+                                                           in a datafile (longer ones are refused) */
 #define EXP_MAX_STRING_BYTES     65536u                 /* a string attribute or property value */
 #define EXP_MAX_ATTRIBUTES       1024u                  /* attributes passed to one call */
 

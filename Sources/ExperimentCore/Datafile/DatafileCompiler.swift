@@ -8,6 +8,8 @@
 public enum DatafileCompiler {
     public static let maxBytes = 64 << 20
     public static let maxDepth = 64
+    /// EXP_MAX_KEY_BYTES: flag, experiment, variation, event and attribute keys longer than this are refused.
+    public static let maxKeyBytes = 1024
     public static let supportedVersions: Set<String> = ["4"]
 
     public static func compile(_ bytes: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
@@ -134,7 +136,7 @@ private struct Compilation {
         var attributes: [Attribute] = []
         for entry in try root.requiredArray("attributes") {
             do throws(DatafileError) {
-                let attribute = Attribute(id: try entry.requiredString("id"), key: try entry.requiredString("key"))
+                let attribute = Attribute(id: try entry.requiredString("id"), key: try entry.requiredKey())
                 indexes.attributes.insert(attribute.key, attributes.count, replacing: true)
                 attributes.append(attribute)
             } catch {
@@ -148,7 +150,7 @@ private struct Compilation {
         var events: [Event] = []
         for entry in try root.requiredArray("events") {
             do throws(DatafileError) {
-                let event = Event(id: try entry.requiredString("id"), key: try entry.requiredString("key"))
+                let event = Event(id: try entry.requiredString("id"), key: try entry.requiredKey())
                 for id in try entry.requiredArray("experimentIds") { _ = try id.string() }
                 indexes.events.insert(event.key, events.count, replacing: true)
                 events.append(event)
@@ -358,7 +360,7 @@ private struct Compilation {
         throws(DatafileError) -> Int
     {
         let id = try entry.requiredString("id")
-        let key = try entry.requiredString("key")
+        let key = try entry.requiredKey()
         let status = try entry.requiredString("status")
         let layerId = try entry.requiredString("layerId")
         let variations = try readVariations(entry.requiredArray("variations"))
@@ -387,7 +389,7 @@ private struct Compilation {
                 values.append(VariableValue(id: try usage.requiredString("id"), value: try usage.requiredString("value")))
             }
             let variation = Variation(id: ConfigString(try entry.requiredString("id"), in: strings),
-                                      key: ConfigString(try entry.requiredString("key"), in: strings),
+                                      key: ConfigString(try entry.requiredKey(), in: strings),
                                       featureEnabled: try entry.optionalBool("featureEnabled") ?? false,
                                       variableValues: values)
             // The reference indexes variations by key: a repeated key keeps its first position and its
@@ -467,7 +469,7 @@ private struct Compilation {
         let variations = try readVariations(entry.requiredArray("variations"))
         return Holdout(
             id: ConfigString(try entry.requiredString("id"), in: strings),
-            key: ConfigString(try entry.requiredString("key"), in: strings),
+            key: ConfigString(try entry.requiredKey(), in: strings),
             isRunning: try entry.requiredString("status") == "Running",
             audience: try audienceCondition(entry), variations: variations,
             traffic: try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
@@ -498,7 +500,7 @@ private struct Compilation {
                     guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\" (no such id in \"rollouts\")") }
                     rolloutRules = rules
                 }
-                sources.append(FlagSource(reader: entry, id: try entry.requiredString("id"), key: try entry.requiredString("key"),
+                sources.append(FlagSource(reader: entry, id: try entry.requiredString("id"), key: try entry.requiredKey(),
                                           variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules))
                 appendEveryoneElse(toFeatureRolloutsOf: experimentRules, rolloutRules: rolloutRules)
             } catch {

@@ -75,6 +75,16 @@ struct DatafileReader {
     }
 
     func requiredString(_ key: String) throws(DatafileError) -> String { try required(key).string() }
+
+    /// An entity's "key": callers name entities by it, so it must fit the API's key limit.
+    func requiredKey() throws(DatafileError) -> String {
+        let field = try required("key")
+        let key = try field.string()
+        guard key.utf8.count <= DatafileCompiler.maxKeyBytes else {
+            throw field.fail("longer than \(DatafileCompiler.maxKeyBytes) bytes, the limit for keys callers pass")
+        }
+        return key
+    }
     func requiredArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try required(key).array() }
 
     /// An optional member; JSON null counts as absent.
