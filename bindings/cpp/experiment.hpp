@@ -774,6 +774,46 @@ private:
     std::unique_ptr<State> state_;
 };
 
+/*
+ * One user of a client, as Optimizely's user context: the user id and attributes given once, then decisions,
+ * experiments and conversions for that user. Borrows the Client, which must outlive it. Not thread-safe
+ * itself (its attributes may change); the Client underneath is.
+ *
+ *     experiment::User alice(client, "alice", {{"country", "NL"}});
+ *     if (alice.decide("free_shipping").enabled) { ... }
+ *     alice.track("purchase", R"({"revenue": 4200})");
+ */
+class User {
+public:
+    User(Client &client, std::string_view user_id, Attributes attributes = {})
+        : client_(&client), user_id_(user_id), attributes_(std::move(attributes)) {}
+
+    const std::string &id() const noexcept { return user_id_; }
+    const Attributes &attributes() const noexcept { return attributes_; }
+    void set_attributes(Attributes attributes) { attributes_ = std::move(attributes); }
+
+    Decision decide(std::string_view flag_key, unsigned options = 0) {
+        return client_->decide(user_id_, flag_key, attributes_, options);
+    }
+    std::vector<Decision> decide_all(unsigned options = 0) {
+        return client_->decide_all(user_id_, attributes_, options);
+    }
+    std::optional<std::string> get_variation(std::string_view experiment_key) {
+        return client_->get_variation(experiment_key, user_id_, attributes_);
+    }
+    std::string trigger_experiment(std::string_view experiment_id) {
+        return client_->trigger_experiment(user_id_, experiment_id, attributes_);
+    }
+    void track(std::string_view event_key, std::optional<std::string_view> tags_json = std::nullopt) {
+        client_->track(event_key, user_id_, attributes_, tags_json);
+    }
+
+private:
+    Client *client_;
+    std::string user_id_;
+    Attributes attributes_;
+};
+
 }  // namespace experiment
 
 #endif /* EXPERIMENT_HPP */

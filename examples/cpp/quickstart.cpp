@@ -107,6 +107,14 @@ int run(const std::string &path) {
     expect(!all.empty() && !all[0].reasons.empty(), "reasons with include_reasons");
     std::printf("  first reason for %s: %s\n", all[0].flag_key.c_str(), all[0].reasons[0].c_str());
 
+    // A user context: the id and attributes given once, like Optimizely's user context.
+    experiment::User alice(client, "alice", {{"country", "NL"}, {"age", 31}});
+    const experiment::Decision shipping = alice.decide("free_shipping");
+    std::printf("\nalice (user context): free_shipping enabled=%d variation=%s\n", shipping.enabled ? 1 : 0,
+                shipping.variation_key ? shipping.variation_key->c_str() : "-");
+    expect(shipping.flag_key == "free_shipping", "a user context to decide its flag");
+    expect(alice.decide_all().size() == client.flag_count(), "a user context to decide every flag");
+
     // A chosen set of flags; a key the datafile lacks gives a disabled decision, not an error.
     std::puts("\nChosen flags for user-2:");
     const auto chosen = client.decide_for_keys("user-2", {"free_shipping", "no_such_flag"}, users[1].attributes,
