@@ -1,7 +1,7 @@
 /// An and/or/not tree as Optimizely writes audience conditions: `["and", a, ["or", b, c]]`, where a list
 /// whose first element is not an operator means "or" of all its elements. Leaves are indices: audience
 /// indices in an experiment's audienceConditions, leaf-condition indices inside an audience.
-/// The compiler builds this recursive form; decisions evaluate the flat `LogicTree` made from it.
+/// The compiler builds this recursive form; decisions evaluate the flat `ConditionForest` made from it.
 public indirect enum ConditionNode: Sendable {
     case and([ConditionNode])
     case or([ConditionNode])
