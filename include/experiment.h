@@ -94,7 +94,14 @@ const char *exp_status_str(exp_status status);
  */
 const char *exp_last_error(void);
 
-/* Frees a string (or any buffer) the library returned through a `char **` out-parameter. NULL is a no-op. */
+/*
+ * Frees a string (or any buffer) the library returned through a `char **` out-parameter. NULL is a no-op.
+ * Thread-safe (any thread may free what another received).
+ *
+ *     char *json = NULL;
+ *     if (exp_client_config_json(c, &json) == EXP_OK) puts(json);
+ *     exp_free(json);
+ */
 void exp_free(void *pointer);
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -195,20 +202,30 @@ exp_status exp_client_create(const char *options_json, exp_client **out_client);
  */
 exp_status exp_client_start(exp_client *client, const char *datafile, size_t length);
 
-/* Writes 1 to *out_ready if the client has a datafile, else 0. Thread-safe. */
+/*
+ * Writes 1 to *out_ready if the client has a datafile, else 0. Errors: EXP_ERR_INVALID_ARGUMENT (NULLs),
+ * EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     int ready = 0;
+ *     if (exp_client_is_ready(c, &ready) == EXP_OK && !ready) puts("no datafile yet");
+ */
 exp_status exp_client_is_ready(exp_client *client, int *out_ready);
 
 /*
  * Returns facts about the current datafile as a JSON object:
  * {"revision": "...", "project_id": "...", "account_id": "...", "environment_key": "...",
  *  "flags": [...keys], "experiments": [...keys], "events": [...keys]}.
- * Free *out_json with exp_free(). Errors: EXP_ERR_NOT_READY, EXP_ERR_CLOSED. Thread-safe.
+ * Free *out_json with exp_free(). Errors: EXP_ERR_NOT_READY, EXP_ERR_CLOSED. Thread-safe. Example: exp_free.
  */
 exp_status exp_client_config_json(exp_client *client, char **out_json);
 
 /*
  * Closes the client: later calls on it fail with EXP_ERR_CLOSED. Idempotent (closing twice is EXP_OK).
- * The handle stays valid until exp_client_free(). Thread-safe.
+ * The handle stays valid until exp_client_free(). Errors: EXP_ERR_INVALID_ARGUMENT (NULL). Thread-safe.
+ *
+ *     exp_client_close(c);      // other threads now get EXP_ERR_CLOSED
+ *     ...join them...
+ *     exp_client_free(c);
  */
 exp_status exp_client_close(exp_client *client);
 
@@ -220,7 +237,9 @@ void exp_client_free(exp_client *client);
 
 /*
  * Validates a datafile without a client. EXP_OK if a client would accept it; otherwise the error a client
- * would give, with exp_last_error() naming the first problem. Thread-safe.
+ * would give, with exp_last_error() naming the first problem. The buffer is borrowed. Thread-safe.
+ *
+ *     if (exp_validate_datafile(text, len) != EXP_OK) fprintf(stderr, "%s\n", exp_last_error());
  */
 exp_status exp_validate_datafile(const char *datafile, size_t length);
 
@@ -274,10 +293,17 @@ exp_status exp_decide(exp_client *client, const char *user_id, const char *flag_
                       const exp_attribute *attributes, size_t attribute_count, unsigned options,
                       exp_decision *out);
 
-/* Releases what a decision holds and zeroes it. NULL and zeroed decisions are no-ops. Idempotent. */
+/*
+ * Releases what a decision holds and zeroes it. NULL and zeroed decisions are no-ops. Idempotent. Any thread
+ * may release a decision, but not while another thread reads or releases the same one. Example: exp_decide.
+ */
 void exp_decision_release(exp_decision *decision);
 
-/* The number of feature flags in the current datafile (the capacity exp_decide_all needs). */
+/*
+ * The number of feature flags in the current datafile (the capacity exp_decide_all needs). It can change when
+ * the datafile is replaced: exp_decide_all then answers EXP_ERR_BUFFER_TOO_SMALL with the new count.
+ * Errors: EXP_ERR_NOT_READY, EXP_ERR_CLOSED, EXP_ERR_INVALID_ARGUMENT. Thread-safe. Example: exp_decide_all.
+ */
 exp_status exp_flag_count(exp_client *client, size_t *out_count);
 
 /*
@@ -314,7 +340,7 @@ exp_status exp_decide_for_keys(exp_client *client, const char *user_id, const ch
                                size_t key_count, const exp_attribute *attributes, size_t attribute_count,
                                unsigned options, exp_decision *out, size_t capacity, size_t *out_count);
 
-/* Releases decisions[0..count). */
+/* Releases decisions[0..count) as exp_decision_release does. NULL is a no-op. Example: exp_decide_all. */
 void exp_decisions_release(exp_decision *decisions, size_t count);
 
 /*
@@ -324,6 +350,11 @@ void exp_decisions_release(exp_decision *decisions, size_t count);
  * "reasons": [...]}, ...} — for exp_decide_json a single decision object instead of the map. Unknown keys
  * in flag_keys_json give a decision with enabled false and null variation, as the reference SDK does.
  * Free *out_json with exp_free(). Errors as exp_decide, plus EXP_ERR_INVALID_JSON / EXP_ERR_TOO_DEEP.
+ * These parse JSON on every call: use the typed calls on hot paths. Thread-safe.
+ *
+ *     char *json = NULL;
+ *     if (exp_decide_json(c, "user-1", "free_shipping", "{\"country\": \"NL\"}", 0, &json) == EXP_OK) puts(json);
+ *     exp_free(json);
  */
 exp_status exp_decide_json(exp_client *client, const char *user_id, const char *flag_key,
                            const char *attributes_json, unsigned options, char **out_json);
@@ -334,6 +365,9 @@ exp_status exp_decide_for_keys_json(exp_client *client, const char *user_id, con
  * Parses decide option names ("DISABLE_DECISION_EVENT", "ENABLED_FLAGS_ONLY",
  * "IGNORE_USER_PROFILE_SERVICE", "INCLUDE_REASONS", "EXCLUDE_VARIABLES") given as a JSON array into the
  * EXP_DECIDE_* bit set. Errors: EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_OPTION (unknown name). Thread-safe.
+ *
+ *     unsigned options = 0;
+ *     exp_decide_options_parse("[\"INCLUDE_REASONS\", \"DISABLE_DECISION_EVENT\"]", &options);
  */
 exp_status exp_decide_options_parse(const char *names_json, unsigned *out_options);
 
@@ -355,7 +389,8 @@ exp_status exp_get_variation(exp_client *client, const char *experiment_key, con
                              const exp_attribute *attributes, size_t attribute_count,
                              char **out_variation_key);
 
-/* As exp_get_variation, and when the user gets a variation an impression event is sent. */
+/* As exp_get_variation (ownership, errors, thread-safety and example alike), and when the user gets a
+ * variation an impression event is sent. */
 exp_status exp_activate(exp_client *client, const char *experiment_key, const char *user_id,
                         const exp_attribute *attributes, size_t attribute_count, char **out_variation_key);
 
@@ -389,11 +424,15 @@ exp_status exp_trigger_experiment(exp_client *client, const char *user_id, const
  * variation_key NULL removes the forcing. It wins over whitelisting and bucketing but not over the
  * experiment's running status. Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_EXPERIMENT,
  * EXP_ERR_UNKNOWN_VARIATION, argument errors. Thread-safe.
+ *
+ *     exp_set_forced_variation(c, "checkout_test", "qa-user", "treatment");   // QA sees the treatment
+ *     exp_set_forced_variation(c, "checkout_test", "qa-user", NULL);          // back to bucketing
  */
 exp_status exp_set_forced_variation(exp_client *client, const char *experiment_key, const char *user_id,
                                     const char *variation_key);
 
-/* The forced variation key, or NULL (EXP_OK) when none. Free *out_variation_key with exp_free(). */
+/* The forced variation key, or NULL (EXP_OK) when none. Free *out_variation_key with exp_free().
+ * Errors as exp_set_forced_variation. Thread-safe. */
 exp_status exp_get_forced_variation(exp_client *client, const char *experiment_key, const char *user_id,
                                     char **out_variation_key);
 
@@ -401,12 +440,14 @@ exp_status exp_get_forced_variation(exp_client *client, const char *experiment_k
  * Sets a forced decision (Optimizely user-context set_forced_decision) for `user_id`: for flag `flag_key`
  * and rule `rule_key` (NULL for the flag as a whole) the user gets the flag variation `variation_key`;
  * NULL variation_key removes it. A forced variation key the flag does not have is ignored at decide time,
- * as in the reference SDK. Errors: argument errors. Thread-safe.
+ * as in the reference SDK. Errors: argument errors, EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     exp_set_forced_decision(c, "qa-user", "free_shipping", NULL, "on");     // the whole flag
  */
 exp_status exp_set_forced_decision(exp_client *client, const char *user_id, const char *flag_key,
                                    const char *rule_key, const char *variation_key);
 
-/* Removes every forced decision of `user_id`. Thread-safe. */
+/* Removes every forced decision of `user_id`. Errors: argument errors, EXP_ERR_CLOSED. Thread-safe. */
 exp_status exp_remove_forced_decisions(exp_client *client, const char *user_id);
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -426,17 +467,19 @@ exp_status exp_remove_forced_decisions(exp_client *client, const char *user_id);
 exp_status exp_set_user_property(exp_client *client, const char *user_id, const char *key,
                                  const exp_value *value);
 
-/* As exp_set_user_property with the value given as JSON text: a string, number, true/false or null. */
+/* As exp_set_user_property with the value given as JSON text: a string, number, true/false or null; plus
+ * EXP_ERR_INVALID_JSON. Thread-safe.   exp_set_user_property_json(c, "user-1", "age", "31"); */
 exp_status exp_set_user_property_json(exp_client *client, const char *user_id, const char *key,
                                       const char *value_json);
 
-/* Removes one property (EXP_OK if it was not set). Thread-safe. */
+/* Removes one property (EXP_OK if it was not set). Errors as exp_set_user_property. Thread-safe. */
 exp_status exp_remove_user_property(exp_client *client, const char *user_id, const char *key);
 
-/* Removes every property of the user. Thread-safe. */
+/* Removes every property of the user. Errors: argument errors, EXP_ERR_CLOSED. Thread-safe. */
 exp_status exp_clear_user_properties(exp_client *client, const char *user_id);
 
-/* The user's stored properties as a JSON object (in the order they were first set). Free with exp_free. */
+/* The user's stored properties as a JSON object (in the order they were first set); "{}" when none.
+ * Free *out_json with exp_free(). Errors: argument errors, EXP_ERR_CLOSED. Thread-safe. */
 exp_status exp_get_user_properties_json(exp_client *client, const char *user_id, char **out_json);
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -477,6 +520,9 @@ typedef int (*exp_event_dispatch_fn)(const exp_event *event, void *user_data);
  * `user_data`, synchronously on the thread whose call produced it. NULL `dispatch` removes it (events are
  * then dropped and counted). The callback must not call exp_client_free on this client.
  * Errors: EXP_ERR_INVALID_ARGUMENT (client NULL), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     static int post(const exp_event *e, void *queue) { return enqueue(queue, e->url, e->body) ? 0 : 1; }
+ *     exp_client_set_event_dispatcher(c, post, my_queue);
  */
 exp_status exp_client_set_event_dispatcher(exp_client *client, exp_event_dispatch_fn dispatch,
                                            void *user_data);
@@ -509,7 +555,8 @@ typedef void (*exp_log_fn)(int level, const char *message, void *user_data);
  */
 exp_status exp_client_set_logger(exp_client *client, exp_log_fn log, void *user_data);
 
-/* Changes the client's log level (an exp_log_level). Errors: EXP_ERR_INVALID_ARGUMENT. Thread-safe. */
+/* Changes the client's log level (an exp_log_level). Errors: EXP_ERR_INVALID_ARGUMENT. Thread-safe.
+ *     exp_client_set_log_level(c, EXP_LOG_DEBUG); */
 exp_status exp_client_set_log_level(exp_client *client, int level);
 
 #ifdef __cplusplus
