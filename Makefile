@@ -23,7 +23,7 @@ PYTHON      ?= python3
 APT_PACKAGES := libjson-c-dev pkg-config
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
 
-.PHONY: all deps test-deps lib cli demo test test-swift test-c test-cpp test-cli test-install test-abi test-python test-fuzz fuzz install \
+.PHONY: all deps test-deps lib cli demo test test-swift test-c test-cpp test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
         bench clean
 
 all: lib
@@ -59,7 +59,7 @@ $(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
-test: test-deps lib test-abi test-c test-cpp test-cli test-install test-swift test-python test-fuzz
+test: test-deps lib test-abi test-c test-cpp test-cli test-install test-swift test-python test-fuzz test-sanitize
 	@echo "make test: all suites passed"
 
 test-swift:
@@ -94,6 +94,10 @@ test-fuzz: lib
 fuzz: lib
 	FUZZ_INSTRUMENTED=1 bash fuzz/run.sh 600
 
+# The library built with ThreadSanitizer and with AddressSanitizer, under a multithreaded stress program.
+test-sanitize: deps
+	bash tests/sanitize/run.sh
+
 test-cli: lib cli
 	bash tests/cli/test_cli.sh $(CLI)
 
@@ -120,4 +124,4 @@ bench: lib test-deps
 	bash benchmarks/run.sh
 
 clean:
-	rm -rf .build .build-fuzz
+	rm -rf .build .build-fuzz .build-thread .build-address

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the library with ThreadSanitizer and with AddressSanitizer (separate scratch builds), runs the
+# multithreaded stress program against each, and fails on any sanitizer report.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$repo"
+clang=${SANITIZE_CC:-/opt/swift/usr/bin/clang}
+runtime=$(dirname "$(dirname "$(command -v swift)")")/lib/swift/linux   # libdispatch, BlocksRuntime
+out=.build/sanitize
+mkdir -p "$out"
+
+for sanitizer in thread address; do
+    scratch=.build-$sanitizer
+    echo "== libexperiment.so with -sanitize=$sanitizer ($scratch)"
+    swift build -c release --product experiment --scratch-path "$scratch" -Xswiftc -sanitize=$sanitizer \
+        2>&1 | tail -1
+    lib=$repo/$scratch/release
+    ln -sf libexperiment.so "$lib/libexperiment.so.0"
+    flags=(-fsanitize=$sanitizer -g -O1)
+    [ "$sanitizer" = address ] && flags=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -g -O1)
+    "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/stress.c -o "$out/stress-$sanitizer" \
+        -L"$lib" -lexperiment -Wl,-rpath,"$lib" -L"$runtime" -ldispatch -lBlocksRuntime -Wl,-rpath,"$runtime" -lpthread
+    TSAN_OPTIONS="halt_on_error=1 exitcode=66" ASAN_OPTIONS="detect_leaks=1" \
+        "$out/stress-$sanitizer" > "$out/stress-$sanitizer.log" 2>&1 || {
+            echo "stress under $sanitizer sanitizer failed:"; grep -v "rejected datafile" "$out/stress-$sanitizer.log" | head -60; exit 1; }
+    if grep -q "ThreadSanitizer\|AddressSanitizer\|LeakSanitizer\|runtime error" "$out/stress-$sanitizer.log"; then
+        echo "sanitizer report under $sanitizer:"; grep -v "rejected datafile" "$out/stress-$sanitizer.log" | head -60; exit 1
+    fi
+    echo "   4 deciding threads + 1 swapping thread: no $sanitizer sanitizer report"
+done
+echo "sanitizer tests: OK"
