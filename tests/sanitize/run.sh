@@ -27,5 +27,12 @@ for sanitizer in thread address; do
         echo "sanitizer report under $sanitizer:"; grep -v "rejected datafile" "$out/stress-$sanitizer.log" | head -60; exit 1
     fi
     echo "   4 deciding threads + 1 swapping thread: no $sanitizer sanitizer report"
+    if [ "$sanitizer" = address ]; then
+        "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/lifecycle.c -o "$out/lifecycle" \
+            -L"$lib" -lexperiment -Wl,-rpath,"$lib"
+        ASAN_OPTIONS="detect_leaks=1" "$out/lifecycle" examples/datafiles/demo.json > "$out/lifecycle.log" 2>&1 || {
+            echo "create/close 10,000 times under ASan/LSan failed:"; head -60 "$out/lifecycle.log"; exit 1; }
+        echo "   $(tail -1 "$out/lifecycle.log"); no leak reported"
+    fi
 done
 echo "sanitizer tests: OK"
