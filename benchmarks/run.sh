@@ -68,6 +68,12 @@ echo "== C benchmark"
 "$out/bench_decide" --data-dir benchmarks/data --results "$results" || failed+=("C benchmark (exit status $?)")
 
 echo
+echo "== C threads: one client, 1/2/4/8 deciding threads, datafile replaced every 100 ms"
+"$cc" -O2 -std=gnu11 -Wall -Wextra -Iinclude benchmarks/c/bench_threads.c -o "$out/bench_threads" \
+    -L"$linkdir" -lexperiment -Wl,-rpath,"$linkdir" -lpthread
+"$out/bench_threads" benchmarks/data/bench_ab_rollout.json || failed+=("C threads benchmark (exit status $?)")
+
+echo
 echo "== Python benchmark"
 py_args=(--results "$results")
 if [ "$quick" = 1 ]; then py_args+=(--users 300 --all-users 30 --repeats 3); fi
