@@ -20,7 +20,9 @@ CXX         ?= c++
 CXXFLAGS_STRICT := -std=c++17 -Wall -Wextra -Werror -pedantic -O2 -Iinclude -Ibindings/cpp
 LINK_LOCAL  := -L$(RELEASE_DIR) -lexperiment -Wl,-rpath,$(CURDIR)/$(RELEASE_DIR)
 PYTHON      ?= python3
-APT_PACKAGES := libjson-c-dev pkg-config
+APT_PACKAGES := libjson-c-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev pkg-config
+# What only the tests need: a real redis-server for the shared profile store tests.
+TEST_APT_PACKAGES := redis-server
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
 
 .PHONY: all deps test-deps lib cli demo test test-swift test-c test-cpp test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
@@ -28,16 +30,22 @@ PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
 
 all: lib
 
-# Debian packages the build needs; installed only when missing (apt-get update first, once).
-deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# Debian packages, installed only when missing (apt-get update first, once): `deps` for the build,
+# `test-deps` adds what the tests need (redis-server, pytest, the reference SDK).
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+endef
+
+deps:
+	$(call apt_install,$(APT_PACKAGES))
 
 test-deps: deps
+	$(call apt_install,$(TEST_APT_PACKAGES))
 	@$(PYTHON) -c "import pytest, optimizely, openfeature.api" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
 
 lib: deps

@@ -20,12 +20,20 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CJSONC", path: "Sources/CJSONC", pkgConfig: "json-c",
                        providers: [.apt(["libjson-c-dev"])]),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        // No pkgConfig: hiredis.pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning; the
+        // headers are in /usr/include/hiredis and the shim includes them by that path.
+        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", providers: [.apt(["libhiredis-dev"])]),
         // The public header as a Swift module, so the ABI target shares the exact C layouts.
         .systemLibrary(name: "CExperimentABI", path: "Sources/CExperimentABI"),
         // Pure decision logic: datafile -> compiled config, bucketing, audiences, decisions, event payloads.
         .target(name: "ExperimentCore", dependencies: ["CJSONC"], swiftSettings: optimized),
-        // Moving parts: client state, config snapshots, user stores, event dispatch.
-        .target(name: "ExperimentRuntime", dependencies: ["ExperimentCore"], swiftSettings: optimized),
+        // Moving parts: client state, config snapshots, user stores, event dispatch, HTTP, SQLite, Redis.
+        .target(name: "ExperimentRuntime", dependencies: ["ExperimentCore", "CSQLite", "CCurl", "CHiredis"],
+                swiftSettings: optimized),
         // The C ABI only: @_cdecl functions translating C <-> Swift.
         .target(name: "experiment", dependencies: ["ExperimentRuntime", "ExperimentCore", "CExperimentABI"],
                 exclude: ["exports.map"], swiftSettings: optimized,

@@ -75,7 +75,7 @@ static exp_status fz_status_at(const char *file, int line, const char *call, exp
         if (!empty) fz_fail(file, line, "%s: EXP_OK but exp_last_error() is not empty", call);
     } else {
         if ((int)s == EXP_ERR_INTERNAL) fz_fail(file, line, "%s: EXP_ERR_INTERNAL (a library bug by its own definition)", call);
-        if ((int)s > 0 || (int)s < -18) fz_fail(file, line, "%s: status %d is not a documented exp_status", call, (int)s);
+        if ((int)s > 0 || (int)s < -27) fz_fail(file, line, "%s: status %d is not a documented exp_status", call, (int)s);
         if (!(allowed & FZ_BIT(s)))
             fz_fail(file, line, "%s: status %d (%s) is not one this call documents", call, (int)s, fz_status_name(s));
         if (empty) fz_fail(file, line, "%s: failed with %s but exp_last_error() is empty", call, fz_status_name(s));

@@ -80,6 +80,15 @@ typedef enum exp_status {
     EXP_ERR_INVALID_EVENT_TAGS = -16,   /* event tags are not a JSON object */
     EXP_ERR_CLOSED = -17,               /* the client was closed */
     EXP_ERR_BUFFER_TOO_SMALL = -18,     /* a caller-provided array is too short; the needed size is returned */
+    EXP_ERR_TIMEOUT = -19,              /* a wait (exp_client_wait_ready, flush, close drain) ran out of time */
+    EXP_ERR_TAG_IN_USE = -20,           /* exp_client_create: another open client already has this tag */
+    EXP_ERR_TYPE_MISMATCH = -21,        /* a typed accessor asked for a type the value does not have */
+    EXP_ERR_QUEUE_FULL = -22,           /* the event queue is at capacity and its policy is "reject" */
+    EXP_ERR_STORE = -23,                /* the local state store (SQLite file, Redis, callbacks) failed */
+    EXP_ERR_ODP_NOT_ENABLED = -24,      /* real-time segments are disabled or not configured */
+    EXP_ERR_INVALID_USER_ID = -25,      /* the segments service does not know or accept this user identifier */
+    EXP_ERR_FETCH_FAILED = -26,         /* a network fetch (datafile, segments) failed */
+    EXP_ERR_NOT_FOUND = -27,            /* no such entry (e.g. no client with that tag) */
     EXP_ERR_INTERNAL = -99              /* a bug: please report it with exp_last_error() */
 } exp_status;
 

@@ -1,5 +1,37 @@
 import ExperimentCore
 
+/// Where sticky bucketing (user profiles) is kept.
+public enum ProfileStoreChoice: Sendable, Equatable {
+    /// A SQLite file in the state directory (the default).
+    case sqlite
+    /// No sticky bucketing: purely deterministic decisions.
+    case none
+    /// A Redis server shared by a fleet.
+    case redis(url: String, prefix: String, ttlSeconds: Int)
+    /// The host's lookup/save callbacks, installed with exp_client_set_profile_store after create.
+    case callbacks
+}
+
+/// What a full event queue does with one more event.
+public enum QueueFullPolicy: String, Sendable {
+    /// The new event is refused with EXP_ERR_QUEUE_FULL (the caller knows it was not accepted).
+    case reject
+    /// The oldest queued event is dropped (and counted) to make room.
+    case dropOldest = "drop_oldest"
+}
+
+/// Real-time segments (ODP) settings: the `odp` option object.
+public struct ODPOptions: Sendable {
+    public var disabled = false
+    /// Overrides the datafile's integrations entry when set.
+    public var host: String? = nil
+    public var apiKey: String? = nil
+    public var segmentsCacheSize = 100
+    public var segmentsCacheTimeoutSeconds = 600
+    public var fetchTimeoutMs = 10_000
+    public var eventTimeoutMs = 10_000
+}
+
 /// The options a client is created with (one JSON object in C; keyword arguments in Python).
 /// Unknown keys are refused, so a typo never silently falls back to a default.
 public struct ClientOptions: Sendable {
@@ -7,8 +39,43 @@ public struct ClientOptions: Sendable {
     public var defaultDecideOptions: DecideOptions = []
     public var userStoreCapacity: Int = 10_000
     public var logLevel: LogLevel = .warning
+    /// Names the client in the process (Sigma tags); nil for an untagged client.
+    public var tag: String? = nil
+
+    // Datafile lifecycle
+    public var datafileURLTemplate = "https://cdn.optimizely.com/datafiles/{sdk_key}.json"
+    public var datafileAccessToken: String? = nil
+    public var pollingIntervalSeconds = 300
+    public var requestTimeoutMs = 10_000
+    public var retryCount = 3
+    /// Sigma's lazy mode: refresh on use when the datafile is older than this, instead of a timer.
+    public var cacheTTLSeconds: Int? = nil
+
+    // Local state
+    /// Directory of the SQLite state file; nil means the per-user default (see `StateDirectory`).
+    public var stateDir: String? = nil
+    public var profileStore: ProfileStoreChoice = .sqlite
+
+    // Events
+    public var eventEndpoint = "https://logx.optimizely.com/v1/events"
+    public var eventBatchSize = 10
+    public var eventFlushIntervalMs = 1_000
+    public var eventQueueCapacity = 100_000
+    public var eventQueueFullPolicy: QueueFullPolicy = .reject
+    /// How long exp_client_close waits for queued events to be delivered; the rest stay on disk.
+    public var closeTimeoutMs = 2_000
+
+    public var odp = ODPOptions()
 
     public static let maxUserStoreCapacity = 10_000_000
+    /// Polling faster than this is raised to it (with a warning), as the reference SDKs do.
+    public static let minPollingIntervalSeconds = 10
+    public static let knownKeys = [
+        "sdk_key", "default_decide_options", "user_store_capacity", "log_level", "tag",
+        "datafile_url_template", "datafile_access_token", "polling_interval_s", "request_timeout_ms", "retry_count",
+        "cache_ttl_s", "state_dir", "profile_store", "event_endpoint", "event_batch_size", "event_flush_interval_ms",
+        "event_queue_capacity", "event_queue_full_policy", "close_timeout_ms", "odp",
+    ]
 
     public init() {}
 
@@ -26,30 +93,106 @@ public struct ClientOptions: Sendable {
             throw ClientError(.invalidOption, "options: expected a JSON object, got \(root.kindName)")
         }
         for (key, value) in root.members {
-            switch key {
-            case "sdk_key":
-                guard let string = value.string else { throw wrongType(key, "a string", value) }
-                options.sdkKey = string
-            case "default_decide_options":
-                options.defaultDecideOptions = try decideOptions(value, what: "options.default_decide_options")
-            case "user_store_capacity":
-                guard let number = value.int64, number >= 1, number <= Int64(maxUserStoreCapacity) else {
-                    throw ClientError(.invalidOption,
-                                      "options.user_store_capacity: expected an integer from 1 to \(maxUserStoreCapacity)")
-                }
-                options.userStoreCapacity = Int(number)
-            case "log_level":
-                guard let name = value.string, let level = LogLevel(name: name) else {
-                    throw ClientError(.invalidOption,
-                                      "options.log_level: expected \"error\", \"warning\", \"info\" or \"debug\"")
-                }
-                options.logLevel = level
-            default:
-                throw ClientError(.invalidOption, "options: unknown option \"\(key)\" (known: sdk_key, "
-                                  + "default_decide_options, user_store_capacity, log_level)")
-            }
+            try options.apply(key, value)
         }
         return options
+    }
+
+    private mutating func apply(_ key: String, _ value: JSONValue) throws(ClientError) {
+        let field = OptionField(name: "options.\(key)", value: value)
+        switch key {
+        case "sdk_key": sdkKey = try field.string()
+        case "default_decide_options":
+            defaultDecideOptions = try Self.decideOptions(value, what: "options.default_decide_options")
+        case "user_store_capacity": userStoreCapacity = try field.integer(in: 1...Self.maxUserStoreCapacity)
+        case "log_level":
+            guard let name = value.string, let level = LogLevel(name: name) else {
+                throw ClientError(.invalidOption,
+                                  "options.log_level: expected \"error\", \"warning\", \"info\" or \"debug\"")
+            }
+            logLevel = level
+        case "tag": tag = try field.string(nonEmpty: true)
+        case "datafile_url_template":
+            let template = try field.string(nonEmpty: true)
+            guard template.hasPrefix("http://") || template.hasPrefix("https://") || template.hasPrefix("file://") else {
+                throw ClientError(.invalidOption, "options.datafile_url_template: expected an http(s):// or file:// URL")
+            }
+            datafileURLTemplate = template
+        case "datafile_access_token": datafileAccessToken = try field.string(nonEmpty: true)
+        case "polling_interval_s": pollingIntervalSeconds = try field.integer(in: 0...(365 * 86_400))
+        case "request_timeout_ms": requestTimeoutMs = try field.integer(in: 1...600_000)
+        case "retry_count": retryCount = try field.integer(in: 0...100)
+        case "cache_ttl_s": cacheTTLSeconds = try field.integer(in: 0...(365 * 86_400))
+        case "state_dir": stateDir = try field.string(nonEmpty: true)
+        case "profile_store": profileStore = try Self.profileStore(value)
+        case "event_endpoint": eventEndpoint = try field.string(nonEmpty: true)
+        case "event_batch_size": eventBatchSize = try field.integer(in: 1...10_000)
+        case "event_flush_interval_ms": eventFlushIntervalMs = try field.integer(in: 1...3_600_000)
+        case "event_queue_capacity": eventQueueCapacity = try field.integer(in: 1...100_000_000)
+        case "event_queue_full_policy":
+            guard let name = value.string, let policy = QueueFullPolicy(rawValue: name) else {
+                throw ClientError(.invalidOption, "options.event_queue_full_policy: expected \"reject\" or \"drop_oldest\"")
+            }
+            eventQueueFullPolicy = policy
+        case "close_timeout_ms": closeTimeoutMs = try field.integer(in: 0...600_000)
+        case "odp": odp = try Self.odpOptions(value)
+        default:
+            throw ClientError(.invalidOption,
+                              "options: unknown option \"\(key)\" (known: \(Self.knownKeys.joined(separator: ", ")))")
+        }
+    }
+
+    private static func profileStore(_ value: JSONValue) throws(ClientError) -> ProfileStoreChoice {
+        if let name = value.string {
+            switch name {
+            case "sqlite": return .sqlite
+            case "none": return .none
+            default: break
+            }
+        } else if value.kind == .object, value.count == 1, let redis = value.member("redis"), redis.kind == .object {
+            var url: String? = nil, prefix = "exp:profile:", ttl = 0
+            for (key, member) in redis.members {
+                let field = OptionField(name: "options.profile_store.redis.\(key)", value: member)
+                switch key {
+                case "url":
+                    let text = try field.string(nonEmpty: true)
+                    guard text.hasPrefix("redis://") else {
+                        throw ClientError(.invalidOption, "options.profile_store.redis.url: expected redis://host:port/db")
+                    }
+                    url = text
+                case "prefix": prefix = try field.string()
+                case "ttl_s": ttl = try field.integer(in: 0...(10 * 365 * 86_400))
+                default:
+                    throw ClientError(.invalidOption,
+                                      "options.profile_store.redis: unknown key \"\(key)\" (known: url, prefix, ttl_s)")
+                }
+            }
+            guard let url else { throw ClientError(.invalidOption, "options.profile_store.redis.url is required") }
+            return .redis(url: url, prefix: prefix, ttlSeconds: ttl)
+        }
+        throw ClientError(.invalidOption,
+                          "options.profile_store: expected \"sqlite\", \"none\" or {\"redis\": {\"url\": ...}}")
+    }
+
+    private static func odpOptions(_ value: JSONValue) throws(ClientError) -> ODPOptions {
+        guard value.kind == .object else { throw ClientError(.invalidOption, "options.odp: expected an object") }
+        var odp = ODPOptions()
+        for (key, member) in value.members {
+            let field = OptionField(name: "options.odp.\(key)", value: member)
+            switch key {
+            case "disabled": odp.disabled = try field.bool()
+            case "host": odp.host = try field.string(nonEmpty: true)
+            case "api_key": odp.apiKey = try field.string(nonEmpty: true)
+            case "segments_cache_size": odp.segmentsCacheSize = try field.integer(in: 0...10_000_000)
+            case "segments_cache_timeout_s": odp.segmentsCacheTimeoutSeconds = try field.integer(in: 0...(365 * 86_400))
+            case "fetch_timeout_ms": odp.fetchTimeoutMs = try field.integer(in: 1...600_000)
+            case "event_timeout_ms": odp.eventTimeoutMs = try field.integer(in: 1...600_000)
+            default:
+                throw ClientError(.invalidOption, "options.odp: unknown key \"\(key)\" (known: disabled, host, api_key, "
+                                  + "segments_cache_size, segments_cache_timeout_s, fetch_timeout_ms, event_timeout_ms)")
+            }
+        }
+        return odp
     }
 
     /// Decide option names in a JSON array -> the bit set.
@@ -66,7 +209,33 @@ public struct ClientOptions: Sendable {
         return options
     }
 
-    private static func wrongType(_ key: String, _ expected: String, _ value: JSONValue) -> ClientError {
-        ClientError(.invalidOption, "options.\(key): expected \(expected), got \(value.kindName)")
+}
+
+/// One option's value with typed readers whose errors name the option.
+private struct OptionField {
+    let name: String
+    let value: JSONValue
+
+    func string(nonEmpty: Bool = false) throws(ClientError) -> String {
+        guard let text = value.string else { throw wrongType("a string") }
+        if nonEmpty && text.isEmpty { throw ClientError(.invalidOption, "\(name): expected a non-empty string") }
+        return text
+    }
+
+    func integer(in range: ClosedRange<Int>) throws(ClientError) -> Int {
+        guard let number = value.int64, number >= Int64(range.lowerBound), number <= Int64(range.upperBound) else {
+            throw ClientError(.invalidOption,
+                              "\(name): expected an integer from \(range.lowerBound) to \(range.upperBound), got \(value.jsonText)")
+        }
+        return Int(number)
+    }
+
+    func bool() throws(ClientError) -> Bool {
+        guard let flag = value.bool else { throw wrongType("true or false") }
+        return flag
+    }
+
+    private func wrongType(_ expected: String) -> ClientError {
+        ClientError(.invalidOption, "\(name): expected \(expected), got \(value.kindName)")
     }
 }

@@ -18,6 +18,15 @@ public enum ErrorCode: Int32, Sendable {
     case invalidEventTags = -16
     case closed = -17
     case bufferTooSmall = -18
+    case timeout = -19
+    case tagInUse = -20
+    case typeMismatch = -21
+    case queueFull = -22
+    case storeFailed = -23
+    case odpNotEnabled = -24
+    case invalidUserId = -25
+    case fetchFailed = -26
+    case notFound = -27
     case internalError = -99
 }
 

@@ -34,6 +34,15 @@ __all__ = [
     "InvalidEventTagsError",
     "ClosedError",
     "BufferTooSmallError",
+    "WaitTimeoutError",
+    "TagInUseError",
+    "TypeMismatchError",
+    "QueueFullError",
+    "StoreError",
+    "ODPNotEnabledError",
+    "InvalidUserIdError",
+    "FetchFailedError",
+    "NotFoundError",
     "InternalError",
     "STATUS_NAMES",
     "error_for_status",
@@ -59,6 +68,15 @@ ERR_TOO_DEEP = -15
 ERR_INVALID_EVENT_TAGS = -16
 ERR_CLOSED = -17
 ERR_BUFFER_TOO_SMALL = -18
+ERR_TIMEOUT = -19
+ERR_TAG_IN_USE = -20
+ERR_TYPE_MISMATCH = -21
+ERR_QUEUE_FULL = -22
+ERR_STORE = -23
+ERR_ODP_NOT_ENABLED = -24
+ERR_INVALID_USER_ID = -25
+ERR_FETCH_FAILED = -26
+ERR_NOT_FOUND = -27
 ERR_INTERNAL = -99
 
 STATUS_NAMES: Dict[int, str] = {
@@ -81,6 +99,15 @@ STATUS_NAMES: Dict[int, str] = {
     ERR_INVALID_EVENT_TAGS: "EXP_ERR_INVALID_EVENT_TAGS",
     ERR_CLOSED: "EXP_ERR_CLOSED",
     ERR_BUFFER_TOO_SMALL: "EXP_ERR_BUFFER_TOO_SMALL",
+    ERR_TIMEOUT: "EXP_ERR_TIMEOUT",
+    ERR_TAG_IN_USE: "EXP_ERR_TAG_IN_USE",
+    ERR_TYPE_MISMATCH: "EXP_ERR_TYPE_MISMATCH",
+    ERR_QUEUE_FULL: "EXP_ERR_QUEUE_FULL",
+    ERR_STORE: "EXP_ERR_STORE",
+    ERR_ODP_NOT_ENABLED: "EXP_ERR_ODP_NOT_ENABLED",
+    ERR_INVALID_USER_ID: "EXP_ERR_INVALID_USER_ID",
+    ERR_FETCH_FAILED: "EXP_ERR_FETCH_FAILED",
+    ERR_NOT_FOUND: "EXP_ERR_NOT_FOUND",
     ERR_INTERNAL: "EXP_ERR_INTERNAL",
 }
 
@@ -204,6 +231,60 @@ class BufferTooSmallError(Error):
     default_code = ERR_BUFFER_TOO_SMALL
 
 
+class WaitTimeoutError(Error, TimeoutError):
+    """A wait (exp_client_wait_ready, flush, close drain) ran out of time."""
+
+    default_code = ERR_TIMEOUT
+
+
+class TagInUseError(Error):
+    """Exp_client_create: another open client already has this tag."""
+
+    default_code = ERR_TAG_IN_USE
+
+
+class TypeMismatchError(Error, TypeError):
+    """A typed accessor asked for a type the value does not have."""
+
+    default_code = ERR_TYPE_MISMATCH
+
+
+class QueueFullError(Error):
+    """The event queue is at capacity and its policy is "reject"."""
+
+    default_code = ERR_QUEUE_FULL
+
+
+class StoreError(Error, OSError):
+    """The local state store (SQLite file, Redis, callbacks) failed."""
+
+    default_code = ERR_STORE
+
+
+class ODPNotEnabledError(Error):
+    """Real-time segments are disabled or not configured."""
+
+    default_code = ERR_ODP_NOT_ENABLED
+
+
+class InvalidUserIdError(Error, ValueError):
+    """The segments service does not know or accept this user identifier."""
+
+    default_code = ERR_INVALID_USER_ID
+
+
+class FetchFailedError(Error, ConnectionError):
+    """A network fetch (datafile, segments) failed."""
+
+    default_code = ERR_FETCH_FAILED
+
+
+class NotFoundError(Error, LookupError):
+    """No such entry (e.g. no client with that tag)."""
+
+    default_code = ERR_NOT_FOUND
+
+
 class InternalError(Error):
     default_code = ERR_INTERNAL
 
@@ -227,6 +308,15 @@ _CLASSES: Dict[int, Type[Error]] = {
     ERR_INVALID_EVENT_TAGS: InvalidEventTagsError,
     ERR_CLOSED: ClosedError,
     ERR_BUFFER_TOO_SMALL: BufferTooSmallError,
+    ERR_TIMEOUT: WaitTimeoutError,
+    ERR_TAG_IN_USE: TagInUseError,
+    ERR_TYPE_MISMATCH: TypeMismatchError,
+    ERR_QUEUE_FULL: QueueFullError,
+    ERR_STORE: StoreError,
+    ERR_ODP_NOT_ENABLED: ODPNotEnabledError,
+    ERR_INVALID_USER_ID: InvalidUserIdError,
+    ERR_FETCH_FAILED: FetchFailedError,
+    ERR_NOT_FOUND: NotFoundError,
     ERR_INTERNAL: InternalError,
 }
 
