@@ -568,6 +568,41 @@ exp_status exp_client_set_logger(exp_client *client, exp_log_fn log, void *user_
  *     exp_client_set_log_level(c, EXP_LOG_DEBUG); */
 exp_status exp_client_set_log_level(exp_client *client, int level);
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Notification listeners                                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* What a listener hears about. */
+typedef enum exp_notification_type {
+    EXP_NOTIFY_DECISION = 1,       /* a decision: {"type":"flag"|"experiment", "user_id", "flag_key"|"experiment_key", ...} */
+    EXP_NOTIFY_TRACK = 2,          /* a tracked conversion: {"event_key", "user_id", "attributes", "tags"} */
+    EXP_NOTIFY_LOG_EVENT = 3,      /* an event batch left the dispatcher: {"url", "status", "event_count", ...} */
+    EXP_NOTIFY_CONFIG_UPDATE = 4   /* the datafile changed: {"revision", "project_id", "sdk_key"} */
+} exp_notification_type;
+
+/* Receives one notification: `payload_json` (a JSON object, borrowed for the call) and the `user_data`
+   given when the listener was added. Called synchronously on the thread that caused the notification,
+   outside the library's locks; it may call into the client but must not free it. */
+typedef void (*exp_notification_fn)(int type, const char *payload_json, void *user_data);
+
+/*
+ * Adds a listener for one exp_notification_type. *out_id (may be NULL) receives an id for
+ * exp_remove_notification_listener. The listener stays until removed or the client is freed.
+ * Errors: EXP_ERR_INVALID_ARGUMENT (NULL client or listener, unknown type), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     static void on_update(int type, const char *payload, void *user_data) {
+ *         (void)type; (void)user_data; printf("new datafile: %s\n", payload);
+ *     }
+ *     int64_t id;
+ *     exp_add_notification_listener(c, EXP_NOTIFY_CONFIG_UPDATE, on_update, NULL, &id);
+ */
+exp_status exp_add_notification_listener(exp_client *client, int type, exp_notification_fn listener,
+                                         void *user_data, int64_t *out_id);
+
+/* Removes the listener with `id`. Errors: EXP_ERR_INVALID_ARGUMENT (NULL client), EXP_ERR_NOT_FOUND (no
+ * such listener). Thread-safe.   exp_remove_notification_listener(c, id); */
+exp_status exp_remove_notification_listener(exp_client *client, int64_t id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,6 +22,7 @@ public final class Client: @unchecked Sendable {
     public let overrides = OverrideStore()
     public let events: EventSink
     public let logger: Logger
+    public let notifications = NotificationCenter()
     public let eventClient = EventClient(name: "libexperiment", version: LibraryVersion.string)
 
     private let current = Locked<ProjectConfig?>(nil)

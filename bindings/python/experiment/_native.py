@@ -128,6 +128,8 @@ class ExpEvent(Structure):
 #: typedef int (*exp_event_dispatch_fn)(const exp_event *event, void *user_data);
 EXP_EVENT_DISPATCH_FN = CFUNCTYPE(c_int, POINTER(ExpEvent), c_void_p)
 EXP_LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+#: typedef void (*exp_notification_fn)(int type, const char *payload_json, void *user_data);
+EXP_NOTIFICATION_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 
 # Opaque handle: exp_client *
 exp_client_p = c_void_p
@@ -185,6 +187,9 @@ _PROTOTYPES: List[Tuple[str, object, list]] = [
     ("exp_client_set_event_dispatcher", c_int, [exp_client_p, EXP_EVENT_DISPATCH_FN, c_void_p]),
     ("exp_client_set_logger", c_int, [exp_client_p, EXP_LOG_FN, c_void_p]),
     ("exp_client_set_log_level", c_int, [exp_client_p, c_int]),
+    # notification listeners
+    ("exp_add_notification_listener", c_int, [exp_client_p, c_int, EXP_NOTIFICATION_FN, c_void_p, POINTER(c_int64)]),
+    ("exp_remove_notification_listener", c_int, [exp_client_p, c_int64]),
 ]
 
 FUNCTION_NAMES = tuple(name for name, _, _ in _PROTOTYPES)

@@ -6,11 +6,11 @@ import json
 import logging
 import marshal
 import time
-from ctypes import CFUNCTYPE, addressof, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p, string_at
+from ctypes import CFUNCTYPE, addressof, byref, c_char_p, c_int, c_int64, c_size_t, c_uint, c_void_p, string_at
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import _native
-from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, ExpAttribute, ExpDecision, ExpValue
+from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, ExpAttribute, ExpDecision, ExpValue
 from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
@@ -348,8 +348,9 @@ def _closed_error() -> ClosedError:
 
 
 def _options_json(sdk_key: Any, default_decide_options: OptionsArg, user_store_capacity: Any,
-                  log_level: Any = None) -> Optional[bytes]:
-    options: Dict[str, Any] = {}
+                  log_level: Any = None, extra: Optional[Dict[str, Any]] = None) -> Optional[bytes]:
+    # Further options pass through under their C names (the library rejects unknown ones).
+    options: Dict[str, Any] = dict(extra or {})
     if log_level is not None:
         options["log_level"] = log_level
     if sdk_key is not None:
@@ -392,6 +393,19 @@ def _make_log_callback(logger: logging.Logger) -> Any:
     return EXP_LOG_FN(on_log)
 
 
+_NOTIFICATION_TYPES = {"decision": 1, "track": 2, "log_event": 3, "config_update": 4}
+
+
+def _make_notification_callback(listener: Any) -> Any:
+    def on_notification(_kind: int, payload: Optional[bytes], _user_data: Any) -> None:
+        try:
+            listener(json.loads(payload or b"null"))
+        except BaseException:  # nothing may propagate into C
+            _log.exception("notification listener %r failed", listener)
+
+    return EXP_NOTIFICATION_FN(on_notification)
+
+
 def _make_dispatch_callback(dispatcher: Any) -> Any:
     dispatch_event = dispatcher.dispatch_event
 
@@ -414,7 +428,8 @@ class Client:
     """A libexperiment client.
 
     ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
-    event_dispatcher=None, log_level=None, logger=None)``. With a datafile (str or bytes) the client is
+    event_dispatcher=None, log_level=None, logger=None, **options)``: ``options`` are the other client
+    options under their C names (state_dir, profile_store, event_endpoint, ...). With a datafile (str or bytes) the client is
     started synchronously. The library's messages go to ``logger`` (a :class:`logging.Logger`; default
     ``logging.getLogger("experiment")``) at ``log_level`` ("error", "warning" (default), "info", "debug").
     Safe to use from many threads at once. ``close()`` (or leaving a ``with`` block) releases the
@@ -426,15 +441,15 @@ class Client:
     def __init__(self, sdk_key: Optional[str] = None, datafile: Optional[Text] = None, *,
                  default_decide_options: OptionsArg = (), user_store_capacity: Optional[int] = None,
                  event_dispatcher: Any = None, log_level: Optional[str] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
+                 logger: Optional[logging.Logger] = None, **options: Any) -> None:
         self._h: Optional[_Handle] = None
         self._dispatcher = None
         if event_dispatcher is not None and not callable(getattr(event_dispatcher, "dispatch_event", None)):
             raise TypeError("event_dispatcher: expected an object with a dispatch_event(event) method, got %r"
                             % (event_dispatcher,))
-        options = _options_json(sdk_key, default_decide_options, user_store_capacity, log_level)
+        options_json = _options_json(sdk_key, default_decide_options, user_store_capacity, log_level, options)
         out = c_void_p()
-        status = _lib.exp_client_create(options, byref(out))
+        status = _lib.exp_client_create(options_json, byref(out))
         if status:
             _raise(status)
         if not out.value:
@@ -533,6 +548,34 @@ class Client:
 
     def __repr__(self) -> str:
         return "<experiment.Client %s>" % ("closed" if self._h is None else "at %#x" % (self._h.value or 0))
+
+    # -- notification listeners ----------------------------------------------------------------
+
+    def add_listener(self, kind: Any, listener: Any) -> int:
+        """Calls ``listener(payload)`` (a dict) for every notification of ``kind``: "decision", "track",
+        "log_event" or "config_update" (or an EXP_NOTIFY_* number). Listeners run synchronously on the
+        thread that caused the notification; an exception in one is logged and swallowed. Returns an id
+        for :meth:`remove_listener`."""
+        handle = self._live()
+        code = _NOTIFICATION_TYPES.get(kind, kind) if isinstance(kind, str) else kind
+        if not isinstance(code, int) or isinstance(code, bool):
+            raise InvalidArgumentError("listener kind: expected one of %s, got %r"
+                                       % (", ".join(sorted(_NOTIFICATION_TYPES)), kind))
+        if not callable(listener):
+            raise TypeError("listener: expected a callable, got %r" % (listener,))
+        callback = _make_notification_callback(listener)
+        out = c_int64()
+        status = _lib.exp_add_notification_listener(handle, code, callback, None, byref(out))
+        if status:
+            _raise(status)
+        handle.callbacks.append(callback)  # alive as long as the library may call it
+        return out.value
+
+    def remove_listener(self, listener_id: int) -> None:
+        """Removes a listener added with :meth:`add_listener` (NotFoundError when there is none)."""
+        status = _lib.exp_remove_notification_listener(self._live(), listener_id)
+        if status:
+            _raise(status)
 
     # -- events --------------------------------------------------------------------------------
 
