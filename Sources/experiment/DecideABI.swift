@@ -27,9 +27,11 @@ private final class ReasonStrings {
     }
 }
 
-/// Fills a caller's exp_decision. The decision retains the config its strings point into.
-private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideResult, config: ProjectConfig,
+/// Fills a caller's exp_decision. The decision retains the lease on the config its strings point into
+/// (the calling thread's lease: retaining it writes to no memory other threads use).
+private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideResult, lease: ConfigLease,
                   options: DecideOptions) {
+    let config = lease.config
     let decision = result.decision
     var filled = exp_decision()
     filled.flag_key = config.flags[Int(decision.flag)].key.cString
@@ -37,7 +39,7 @@ private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideRes
     filled.rule_key = decision.ruleKeyCString(in: config)
     filled.variables_json = options.contains(.excludeVariables) ? emptyObjectPointer : decision.variablesJSON(in: config)
     filled.enabled = decision.enabled(in: config) ? 1 : 0
-    filled.internal.0 = Unmanaged.passRetained(config).toOpaque()
+    filled.internal.0 = Unmanaged.passRetained(lease).toOpaque()
     if options.contains(.includeReasons) {
         let reasons = ReasonStrings(result.reasons)
         filled.reasons = UnsafePointer(reasons.pointers)
@@ -50,7 +52,7 @@ private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideRes
 @_cdecl("exp_decision_release")
 public func abiDecisionRelease(_ decision: UnsafeMutablePointer<exp_decision>?) {
     guard let decision else { return }
-    if let config = decision.pointee.internal.0 { Unmanaged<ProjectConfig>.fromOpaque(config).release() }
+    if let lease = decision.pointee.internal.0 { Unmanaged<ConfigLease>.fromOpaque(lease).release() }
     if let reasons = decision.pointee.internal.1 { Unmanaged<ReasonStrings>.fromOpaque(reasons).release() }
     decision.pointee = exp_decision()
 }
@@ -74,15 +76,22 @@ public func abiDecide(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
                       _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int, _ rawOptions: UInt32,
                       _ out: UnsafeMutablePointer<exp_decision>?) -> exp_status {
     api { () throws(ClientError) in
-        let client = try client(handle)
-        let out = try required(out, "out")
-        let user = try text(userId, "user_id")
-        let options = try decideOptions(rawOptions).subtracting(.enabledFlagsOnly)
-        let config = try client.config()
-        let flag = try flagIndex(flagKey, in: config)
-        try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
-            let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes, options: options)
-            fill(out, result, config: config, options: options.union(client.options.defaultDecideOptions))
+        guard let handle else { throw ClientError(.invalidArgument, "client is NULL") }
+        // The client and its config are borrowed, not retained: the caller's handle keeps the client alive
+        // and the thread's lease keeps the config alive (see ConfigLease).
+        try borrowing(Unmanaged<Client>.fromOpaque(UnsafeRawPointer(handle))) { (client) throws(ClientError) in
+            let out = try required(out, "out")
+            let user = try text(userId, "user_id")
+            let options = try decideOptions(rawOptions).subtracting(.enabledFlagsOnly)
+            let lease = try client.lease()
+            try borrowing(Unmanaged.passUnretained(lease.config)) { (config) throws(ClientError) in
+                let flag = try flagIndex(flagKey, in: config)
+                try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+                    let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes,
+                                               options: options)
+                    fill(out, result, lease: lease, options: options.union(client.options.defaultDecideOptions))
+                }
+            }
         }
     }
 }
@@ -105,7 +114,8 @@ public func abiDecideAll(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar
         let outCount = try required(outCount, "out_count")
         let user = try text(userId, "user_id")
         let options = try decideOptions(rawOptions)
-        let config = try client.config()
+        let lease = try client.lease()
+        let config = lease.config
         guard capacity >= config.flags.count else {
             outCount.pointee = config.flags.count
             throw ClientError(.bufferTooSmall, "capacity \(capacity) is less than the \(config.flags.count) flags of the datafile")
@@ -115,7 +125,7 @@ public func abiDecideAll(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar
             var filled = 0
             let effective = options.union(client.options.defaultDecideOptions)
             client.decideAll(config: config, userId: user, attributes: attributes, options: options) { result in
-                fill(out + filled, result, config: config, options: effective)
+                fill(out + filled, result, lease: lease, options: effective)
                 filled += 1
             }
             outCount.pointee = filled
@@ -139,7 +149,8 @@ public func abiDecideForKeys(_ handle: OpaquePointer?, _ userId: UnsafePointer<C
             outCount.pointee = keyCount
             throw ClientError(.bufferTooSmall, "capacity \(capacity) is less than key_count \(keyCount)")
         }
-        let config = try client.config()
+        let lease = try client.lease()
+        let config = lease.config
         var flags: [Int?] = []
         flags.reserveCapacity(keyCount)
         for position in 0..<keyCount {
@@ -163,7 +174,7 @@ public func abiDecideForKeys(_ handle: OpaquePointer?, _ userId: UnsafePointer<C
                 let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes,
                                            options: options.subtracting(.enabledFlagsOnly))
                 if effective.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
-                fill(out + filled, result, config: config, options: effective)
+                fill(out + filled, result, lease: lease, options: effective)
                 filled += 1
             }
             outCount.pointee = filled

@@ -58,6 +58,18 @@ func client(_ handle: OpaquePointer?) throws(ClientError) -> Client {
     return Unmanaged<Client>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue()
 }
 
+/// Runs `body` with an object someone else keeps alive for the duration, without retaining it
+/// (a retain writes to the object's reference count, which every thread using it shares).
+@inline(__always)
+func borrowing<Object: AnyObject, T>(_ object: Unmanaged<Object>, _ body: (Object) throws(ClientError) -> T)
+    throws(ClientError) -> T
+{
+    let result: Result<T, ClientError> = object._withUnsafeGuaranteedRef { borrowed in
+        do throws(ClientError) { return .success(try body(borrowed)) } catch { return .failure(error) }
+    }
+    return try result.get()
+}
+
 @inline(__always)
 func required<T>(_ pointer: T?, _ name: StaticString) throws(ClientError) -> T {
     guard let pointer else { throw ClientError(.invalidArgument, "\(name) is NULL") }

@@ -6,7 +6,9 @@
 /// A value type built per call on the stack; generic over the runtime's attribute and override sources
 /// so the hot path is specialized and allocation-free (unless reasons are collected).
 public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOverrides> {
-    public let config: ProjectConfig
+    /// Not retained: a service lives within one call whose caller holds the config, and retaining it
+    /// would write to the config's reference count, memory every deciding thread shares.
+    public unowned(unsafe) let config: ProjectConfig
     public let userId: UTF8Text
     public let attributes: Attributes
     public let overrides: Overrides

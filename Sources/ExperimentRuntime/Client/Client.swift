@@ -25,7 +25,7 @@ public final class Client: @unchecked Sendable {
     public let notifications = NotificationCenter()
     public let eventClient = EventClient(name: "libexperiment", version: LibraryVersion.string)
 
-    private let current = Locked<ProjectConfig?>(nil)
+    private let current = ConfigSlot()
     private let isClosed = Atomic<Bool>(false)
 
     public init(options: ClientOptions) {
@@ -44,32 +44,34 @@ public final class Client: @unchecked Sendable {
         do {
             compiled = try DatafileCompiler.compile(datafile)
         } catch {
-            let kept = current.withLock { $0?.revision }.map { "keeping revision \($0)" } ?? "the client stays not ready"
+            let kept = current.current.map { "keeping revision \($0.revision)" } ?? "the client stays not ready"
             logger.log(.error, "rejected datafile (\(error.message)); \(kept)")
             throw ClientError(error)
         }
         // The previous config is released after the lock: freeing a large one must not hold up decisions.
-        let previous = current.withLock { config -> ProjectConfig? in
-            defer { config = compiled }
-            return config
-        }
+        // (Threads still holding a lease on it release their share when they next decide.)
+        let previous = current.install(compiled)
         withExtendedLifetime(previous) {}
         logger.log(.info, "datafile revision \(compiled.revision) in use"
                    + (options.sdkKey.map { " for SDK key \(Logger.redacted($0))" } ?? "")
                    + ": \(compiled.flags.count) flags, \(compiled.experiments.count) experiments and rules")
     }
 
-    public var isReady: Bool { current.withLock { $0 != nil } }
+    public var isReady: Bool { current.current != nil }
 
-    /// The config decisions should use now.
+    /// The calling thread's lease on the config decisions should use now: the hot path's way in (no lock,
+    /// no write to shared memory while the config is unchanged).
     @inline(__always)
-    public func config() throws(ClientError) -> ProjectConfig {
+    public func lease() throws(ClientError) -> ConfigLease {
         try ensureOpen()
-        guard let config = current.withLock({ $0 }) else {
+        guard let lease = current.lease() else {
             throw ClientError(.notReady, "the client has no datafile yet: call exp_client_start first")
         }
-        return config
+        return lease
     }
+
+    /// The config decisions should use now.
+    public func config() throws(ClientError) -> ProjectConfig { try lease().config }
 
     public func close() { isClosed.store(true, ordering: .releasing) }
 
