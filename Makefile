@@ -25,7 +25,7 @@ APT_PACKAGES := libjson-c-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev
 TEST_APT_PACKAGES := redis-server
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
 
-.PHONY: all deps test-deps lib cli demo test test-swift test-c test-cpp test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
+.PHONY: all deps test-deps lib cli demo python-speedups test test-swift test-c test-cpp test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
         bench clean
 
 all: lib
@@ -114,9 +114,25 @@ test-install: lib
 	MAKE="$(MAKE)" CC="$(CC)" CXX="$(CXX)" bash tests/install/test_install.sh
 	PYTHON=$(PYTHON) bash tests/install/test_pip.sh
 
-test-python: test-deps lib
+# The binding's optional C accelerator for decide (bindings/python/experiment/_speedups.c). It links
+# nothing: the binding hands it the library's function addresses. Skipped when Python.h is missing.
+PY_INCLUDE  := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
+PY_EXT      := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+SPEEDUPS    := bindings/python/experiment/_speedups$(PY_EXT)
+
+python-speedups:
+	@if [ -f "$(PY_INCLUDE)/Python.h" ]; then \
+	  $(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -Iinclude -I$(PY_INCLUDE) \
+	    -o $(SPEEDUPS) bindings/python/experiment/_speedups.c && echo "built $(SPEEDUPS)"; \
+	else echo "Python.h not found under '$(PY_INCLUDE)': the binding runs without its C accelerator"; fi
+
+# The whole suite with the accelerator, then the decide tests once more through the pure ctypes path.
+test-python: test-deps lib python-speedups
 	EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
 	  $(PYTHON) -m pytest -q bindings/python/tests
+	EXPERIMENT_NO_SPEEDUPS=1 EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
+	  $(PYTHON) -m pytest -q bindings/python/tests/test_decide.py bindings/python/tests/test_input_errors.py \
+	    bindings/python/tests/test_speedups.py
 
 install: lib
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig

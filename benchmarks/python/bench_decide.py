@@ -155,6 +155,15 @@ def ours_decide_loop(ours, users, flag_key, options, read_all):
     return loop
 
 
+def ours_variation_key_loop(ours, users, flag_key, options):
+    variation_key = ours.variation_key
+
+    def loop():
+        for user_id, attributes in users:
+            variation_key(user_id, flag_key, attributes, options)
+    return loop
+
+
 def reference_decide_loops(reference, users, flag_key, options):
     """(a new user context per call, as an app handling requests would; one pre-built context per user)."""
     create = reference.create_user_context
@@ -234,12 +243,15 @@ def main():
         ours_key_options = tuple(ours_options) + ("EXCLUDE_VARIABLES",)
         ref_key_options = list(reference_options) + [OptimizelyDecideOption.EXCLUDE_VARIABLES]
         t_key = timed(ours_decide_loop(ours, users, args.flag, ours_key_options, False), n)
+        t_vkey = timed(ours_variation_key_loop(ours, users, args.flag, ours_options), n)
         t_full = timed(ours_decide_loop(ours, users, args.flag, ours_options, True), n)
         new_key, reuse_key = (timed(loop, n) for loop in
                               reference_decide_loops(reference, users, args.flag, ref_key_options))
         new_full, reuse_full = (timed(loop, n) for loop in
                                 reference_decide_loops(reference, users, args.flag, reference_options))
         rows.append(("decide%s:ours-key" % label, "ours: variation key only (EXCLUDE_VARIABLES)", t_key,
+                     new_key, reuse_key))
+        rows.append(("decide%s:ours-variation_key" % label, "ours: client.variation_key() (a str)", t_vkey,
                      new_key, reuse_key))
         rows.append(("decide%s:ours-full" % label, "ours: full Decision, every field read", t_full,
                      new_full, reuse_full))
@@ -269,6 +281,8 @@ def main():
     print("\nPython: µs per call, median of %d repeats (decide: %d users x %s; decide_all: %d users)"
           % (args.repeats, len(users), args.flag, len(all_users)))
     print("events off = DISABLE_DECISION_EVENT on both sides; +events = impressions to a no-op dispatcher")
+    print("binding's C accelerator: %s" % ("on" if experiment.client._speedups is not None
+                                          else "off (not built, or EXPERIMENT_NO_SPEEDUPS set)"))
     print("speedup = optimizely µs / ours µs, against a new user context per call / a reused one")
     print("%-35s %-46s %10s %14s %16s" % ("row", "what", "µs/call", "speedup (new)", "speedup (reuse)"))
     results = open(args.results, "a") if args.results else None

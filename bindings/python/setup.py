@@ -4,12 +4,16 @@
 own `make lib` when it is not built yet, and copies it next to the package's modules, so the installed
 package finds it without LD_LIBRARY_PATH. EXPERIMENT_LIBRARY=/path/to/libexperiment.so ships that file
 instead (for example a library installed with `make install`). Everything else is in pyproject.toml.
+
+The optional C accelerator experiment/_speedups.c is compiled too when include/experiment.h is found (the
+repository's, or EXPERIMENT_INCLUDE=/dir/with/the/header); when it cannot be built, the package works
+without it.
 """
 import os
 import shutil
 import subprocess
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,4 +43,18 @@ class BuildWithLibrary(build_py):
         os.chmod(target, 0o755)
 
 
-setup(cmdclass={"build_py": BuildWithLibrary})
+def header_directory() -> str:
+    for directory in (os.environ.get("EXPERIMENT_INCLUDE"), os.path.join(REPOSITORY, "include")):
+        if directory and os.path.isfile(os.path.join(directory, "experiment.h")):
+            return directory
+    return ""
+
+
+def accelerator() -> list:
+    include = header_directory()
+    if not include:
+        return []
+    return [Extension("experiment._speedups", ["experiment/_speedups.c"], include_dirs=[include], optional=True)]
+
+
+setup(cmdclass={"build_py": BuildWithLibrary}, ext_modules=accelerator())

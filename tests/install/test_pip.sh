@@ -13,8 +13,8 @@ trap 'rm -rf "$tmp"' EXIT
 # pip builds a local directory in place; build a copy so the checkout stays clean, shipping the library
 # this repository built (the copy has no repository beside it to build one).
 cp -r "$repo/bindings/python" "$tmp/package"
-rm -rf "$tmp/package/tests"
-EXPERIMENT_LIBRARY="$repo/.build/release/libexperiment.so" \
+rm -rf "$tmp/package/tests" "$tmp/package/experiment/"*.so "$tmp/package/experiment/__pycache__"
+EXPERIMENT_LIBRARY="$repo/.build/release/libexperiment.so" EXPERIMENT_INCLUDE="$repo/include" \
     "$tmp/venv/bin/python" -m pip install -q --no-build-isolation "$tmp/package"
 
 cd "$tmp"
@@ -27,6 +27,8 @@ assert "site-packages" in loaded and loaded.endswith("libexperiment.so"), loaded
 with experiment.Client(datafile=open(sys.argv[1]).read()) as client:
     decision = client.decide("user-1", "free_shipping", {"country": "NL"})
     assert decision.flag_key == "free_shipping", decision
+from experiment import client as client_module
+assert client_module._speedups is not None, "the C accelerator was not built by pip install"
 print("installed package loads %s (version %s)" % (loaded, experiment.library_version()))
 PY
 # The Python example, run by the installed package from outside the checkout.
