@@ -74,6 +74,14 @@ echo "== C threads: one client, 1/2/4/8 deciding threads, datafile replaced ever
 "$out/bench_threads" benchmarks/data/bench_ab_rollout.json || failed+=("C threads benchmark (exit status $?)")
 
 echo
+echo "== C datafile load: ~10 KB, 1 MB, 10 MB datafiles (generated), against json-c's parse of the same bytes"
+"$python" benchmarks/data/make_bench_datafiles.py --load-sizes "$out" > /dev/null
+"$cc" -O2 -std=gnu11 -Wall -Wextra -Iinclude $(pkg-config --cflags json-c) benchmarks/c/bench_load.c \
+    -o "$out/bench_load" -L"$linkdir" -lexperiment -Wl,-rpath,"$linkdir" $(pkg-config --libs json-c)
+"$out/bench_load" "$out/load_10k.json" "$out/load_1m.json" "$out/load_10m.json" \
+    || failed+=("C datafile load benchmark (exit status $?)")
+
+echo
 echo "== Python benchmark"
 py_args=(--results "$results")
 if [ "$quick" = 1 ]; then py_args+=(--users 300 --all-users 30 --repeats 3); fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generates benchmarks/data/bench_50_flags.json, the datafile of the decide-all benchmark.
+"""Generates benchmarks/data/bench_50_flags.json, the datafile of the decide-all benchmark, and on request
+the datafiles of the load benchmark (about 10 KB, 1 MB and 10 MB: the same mix of flags, repeated).
 
 A deterministic mix of 50 feature flags that looks like a mid-sized production project:
 
@@ -11,9 +12,11 @@ A deterministic mix of 50 feature flags that looks like a mid-sized production p
 Variables of every type (string, integer, double, boolean, json) are spread over the flags. The
 attributes are the ones the benchmarks send: country, age, app_version (see users below).
 
-Usage:  python3 benchmarks/data/make_bench_datafiles.py [--check]
-  --check  also loads both benchmark datafiles in the reference SDK (optimizely-sdk) and verifies that
-           it accepts them.
+Usage:  python3 benchmarks/data/make_bench_datafiles.py [--check] [--load-sizes DIR]
+  --check            also loads both benchmark datafiles in the reference SDK (optimizely-sdk) and verifies
+                     that it accepts them.
+  --load-sizes DIR   writes load_10k.json, load_1m.json and load_10m.json into DIR (not committed: the
+                     load benchmark generates them).
 """
 import json
 import os
@@ -64,11 +67,16 @@ class Ids:
 
 
 def make_50_flags():
+    return make_flags(50)
+
+
+def make_flags(count):
+    """`count` flags; every block of 50 repeats the mix described above (with its own two groups)."""
     rng = random.Random(20240521)
     new_id = Ids(100000)
     audience_ids = [a[0] for a in AUDIENCES]
     flags, rollouts, experiments, groups = [], [], [], []
-    group_slots = {0: [], 1: []}
+    group_slots = {}
     variable_gen = {}  # variable id -> value generator of its type
 
     def variables_for(flag_index):
@@ -97,8 +105,9 @@ def make_50_flags():
                 "audienceIds": list(audiences), "audienceConditions": conditions, "forcedVariations": {},
                 "variations": variations, "trafficAllocation": allocation}
 
-    for index in range(50):
-        key = "flag_%02d" % index
+    for number in range(count):
+        index = number % 50
+        key = "flag_%02d" % number
         flag_id = new_id()
         variables = variables_for(index)
         for v in variables:
@@ -125,7 +134,7 @@ def make_50_flags():
             audiences = [rng.choice(audience_ids)] if index % 3 == 0 else []
             exp = rule(key + "_grouped", new_id(), audiences,
                        [variation("a", True, variables), variation("b", True, variables)], 100)
-            group_slots[index % 2].append(exp)
+            group_slots.setdefault(2 * (number // 50) + index % 2, []).append(exp)
             experiment_ids.append(exp["id"])
 
         everyone_percent = 100 if index >= 45 else rng.choice([0, 25, 50, 100])
@@ -137,7 +146,7 @@ def make_50_flags():
         flags.append({"id": flag_id, "key": key, "rolloutId": rollout_id, "experimentIds": experiment_ids,
                       "variables": variables})
 
-    for slot, members in group_slots.items():
+    for slot, members in sorted(group_slots.items()):
         share = 10000 // len(members)
         allocation = [{"entityId": e["id"], "endOfRange": 10000 if i == len(members) - 1 else (i + 1) * share}
                       for i, e in enumerate(members)]
@@ -185,7 +194,22 @@ def check_with_reference(paths):
               % (os.path.relpath(path), len(decisions), enabled))
 
 
+LOAD_SIZES = [("load_10k.json", 4), ("load_1m.json", 480), ("load_10m.json", 4800)]
+
+
+def write_load_datafiles(directory):
+    for name, flag_count in LOAD_SIZES:
+        path = os.path.join(directory, name)
+        with open(path, "w") as f:
+            json.dump(make_flags(flag_count), f, indent=1)
+            f.write("\n")
+        print("wrote %s (%d flags, %d bytes)" % (path, flag_count, os.path.getsize(path)))
+
+
 def main():
+    if "--load-sizes" in sys.argv[1:]:
+        write_load_datafiles(sys.argv[sys.argv.index("--load-sizes") + 1])
+        return
     out = os.path.join(HERE, "bench_50_flags.json")
     with open(out, "w") as f:
         json.dump(make_50_flags(), f, indent=1)
