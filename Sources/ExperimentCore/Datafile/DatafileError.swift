@@ -26,22 +26,30 @@ public struct DatafileError: Error, Equatable {
 /// Typed access to a datafile's JSON that reports the exact place of every problem.
 struct DatafileReader {
     let value: JSONValue
-    let path: String
+    /// Where this value is, for error messages. Rendered only when a message needs it: building
+    /// "experiments[12].variations[3].key" for every value read made compiling allocate several times
+    /// per field.
+    private let place: DatafilePlace
 
     init(_ value: JSONValue, path: String) {
-        self.value = value
-        self.path = path
+        self.init(value, place: DatafilePlace(above: nil, step: .named(path)))
     }
+
+    private init(_ value: JSONValue, place: DatafilePlace) {
+        self.value = value
+        self.place = place
+    }
+
+    var path: String { place.rendered }
 
     func fail(_ problem: String) -> DatafileError {
-        DatafileError(.invalidDatafile, path.isEmpty ? "datafile: \(problem)" : "datafile: \(path): \(problem)")
+        let path = self.path
+        return DatafileError(.invalidDatafile, path.isEmpty ? "datafile: \(problem)" : "datafile: \(path): \(problem)")
     }
-
-    private func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     func member(_ key: String) -> DatafileReader? {
         guard let found = value.member(key) else { return nil }
-        return DatafileReader(found, path: child(key))
+        return DatafileReader(found, place: place.child(.member(key)))
     }
 
     func required(_ key: String) throws(DatafileError) -> DatafileReader {
@@ -66,12 +74,14 @@ struct DatafileReader {
 
     func array() throws(DatafileError) -> [DatafileReader] {
         guard value.kind == .array else { throw fail("expected an array, got \(value.kindName)") }
-        return (0..<value.count).map { DatafileReader(value[$0], path: "\(path)[\($0)]") }
+        let parent = place.node()
+        return (0..<value.count).map { DatafileReader(value[$0], place: DatafilePlace(above: parent, step: .element($0))) }
     }
 
     func object() throws(DatafileError) -> [(key: String, value: DatafileReader)] {
         guard value.kind == .object else { throw fail("expected an object, got \(value.kindName)") }
-        return value.members.map { ($0.key, DatafileReader($0.value, path: child($0.key))) }
+        let parent = place.node()
+        return value.members.map { ($0.key, DatafileReader($0.value, place: DatafilePlace(above: parent, step: .member($0.key)))) }
     }
 
     func requiredString(_ key: String) throws(DatafileError) -> String { try required(key).string() }
@@ -96,4 +106,54 @@ struct DatafileReader {
     func optionalString(_ key: String) throws(DatafileError) -> String? { try optional(key)?.string() }
     func optionalBool(_ key: String) throws(DatafileError) -> Bool? { try optional(key)?.bool() }
     func optionalArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try optional(key)?.array() ?? [] }
+}
+
+/// A value's place in the datafile: its step from its parent ("key" or [index]), its parent's step, and a
+/// shared node for everything above. Reading a member of a value (the common case: "id", "key" of an
+/// entity) makes no allocation; a node is made only when a member of a member is read, or for an array
+/// or object whose children are listed.
+struct DatafilePlace {
+    enum Step {
+        /// A whole path given as text (the root, or a document nested in a string field).
+        case named(String)
+        case member(String)
+        case element(Int)
+    }
+
+    final class Node {
+        let place: DatafilePlace
+        init(_ place: DatafilePlace) { self.place = place }
+    }
+
+    let above: Node?
+    let parentStep: Step?
+    let step: Step
+
+    init(above: Node?, parentStep: Step? = nil, step: Step) {
+        self.above = above
+        self.parentStep = parentStep
+        self.step = step
+    }
+
+    func child(_ childStep: Step) -> DatafilePlace {
+        guard let parentStep else { return DatafilePlace(above: above, parentStep: step, step: childStep) }
+        return DatafilePlace(above: Node(DatafilePlace(above: above, step: parentStep)), parentStep: step, step: childStep)
+    }
+
+    /// This place as a parent of listed children.
+    func node() -> Node { Node(self) }
+
+    var rendered: String {
+        var text = above?.place.rendered ?? ""
+        if let parentStep { Self.append(parentStep, to: &text) }
+        Self.append(step, to: &text)
+        return text
+    }
+
+    private static func append(_ step: Step, to text: inout String) {
+        switch step {
+        case .named(let name), .member(let name): text += text.isEmpty ? name : "." + name
+        case .element(let index): text += "[\(index)]"
+        }
+    }
 }
