@@ -144,7 +144,12 @@ install: lib
 	  experiment.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/experiment.pc
 	@echo "installed libexperiment $(VERSION) under $(DESTDIR)$(PREFIX)"
 
-bench: lib test-deps
+# The benchmarks also time eppo-server-sdk (a native-core Python SDK) for scale, when it installs.
+BENCH_PIP_PACKAGES := eppo-server-sdk==4.4.1
+
+bench: lib test-deps python-speedups
+	@$(PYTHON) -c "import eppo_client" 2>/dev/null || $(PYTHON) -m pip install -q $(BENCH_PIP_PACKAGES) \
+	  || echo "eppo-server-sdk did not install: its comparison row is skipped"
 	bash benchmarks/run.sh
 
 clean:

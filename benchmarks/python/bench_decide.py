@@ -14,7 +14,11 @@ In one run, on the same datafile and the same users:
      an app serving requests does) and with one pre-built context per user reused. Decision events are
      disabled (DISABLE_DECISION_EVENT) on both sides, then the whole set is repeated with impression
      events handed to a no-op dispatcher on both sides ("+events");
-  3. times decide_all over the 50-flag datafile the same way.
+  3. times decide_all over the 50-flag datafile the same way;
+  4. when eppo-server-sdk (a Python SDK over a Rust core) is installed, times its assignment of an
+     equivalent flag written in its own configuration format (the same A/B split at 50% traffic, then the
+     same audience at 50%) for the same users: another native-core engine, for scale. Its results are
+     not compared (different hashing), and its assignment logging is off, like our events.
 
 Each timing is the median over --repeats runs of a loop over all users, measured with
 time.perf_counter_ns; the result is µs per call. The speedup is optimizely's time / ours.
@@ -57,6 +61,45 @@ APP_VERSIONS = ["1.9.3", "2.0.0", "2.4.1", "3.1.0"]
 def user_attributes(i):
     """User i of the benchmarks. Keep in sync with build_users() in benchmarks/c/bench_decide.c."""
     return {"country": COUNTRIES[i % 5], "age": 16 + (i * 7) % 60, "app_version": APP_VERSIONS[(i // 5) % 4]}
+
+
+def eppo_equivalent_flag(flag_key):
+    """Eppo's universal flag configuration for a flag like bench_ab_rollout.json's: an A/B test on 50% of
+    users (25% control, 25% treatment), then "on" for 50% of EU adults on app 2.x, else the default."""
+    def shards(salt, start, end):
+        return {"salt": salt, "ranges": [{"start": start, "end": end}]}
+    eu_adults_on_2x = [{"attribute": "country", "operator": "ONE_OF", "value": ["NL", "DE", "FR"]},
+                       {"attribute": "age", "operator": "GTE", "value": 18},
+                       {"attribute": "app_version", "operator": "GTE", "value": "2.0.0"}]
+    return {"format": "SERVER", "createdAt": "2026-01-01T00:00:00Z", "environment": {"name": "bench"}, "flags": {
+        flag_key: {"key": flag_key, "enabled": True, "variationType": "STRING", "totalShards": 10000,
+                   "variations": {k: {"key": k, "value": k} for k in ("control", "treatment", "on")},
+                   "allocations": [
+                       {"key": "ab", "doLog": False, "rules": [], "splits": [
+                           {"variationKey": "control", "shards": [shards("ab-traffic", 0, 5000), shards("ab-split", 0, 5000)]},
+                           {"variationKey": "treatment", "shards": [shards("ab-traffic", 0, 5000), shards("ab-split", 5000, 10000)]}]},
+                       {"key": "rollout", "doLog": False, "rules": [{"conditions": eu_adults_on_2x}], "splits": [
+                           {"variationKey": "on", "shards": [shards("rollout-traffic", 0, 5000)]}]}]}}}
+
+
+def make_eppo(flag_key):
+    """An eppo-server-sdk client on the equivalent flag, offline; None when the package is not installed."""
+    try:
+        import eppo_client
+        from eppo_client import Configuration
+        from eppo_client.assignment_logger import AssignmentLogger
+        from eppo_client.config import Config
+    except ImportError:
+        return None
+
+    class NoLog(AssignmentLogger):
+        def log_assignment(self, event):
+            pass
+
+    flags = json.dumps(eppo_equivalent_flag(flag_key)).encode()
+    eppo_client.init(Config(api_key="offline-benchmark", base_url="http://127.0.0.1:9", assignment_logger=NoLog(),
+                            poll_interval_seconds=None, initial_configuration=Configuration(flags_configuration=flags)))
+    return eppo_client.get_instance()
 
 
 def make_users(count):
@@ -269,6 +312,22 @@ def main():
     run("+events", (), [])
     sent = (ours_events.count - before[0], reference_events.count - before[1])
     assert sent[0] > 0 and sent[1] > 0, "impression events expected on both sides, got %s" % (sent,)
+
+    eppo = make_eppo(args.flag)
+    if eppo is not None:
+        import eppo_client
+        assign = eppo.get_string_assignment
+
+        def eppo_loop():
+            for user_id, attributes in users:
+                assign(args.flag, user_id, attributes, "off")
+        assigned = {assign(args.flag, u, a, "off") for u, a in users}
+        assert assigned >= {"control", "treatment", "on", "off"}, "eppo equivalent flag: got %s" % assigned
+        t_eppo = timed(eppo_loop, len(users))
+        rows.append(("decide:eppo-%s" % eppo_client.__version__, "eppo-server-sdk (Rust core): string assignment",
+                     t_eppo, None, None))
+    else:
+        print("eppo-server-sdk not installed: no native-core comparison row (pip install eppo-server-sdk)")
 
     ours_loop, ref_new, ref_reuse = decide_all_loops(ours_all, reference_all, all_users, NO_EVENT_OURS,
                                                      NO_EVENT_REF)
