@@ -15,6 +15,8 @@ struct DatafileFetcher: Sendable {
     }
 
     let url: String
+    /// The URL as messages show it: the SDK key redacted (logs must not carry secrets).
+    let displayURL: String
     let accessToken: String?
     let timeoutMs: Int
     let retryCount: Int
@@ -25,6 +27,7 @@ struct DatafileFetcher: Sendable {
 
     init(options: ClientOptions, sdkKey: String, maxBytes: Int) {
         url = Self.url(template: options.datafileURLTemplate, sdkKey: sdkKey)
+        displayURL = options.datafileURLTemplate.replacingAll("{sdk_key}", with: "{sdk_key=\(Logger.redacted(sdkKey))}")
         accessToken = options.datafileAccessToken
         timeoutMs = options.requestTimeoutMs
         retryCount = options.retryCount
@@ -85,7 +88,7 @@ struct DatafileFetcher: Sendable {
         case .failure(let error):
             // An oversized body is the server's answer, not a passing fault: retrying cannot help.
             let oversized = error.message.contains("response larger than")
-            return .failure(Failure(message: error.message, retryable: !oversized))
+            return .failure(Failure(message: error.message.replacingAll(url, with: displayURL), retryable: !oversized))
         case .success(let response):
             let status = response.status
             if status == 304 { return .success(.notModified) }
@@ -95,7 +98,7 @@ struct DatafileFetcher: Sendable {
                                          lastModified: response.headers["last-modified"]))
             }
             let retryable = status >= 500 || status == 429 || status == 408
-            return .failure(Failure(message: "GET \(url): HTTP \(status)", retryable: retryable))
+            return .failure(Failure(message: "GET \(displayURL): HTTP \(status)", retryable: retryable))
         }
     }
 }

@@ -134,7 +134,10 @@ extension Substring {
     func trimmingSpaces() -> String {
         var slice = self[...]
         while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }
-        while let last = slice.last, last == " " || last == "\t" || last == "\r" || last == "\n" { slice = slice.dropLast() }
+        // "\r\n" is one Character (a grapheme cluster), distinct from "\r" and "\n".
+        while let last = slice.last, last == " " || last == "\t" || last == "\r" || last == "\n" || last == "\r\n" {
+            slice = slice.dropLast()
+        }
         return String(slice)
     }
 }
