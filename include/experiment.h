@@ -180,7 +180,8 @@ typedef struct exp_client exp_client;
  * Creates a client from a JSON object of options (NULL or "" means all defaults). Unknown keys are an
  * error, not ignored. Options understood by this version:
  *
- *   "sdk_key"                 string   the project environment's key (informational for now)
+ *   "sdk_key"                 string   the project environment's key: names the datafile URL and cache entry
+ *                                      (more options: see "Datafile lifecycle" below)
  *   "default_decide_options"  array    decide option names applied to every decide, e.g.
  *                                      ["DISABLE_DECISION_EVENT", "INCLUDE_REASONS"]
  *   "user_store_capacity"     integer  how many users' properties (exp_set_user_property) are kept;
