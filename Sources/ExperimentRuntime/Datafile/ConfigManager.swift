@@ -169,7 +169,9 @@ final class ConfigManager: @unchecked Sendable {
                                  pause: (Int64) -> Bool) -> ClientError? {
         lastAttemptAt = monotonicMillis()
         record { $0.fetches += 1 }
-        let outcome = fetcher.fetch(validators: validators, log: { logger.log(.warning, $0) }, pause: pause)
+        let state = self.state
+        let outcome = fetcher.fetch(validators: validators, log: { logger.log(.warning, $0) }, pause: pause,
+                                    isCancelled: { state.isClosing })
         switch outcome {
         case .failed(let message):
             let error = ClientError(.fetchFailed, "datafile fetch failed: \(message)")

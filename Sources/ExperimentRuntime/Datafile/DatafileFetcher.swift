@@ -53,7 +53,8 @@ struct DatafileFetcher: Sendable {
 
     /// Fetches with up to `retryCount` retries; `pause(ms)` sleeps between attempts and answers false when
     /// the client is closing (the fetch then gives up at once).
-    func fetch(validators: Validators, log: (String) -> Void, pause: (Int64) -> Bool) -> Outcome {
+    func fetch(validators: Validators, log: (String) -> Void, pause: (Int64) -> Bool,
+               isCancelled: @escaping @Sendable () -> Bool) -> Outcome {
         var lastFailure = ""
         for attempt in 0...retryCount {
             if attempt > 0 {
@@ -61,7 +62,7 @@ struct DatafileFetcher: Sendable {
                 log("datafile fetch failed (\(lastFailure)); retry \(attempt) of \(retryCount) in \(delay) ms")
                 guard pause(delay) else { return .failed(message: "\(lastFailure); stopped: the client closed") }
             }
-            switch once(validators) {
+            switch once(validators, isCancelled) {
             case .success(let outcome): return outcome
             case .failure(let failure):
                 lastFailure = failure.message
@@ -77,18 +78,19 @@ struct DatafileFetcher: Sendable {
         let retryable: Bool
     }
 
-    private func once(_ validators: Validators) -> Result<Outcome, Failure> {
+    private func once(_ validators: Validators, _ isCancelled: @escaping @Sendable () -> Bool) -> Result<Outcome, Failure> {
         var headers = ["Accept: application/json"]
         if let accessToken { headers.append("Authorization: Bearer \(accessToken)") }
         if let etag = validators.etag { headers.append("If-None-Match: \(etag)") }
         if let modified = validators.lastModified { headers.append("If-Modified-Since: \(modified)") }
         var request = HTTPRequest(url: url, headers: headers, timeoutMs: timeoutMs)
         request.maxResponseBytes = maxBytes
+        request.isCancelled = isCancelled
         switch HTTPClient.perform(request) {
         case .failure(let error):
             // An oversized body is the server's answer, not a passing fault: retrying cannot help.
-            let oversized = error.message.contains("response larger than")
-            return .failure(Failure(message: error.message.replacingAll(url, with: displayURL), retryable: !oversized))
+            let final = error.message.contains("response larger than") || isCancelled()
+            return .failure(Failure(message: error.message.replacingAll(url, with: displayURL), retryable: !final))
         case .success(let response):
             let status = response.status
             if status == 304 { return .success(.notModified) }

@@ -40,6 +40,9 @@ final class DatafileState: @unchecked Sendable {
     /// Written under `gate`: the async start finished without a datafile (its status), or the client closed.
     var startFailure: ErrorCode? = nil
     var closing = false
+    /// `closing`, readable without the gate (polled by curl during a fetch).
+    private let closingFlag = Atomic<Bool>(false)
+    var isClosing: Bool { closingFlag.load(ordering: .relaxed) }
 
     var manager: ConfigManager? { managerBox.withLock { $0 } }
 
@@ -64,6 +67,7 @@ final class DatafileState: @unchecked Sendable {
     }
 
     func close() {
+        closingFlag.store(true, ordering: .relaxed)
         gate.update { closing = true }
         let running = managerBox.withLock { manager -> ConfigManager? in
             defer { manager = nil }

@@ -428,6 +428,9 @@ def test_polling_picks_up_each_new_revision_once(server, revision, tmp_path):
         assert wait_for(lambda: server.last_headers().get("if-none-match") == '"other"', 5)
         server.serve(key, Answer(revision("3")))
         assert wait_for(lambda: client.config["revision"] == "3")
+        # Listeners hear of a swap right after it (outside the manager's lock): wait for the third.
+        assert wait_for(lambda: len(listener.revisions()) >= 3)
+        time.sleep(3 * 10 * SECOND_MS / 1000)  # three more polls: 304s, no further notification
         payloads = list(listener.payloads)
     assert [p["revision"] for p in payloads] == ["1", "2", "3"]
     assert [p["source"] for p in payloads] == ["fetch", "fetch", "fetch"]
@@ -613,17 +616,21 @@ def test_close_is_prompt_and_idempotent(server, revision, tmp_path, capsys):
     raises(experiment.NotFoundError, ERR_NOT_FOUND, r"closing", experiment.Client.find, "closing")
 
 
-def test_close_wakes_a_waiting_thread(server, revision, tmp_path):
+def test_close_wakes_a_waiting_thread_and_cancels_a_stalled_fetch(server, revision, tmp_path, capsys):
     key = new_key()
-    server.serve(key, Answer(revision("1"), delay_s=2))
-    client = make_client(server, tmp_path, key, request_timeout_ms=5000)
+    server.serve(key, Answer(revision("1"), delay_s=5))
+    client = make_client(server, tmp_path, key, request_timeout_ms=10_000)
     from experiment._native import lib
     handle = client._h  # the C handle, so the wait runs while the Python object is closed
     results: List[int] = []
     waiter = threading.Thread(target=lambda: results.append(lib.exp_client_wait_ready(handle, 10_000)))
     waiter.start()
-    time.sleep(0.1)
-    lib.exp_client_close(handle)
+    time.sleep(0.2)
+    started = time.perf_counter()
+    client.close()  # the fetch is stalled on the server: curl's progress check cancels it
+    elapsed_ms = (time.perf_counter() - started) * 1000
     waiter.join(5)
     assert results == [-17]  # EXP_ERR_CLOSED, well before the 10 s timeout
-    client.close()
+    with capsys.disabled():
+        print("\n  close() during a stalled fetch took %.0f ms" % elapsed_ms)
+    assert elapsed_ms < 4000  # far below the server's 5 s stall and the 10 s request timeout
