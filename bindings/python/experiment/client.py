@@ -484,7 +484,9 @@ class Client:
     ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
     event_dispatcher=None, log_level=None, logger=None, **options)``: ``options`` are the other client
     options under their C names (state_dir, profile_store, event_endpoint, ...). With a datafile (str or bytes) the client is
-    started synchronously. The library's messages go to ``logger`` (a :class:`logging.Logger`; default
+    started synchronously. With ``start="async"`` it fetches its datafile for ``sdk_key`` in the background
+    (options datafile_url_template, datafile_access_token, polling_interval_s, cache_ttl_s, ...), ``datafile``
+    being the fallback, and calls ``on_ready(error_or_None)`` once (see :meth:`start_async`). The library's messages go to ``logger`` (a :class:`logging.Logger`; default
     ``logging.getLogger("experiment")``) at ``log_level`` ("error", "warning" (default), "info", "debug").
     Safe to use from many threads at once. ``close()`` (or leaving a ``with`` block) releases the
     native client; afterwards every call raises :class:`ClosedError`.
