@@ -32,7 +32,8 @@ final class ConfigManager: @unchecked Sendable {
     private var unannounced: [ConfigChange] = []
 
     private let refreshRequested = Atomic<Bool>(false)
-    private var worker: BackgroundWorker? = nil
+    /// The thread, once started; `stopped` keeps a stop that comes first from being outrun by run().
+    private let thread = Locked<(worker: BackgroundWorker?, stopped: Bool)>((nil, false))
 
     /// Test-only time scale: EXPERIMENT_TEST_SECOND_MS=50 makes each "second" of polling_interval_s and
     /// cache_ttl_s last 50 ms, so tests can watch polling without waiting the 10 s minimum.
@@ -79,22 +80,32 @@ final class ConfigManager: @unchecked Sendable {
     /// Starts the manager's thread: the initial fetch (falling back to cache, then `fallback`), `onReady`
     /// once, then the refresh loop.
     func run(fallback: [UInt8]?, onReady: @escaping ReadyCallback) {
-        worker = BackgroundWorker(name: "exp-datafile") { [self] worker in
-            let outcome = initialStart(fallback: fallback, worker: worker)
-            state.gate.update { if outcome != nil { state.startFailure = outcome } }
-            onReady(worker.isStopping && outcome != nil ? .closed : outcome)
-            refreshLoop(worker)
+        let started = thread.withLock { thread -> Bool in
+            guard !thread.stopped else { return false }
+            thread.worker = BackgroundWorker(name: "exp-datafile") { [self] worker in
+                let outcome = initialStart(fallback: fallback, worker: worker)
+                state.gate.update { if outcome != nil { state.startFailure = outcome } }
+                onReady(worker.isStopping && outcome != nil ? .closed : outcome)
+                refreshLoop(worker)
+            }
+            return true
         }
+        if !started { onReady(.closed) }  // closed before the thread could start
     }
 
+    /// Stops the thread (cancelling a fetch in flight) and waits for it. Idempotent.
     func stop() {
-        worker?.stop()
+        let running = thread.withLock { thread -> BackgroundWorker? in
+            thread.stopped = true
+            return thread.worker
+        }
+        running?.stop()
     }
 
     /// Wakes the thread to fetch now (cache-TTL refresh on use).
     func requestRefresh() {
         refreshRequested.store(true, ordering: .relaxed)
-        worker?.wake()
+        thread.withLock { $0.worker }?.wake()
     }
 
     private func refreshLoop(_ worker: BackgroundWorker) {
