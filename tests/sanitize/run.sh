@@ -32,7 +32,7 @@ for sanitizer in thread address; do
     "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/swap.c -o "$out/swap-$sanitizer" \
         -L"$lib" -lexperiment -Wl,-rpath,"$lib" -L"$runtime" -ldispatch -lBlocksRuntime -Wl,-rpath,"$runtime" -lpthread
     scratch_dir=$(mktemp -d)
-    TSAN_OPTIONS="halt_on_error=1 exitcode=66" ASAN_OPTIONS="detect_leaks=1" \
+    EXPERIMENT_TEST_SECOND_MS=5 TSAN_OPTIONS="halt_on_error=1 exitcode=66" ASAN_OPTIONS="detect_leaks=1" \
         "$out/swap-$sanitizer" tests/sanitize/data/swap_a.json tests/sanitize/data/swap_b.json "$scratch_dir" \
         > "$out/swap-$sanitizer.log" 2>&1 || {
             echo "swap test under $sanitizer sanitizer failed:"; head -60 "$out/swap-$sanitizer.log"; rm -rf "$scratch_dir"; exit 1; }

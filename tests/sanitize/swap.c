@@ -19,6 +19,9 @@
 
 static char *datafiles[2]; static size_t lengths[2];
 static exp_client *client;
+/* A second client in cache-TTL mode over the same file: its decisions kick background refreshes
+   (run with EXPERIMENT_TEST_SECOND_MS=5, so its 10 s TTL lasts 50 ms). */
+static exp_client *ttl_client;
 static atomic_int stop_deciding;
 static atomic_long decisions, updates, inconsistent, ready_calls;
 static const char *scratch;
@@ -71,7 +74,8 @@ static void *decider(void *arg) {
     for (long i = 0; !atomic_load(&stop_deciding); i++) {
         snprintf(user, sizeof user, "user-%ld-%ld", id, i % 1000);
         exp_decision d = {0};
-        if (exp_decide(client, user, "banner", NULL, 0, EXP_DECIDE_DISABLE_DECISION_EVENT, &d) != EXP_OK) abort();
+        exp_client *target = (i % 2) ? ttl_client : client;
+        if (exp_decide(target, user, "banner", NULL, 0, EXP_DECIDE_DISABLE_DECISION_EVENT, &d) != EXP_OK) abort();
         int a = strcmp(d.variation_key, "va") == 0 && strstr(d.variables_json, "\"A\"") != NULL;
         int b = strcmp(d.variation_key, "vb") == 0 && strstr(d.variables_json, "\"B\"") != NULL;
         if (!a && !b) {
@@ -121,6 +125,15 @@ int main(int argc, char **argv) {
     exp_client *duplicate = NULL;
     if (exp_client_create("{\"tag\": \"swap-test\"}", &duplicate) != EXP_ERR_TAG_IN_USE || duplicate) return 1;
 
+    char ttl_options[8192];
+    snprintf(ttl_options, sizeof ttl_options,
+             "{\"sdk_key\": \"swap\", \"datafile_url_template\": \"file://%s/{sdk_key}.json\", \"state_dir\": \"%s\", "
+             "\"cache_ttl_s\": 10, \"retry_count\": 0, \"log_level\": \"error\"}", scratch, scratch);
+    if (exp_client_create(ttl_options, &ttl_client) != EXP_OK) { fprintf(stderr, "%s\n", exp_last_error()); return 1; }
+    exp_client_set_logger(ttl_client, on_log, NULL);
+    if (exp_client_start_async(ttl_client, NULL, 0, NULL, NULL) != EXP_OK ||
+        exp_client_wait_ready(ttl_client, 5000) != EXP_OK) { fprintf(stderr, "ttl: %s\n", exp_last_error()); return 1; }
+
     pthread_t threads[5];
     for (long i = 0; i < 3; i++) pthread_create(&threads[i], NULL, decider, (void *)i);
     pthread_create(&threads[3], NULL, refresher, NULL);
@@ -134,6 +147,11 @@ int main(int argc, char **argv) {
     atomic_store(&stop_deciding, 1);
     for (int i = 0; i < 3; i++) pthread_join(threads[i], NULL);
 
+    char *ttl_status = NULL;
+    if (exp_client_datafile_status_json(ttl_client, &ttl_status) != EXP_OK) return 1;
+    printf("cache-TTL client: %s\n", ttl_status);
+    exp_free(ttl_status);
+    exp_client_free(ttl_client);
     exp_client_close(client);
     exp_client_close(client);  /* idempotent */
     if (exp_client_find("swap-test", &found) != EXP_ERR_NOT_FOUND) return 1;
