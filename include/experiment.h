@@ -620,9 +620,10 @@ exp_status exp_remove_notification_listener(exp_client *client, int64_t id);
  *   "request_timeout_ms"     integer  bound of one fetch, connect included (default 10000)
  *   "retry_count"            integer  retries of a failed fetch (network error, 5xx, 429), with back-off
  *                                     200 ms, 400 ms, 800 ms ... at most 5 s (default 3)
- *   "cache_ttl_s"            integer  cache-TTL mode instead of polling: when the datafile is older than
- *                                     this (minimum 10), the next decision wakes a background refresh;
- *                                     the decision itself never waits and uses the current datafile
+ *   "cache_ttl_s"            integer  cache-TTL mode instead of polling (0 or absent: off): when the
+ *                                     datafile is older than this (minimum 10), the next decision wakes a
+ *                                     background refresh; the decision itself never waits and uses the
+ *                                     current datafile
  *   "state_dir"              string   the last good datafile per SDK key is kept in its state file
  *   "tag"                    string   names the client in the process (see exp_client_find); a second
  *                                     open client with the same tag fails with EXP_ERR_TAG_IN_USE
