@@ -432,7 +432,8 @@ def _make_dispatch_callback(dispatcher: Any) -> Any:
     return EXP_EVENT_DISPATCH_FN(on_event)
 
 
-_ERR_TIMEOUT = -19
+_ERR_INVALID_ARGUMENT = -1
+_ERR_CLOSED = -17
 # Python clients by tag (Client.find returns the same object) and clients with a background thread,
 # closed at interpreter exit so no library thread calls into a finalizing interpreter.
 _BY_TAG: "weakref.WeakValueDictionary[str, Client]" = weakref.WeakValueDictionary()
@@ -558,16 +559,15 @@ class Client:
 
     def wait_ready(self, timeout_s: Optional[float] = 0.0) -> bool:
         """Whether the client has a datafile, waiting up to ``timeout_s`` seconds for one (None: the
-        library's default, 2 s). False on timeout. When an asynchronous start gave up with no datafile to
-        use, raises its error (e.g. :class:`FetchFailedError`) at once instead of waiting."""
+        library's default, 2 s). False on timeout, and at once when an asynchronous start gave up with no
+        datafile to use (:meth:`datafile_status` then says why; a later poll may still make it ready).
+        Raises :class:`ClosedError` when the client is (or gets) closed."""
         handle = self._live()
         timeout_ms = -1 if timeout_s is None else max(0, int(timeout_s * 1000))
         status = _lib.exp_client_wait_ready(handle, timeout_ms)
-        if status == _ERR_TIMEOUT:
-            return False
-        if status:
+        if status in (_ERR_CLOSED, _ERR_INVALID_ARGUMENT):
             _raise(status)
-        return True
+        return status == 0
 
     # -- datafile lifecycle ---------------------------------------------------------------------
 

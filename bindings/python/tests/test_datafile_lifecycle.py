@@ -304,7 +304,13 @@ def test_start_with_nothing_to_use_reports_the_failure(server, tmp_path):
     server.serve(key, Answer(status=500))
     outcomes: List[Any] = []
     with make_client(server, tmp_path, key, on_ready=outcomes.append) as client:
-        raises(experiment.FetchFailedError, ERR_FETCH_FAILED, r"HTTP 500", client.wait_ready, 5)
+        started = time.monotonic()
+        assert client.wait_ready(10) is False  # answered when the start gave up, not after 10 s
+        assert time.monotonic() - started < 8
+        assert "HTTP 500" in client.datafile_status()["last_error"]
+        assert client.datafile_status()["last_error_code"] == ERR_FETCH_FAILED
+        from experiment._native import lib
+        assert lib.exp_client_wait_ready(client._h, 1000) == ERR_FETCH_FAILED  # the C call names the reason
         assert wait_for(lambda: len(outcomes) == 1)
         assert isinstance(outcomes[0], experiment.FetchFailedError)
         raises(experiment.NotReadyError, ERR_NOT_READY, r"datafile", client.decide, "u1", "checkout_flow")
@@ -405,7 +411,8 @@ def test_access_token_is_sent_as_bearer_and_never_logged(server, revision, tmp_p
         anonymous_key = new_key()
         server.serve(anonymous_key, Answer(revision("1")))
         with make_client(server, tmp_path, anonymous_key, log_level="debug", logger=logger) as anonymous:
-            raises(experiment.FetchFailedError, ERR_FETCH_FAILED, r"HTTP 401", anonymous.wait_ready, 5)
+            assert anonymous.wait_ready(5) is False
+            assert "HTTP 401" in anonymous.datafile_status()["last_error"]
     assert caplog.records, "expected debug/info messages"
     assert all(token not in r.getMessage() for r in caplog.records)
     assert all(key not in r.getMessage() for r in caplog.records)  # the SDK key is redacted too
