@@ -64,6 +64,9 @@ cli: deps
 $(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ examples/c/quickstart.c $(LINK_LOCAL)
 
+$(RELEASE_DIR)/async_start: examples/c/async_start.c include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ examples/c/async_start.c $(LINK_LOCAL)
+
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
@@ -82,8 +85,9 @@ test-abi: lib
 	@if readelf -d $(LIB) | grep -q 'RUNPATH\|RPATH.*swift'; then readelf -d $(LIB) | grep -i path; fi
 	@echo "ABI checks passed: $$(nm -D --defined-only $(LIB) | grep -c ' exp_') exp_* symbols, SONAME libexperiment.so.$(MAJOR)"
 
-test-c: $(RELEASE_DIR)/quickstart
+test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
+	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
 
 $(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experiment.hpp include/experiment.h lib

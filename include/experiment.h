@@ -180,7 +180,8 @@ typedef struct exp_client exp_client;
  * Creates a client from a JSON object of options (NULL or "" means all defaults). Unknown keys are an
  * error, not ignored. Options understood by this version:
  *
- *   "sdk_key"                 string   the project environment's key (informational for now)
+ *   "sdk_key"                 string   the project environment's key: names the datafile URL and cache entry
+ *                                      (more options: see "Datafile lifecycle" below)
  *   "default_decide_options"  array    decide option names applied to every decide, e.g.
  *                                      ["DISABLE_DECISION_EVENT", "INCLUDE_REASONS"]
  *   "user_store_capacity"     integer  how many users' properties (exp_set_user_property) are kept;
@@ -602,6 +603,108 @@ exp_status exp_add_notification_listener(exp_client *client, int type, exp_notif
 /* Removes the listener with `id`. Errors: EXP_ERR_INVALID_ARGUMENT (NULL client), EXP_ERR_NOT_FOUND (no
  * such listener). Thread-safe.   exp_remove_notification_listener(c, id); */
 exp_status exp_remove_notification_listener(exp_client *client, int64_t id);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Datafile lifecycle: asynchronous start, readiness, refresh, named clients                       */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Options of the datafile lifecycle (exp_client_create):
+ *
+ *   "sdk_key"                string   names the datafile URL and the cache entry (required for start_async)
+ *   "datafile_url_template"  string   default "https://cdn.optimizely.com/datafiles/{sdk_key}.json";
+ *                                     {sdk_key} is replaced by the (percent-encoded) key
+ *   "datafile_access_token"  string   sent as "Authorization: Bearer <token>" (never logged)
+ *   "polling_interval_s"     integer  seconds between conditional fetches (default 300; 1..9 are raised to
+ *                                     10 with a warning; 0 disables polling)
+ *   "request_timeout_ms"     integer  bound of one fetch, connect included (default 10000)
+ *   "retry_count"            integer  retries of a failed fetch (network error, 5xx, 429), with back-off
+ *                                     200 ms, 400 ms, 800 ms ... at most 5 s (default 3)
+ *   "cache_ttl_s"            integer  cache-TTL mode instead of polling (0 or absent: off): when the
+ *                                     datafile is older than this (minimum 10), the next decision wakes a
+ *                                     background refresh; the decision itself never waits and uses the
+ *                                     current datafile
+ *   "state_dir"              string   the last good datafile per SDK key is kept in its state file
+ *   "tag"                    string   names the client in the process (see exp_client_find); a second
+ *                                     open client with the same tag fails with EXP_ERR_TAG_IN_USE
+ *
+ * Polling, retries and cache-TTL refreshes run only for clients started with exp_client_start_async; a
+ * client started with exp_client_start keeps the datafile it was given. Fetches use If-None-Match /
+ * If-Modified-Since; a 304 costs no parsing. A fetched datafile is compiled on the background thread and
+ * swapped in atomically (decisions in flight finish on the old one); a datafile that fails validation, or
+ * that belongs to another project than the one in use, is rejected and the current one kept (reported in
+ * the log and in exp_client_datafile_status_json). Every change of revision, from any source, calls the
+ * EXP_NOTIFY_CONFIG_UPDATE listeners once with {"revision", "previous_revision", "project_id", "sdk_key",
+ * "source": "start"|"fetch"|"cache"|"bundled"}.
+ * Test-only: the environment variable EXPERIMENT_TEST_SECOND_MS=<n> makes each second of
+ * polling_interval_s and cache_ttl_s last n ms.
+ */
+
+/* Receives the outcome of exp_client_start_async once: EXP_OK when the client is ready (from the fetched,
+   cached or bundled datafile), else the reason it is not (e.g. EXP_ERR_FETCH_FAILED, EXP_ERR_INVALID_JSON,
+   EXP_ERR_CLOSED). Called on the library's background thread; it may call into the client but must not
+   free it. */
+typedef void (*exp_ready_fn)(int status, void *user_data);
+
+/*
+ * Starts the client asynchronously: a background thread fetches the newest datafile for the sdk_key option
+ * (retrying as configured). If the fetch fails or times out, or the fetched datafile is rejected, the
+ * client starts from the cached datafile of the last good fetch (state_dir), else from `fallback[0..length)`
+ * (a bundled datafile; NULL for none; copied, so the buffer may be freed on return). Then `callback`
+ * (NULL for none) is called once with the outcome, and polling (or the cache-TTL mode) begins.
+ * Returns at once. Errors: EXP_ERR_INVALID_OPTION (no sdk_key), EXP_ERR_INVALID_ARGUMENT (NULL client, or
+ * already started asynchronously), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     static void on_ready(int status, void *user_data) { (void)user_data; printf("ready: %s\n", exp_status_str(status)); }
+ *     exp_client_start_async(c, bundled, bundled_len, on_ready, NULL);
+ *     if (exp_client_wait_ready(c, 1000) != EXP_OK) puts("not ready yet: decisions answer EXP_ERR_NOT_READY");
+ */
+exp_status exp_client_start_async(exp_client *client, const char *fallback, size_t length,
+                                  exp_ready_fn callback, void *user_data);
+
+/*
+ * Blocks until the client has a datafile (from any start), for at most `timeout_ms` milliseconds
+ * (timeout_ms < 0: the default 2000 ms; 0: just checks). EXP_OK when ready. Errors: EXP_ERR_TIMEOUT (not
+ * ready in time; decisions meanwhile answer EXP_ERR_NOT_READY), the async start's own failure code as soon
+ * as it gave up with no datafile to use (e.g. EXP_ERR_FETCH_FAILED; later polls may still succeed),
+ * EXP_ERR_CLOSED (also when the client is closed during the wait). Thread-safe. Example: exp_client_start_async.
+ */
+exp_status exp_client_wait_ready(exp_client *client, int64_t timeout_ms);
+
+/*
+ * Fetches the datafile now, on the calling thread (at most one fetch runs at a time per client), with the
+ * configured retries and conditional headers. EXP_OK when the client has the newest datafile (updated or
+ * 304). Errors: EXP_ERR_FETCH_FAILED, the datafile's validation error (EXP_ERR_INVALID_JSON,
+ * EXP_ERR_INVALID_DATAFILE incl. another project's datafile, EXP_ERR_TOO_LARGE, EXP_ERR_TOO_DEEP,
+ * EXP_ERR_INVALID_UTF8): the current datafile stays in use. EXP_ERR_NOT_READY when the client was not
+ * started with exp_client_start_async; EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     if (exp_client_refresh(c) != EXP_OK) fprintf(stderr, "keeping the current datafile: %s\n", exp_last_error());
+ */
+exp_status exp_client_refresh(exp_client *client);
+
+/*
+ * Finds the open client created with option "tag": `tag`. *out_client receives a BORROWED handle: the same
+ * pointer its creator holds. Do not exp_client_free it; it stays valid until its creator frees it (the tag
+ * is released when that client is closed, after which exp_client_find no longer returns it). Errors:
+ * EXP_ERR_NOT_FOUND, EXP_ERR_INVALID_ARGUMENT (NULLs), EXP_ERR_INVALID_UTF8. Thread-safe.
+ *
+ *     exp_client *checkout = NULL;
+ *     if (exp_client_find("checkout", &checkout) == EXP_OK) exp_decide(checkout, "u1", "flag", NULL, 0, 0, &d);
+ */
+exp_status exp_client_find(const char *tag, exp_client **out_client);
+
+/*
+ * The datafile lifecycle's state as JSON: {"ready", "revision", "source", "managed", "polling_interval_ms",
+ * "cache_ttl_ms", "fetches", "fetch_failures", "not_modified", "rejected", "updates", "cache_writes",
+ * "last_error_code", "last_error", "last_success_age_ms"}. Free *out_json with exp_free(). Errors:
+ * EXP_ERR_INVALID_ARGUMENT, EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     char *status = NULL;
+ *     if (exp_client_datafile_status_json(c, &status) == EXP_OK) puts(status);
+ *     exp_free(status);
+ */
+exp_status exp_client_datafile_status_json(exp_client *client, char **out_json);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,12 @@ typedef size_t (*exp_curl_data_callback)(char *data, size_t size, size_t count, 
 static inline CURLcode exp_curl_setopt_callback(CURL *handle, CURLoption option, exp_curl_data_callback value) {
     return curl_easy_setopt(handle, option, value);
 }
+/* Progress callback (CURLOPT_XFERINFOFUNCTION): a nonzero return aborts the transfer. */
+typedef int (*exp_curl_progress_callback)(void *user_data, curl_off_t download_total, curl_off_t download_now,
+                                          curl_off_t upload_total, curl_off_t upload_now);
+static inline CURLcode exp_curl_setopt_progress(CURL *handle, exp_curl_progress_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, value);
+}
 static inline CURLcode exp_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

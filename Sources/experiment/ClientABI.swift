@@ -13,6 +13,7 @@ public func abiClientCreate(_ optionsJSON: UnsafePointer<CChar>?, _ out: UnsafeM
             UnsafeRawBufferPointer(start: $0, count: strnlen($0, maxInputJSONBytes + 1))
         })
         let created = Client(options: options)
+        if let tag = options.tag { try ClientRegistry.claim(tag, for: created) }  // EXP_ERR_TAG_IN_USE
         out.pointee = OpaquePointer(Unmanaged.passRetained(created).toOpaque())
     }
 }

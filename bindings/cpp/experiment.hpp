@@ -39,6 +39,7 @@
 
 #include "experiment.h"
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -763,12 +764,66 @@ public:
         state_->dispatchers.push_back(std::move(owned));
     }
 
+    /* -- Datafile lifecycle --------------------------------------------------------------------- */
+
+    /* Receives the outcome of start_async once, on a library thread: EXP_OK or why the client is not ready. */
+    using ReadyCallback = std::function<void(exp_status)>;
+
+    /* Fetches the datafile for the sdk_key option in the background; on failure starts from the cached
+     * datafile, else from `fallback` (empty: none). Polling or the cache-TTL mode follow. See
+     * exp_client_start_async. The callback is kept alive for the Client's lifetime. */
+    void start_async(std::string_view fallback = {}, ReadyCallback on_ready = {}) {
+        if (!state_) throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT, "experiment::Client: moved-from client");
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        auto owned = on_ready ? std::make_unique<ReadyCallback>(std::move(on_ready)) : nullptr;
+        detail::check(exp_client_start_async(client_, fallback.empty() ? nullptr : fallback.data(), fallback.size(),
+                                             owned ? &ready_trampoline : nullptr, owned.get()));
+        if (owned) state_->ready_callbacks.push_back(std::move(owned));
+    }
+
+    /* True once ready; false when `timeout` passed first (negative: the library's default, 2000 ms). Throws
+     * the async start's failure (e.g. Error with EXP_ERR_FETCH_FAILED) when it gave up with nothing to use. */
+    bool wait_ready(std::chrono::milliseconds timeout = std::chrono::milliseconds(-1)) {
+        exp_status status = exp_client_wait_ready(client_, static_cast<std::int64_t>(timeout.count()));
+        if (status == EXP_ERR_TIMEOUT) return false;
+        detail::check(status);
+        return true;
+    }
+
+    /* Fetches the datafile now (exp_client_refresh); throws on failure, keeping the current datafile. */
+    void refresh() { detail::check(exp_client_refresh(client_)); }
+
+    /* The datafile lifecycle's state and counters as JSON (exp_client_datafile_status_json). */
+    std::string datafile_status_json() const {
+        char *json = nullptr;
+        detail::check(exp_client_datafile_status_json(client_, &json));
+        return detail::take(json);
+    }
+
+    /* The open client created with {"tag": tag}, as a BORROWED handle (never free it; valid until its owner
+     * frees it), or nullptr when none. */
+    static exp_client *find_native(const std::string &tag) {
+        exp_client *found = nullptr;
+        exp_status status = exp_client_find(tag.c_str(), &found);
+        if (status == EXP_ERR_NOT_FOUND) return nullptr;
+        detail::check(status);
+        return found;
+    }
+
 private:
     /* Lives on the heap so the dispatcher addresses given to the library survive moves of the Client. */
     struct State {
         std::mutex mutex;
         std::vector<std::unique_ptr<EventDispatcher>> dispatchers;
+        std::vector<std::unique_ptr<ReadyCallback>> ready_callbacks;
     };
+
+    static void ready_trampoline(int status, void *user_data) noexcept {
+        try {
+            (*static_cast<ReadyCallback *>(user_data))(static_cast<exp_status>(status));
+        } catch (...) {  // nothing may propagate into C
+        }
+    }
 
     exp_client *client_ = nullptr;
     std::unique_ptr<State> state_;

@@ -27,6 +27,20 @@ for sanitizer in thread address; do
         echo "sanitizer report under $sanitizer:"; grep -v "rejected datafile" "$out/stress-$sanitizer.log" | head -60; exit 1
     fi
     echo "   4 deciding threads + 1 swapping thread: no $sanitizer sanitizer report"
+    # Hot swap consistency: deciders while exp_client_start and the datafile manager (start_async, refresh
+    # over file://) swap two revisions hundreds of times; every decision must come from one revision.
+    "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/swap.c -o "$out/swap-$sanitizer" \
+        -L"$lib" -lexperiment -Wl,-rpath,"$lib" -L"$runtime" -ldispatch -lBlocksRuntime -Wl,-rpath,"$runtime" -lpthread
+    scratch_dir=$(mktemp -d)
+    EXPERIMENT_TEST_SECOND_MS=5 TSAN_OPTIONS="halt_on_error=1 exitcode=66" ASAN_OPTIONS="detect_leaks=1" \
+        "$out/swap-$sanitizer" tests/sanitize/data/swap_a.json tests/sanitize/data/swap_b.json "$scratch_dir" \
+        > "$out/swap-$sanitizer.log" 2>&1 || {
+            echo "swap test under $sanitizer sanitizer failed:"; head -60 "$out/swap-$sanitizer.log"; rm -rf "$scratch_dir"; exit 1; }
+    rm -rf "$scratch_dir"
+    if grep -q "ThreadSanitizer\|AddressSanitizer\|LeakSanitizer\|runtime error" "$out/swap-$sanitizer.log"; then
+        echo "sanitizer report under $sanitizer (swap):"; head -60 "$out/swap-$sanitizer.log"; exit 1
+    fi
+    echo "   $(tail -1 "$out/swap-$sanitizer.log"): consistent, no $sanitizer sanitizer report"
     if [ "$sanitizer" = address ]; then
         "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/lifecycle.c -o "$out/lifecycle" \
             -L"$lib" -lexperiment -Wl,-rpath,"$lib"

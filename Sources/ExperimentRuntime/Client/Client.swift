@@ -26,6 +26,8 @@ public final class Client: @unchecked Sendable {
     public let eventClient = EventClient(name: "libexperiment", version: LibraryVersion.string)
 
     private let current = ConfigSlot()
+    /// Datafile lifecycle: readiness, the fetch/poll manager, the cache-TTL flag (Client+Datafile.swift).
+    let datafileState = DatafileState()
     private let isClosed = Atomic<Bool>(false)
 
     public init(options: ClientOptions) {
@@ -39,6 +41,15 @@ public final class Client: @unchecked Sendable {
 
     /// Compiles `datafile` off to the side and swaps it in; a datafile that fails keeps the current one.
     public func start(datafile: UnsafeRawBufferPointer) throws(ClientError) {
+        try install(datafile: datafile, source: .start)
+    }
+
+    /// The swap itself (see Client+Datafile.swift for the entry points): compiles `datafile` off the decision
+    /// path, then replaces the current config under the lock. With `requireSameProject`, a datafile of another
+    /// project than the current one is rejected. Returns the previous revision (nil when not ready before).
+    func swapConfig(_ datafile: UnsafeRawBufferPointer, requireSameProject: Bool)
+        throws(ClientError) -> (previousRevision: String?, config: ProjectConfig)
+    {
         try ensureOpen()
         let compiled: ProjectConfig
         do {
@@ -50,11 +61,20 @@ public final class Client: @unchecked Sendable {
         }
         // The previous config is released after the lock: freeing a large one must not hold up decisions.
         // (Threads still holding a lease on it release their share when they next decide.)
-        let previous = current.install(compiled)
+        let (installed, previous) = current.install(compiled) { old in
+            !(requireSameProject && old != nil && old!.projectId != compiled.projectId)
+        }
+        if !installed, let foreignProject = previous?.projectId {
+            let message = "datafile of project \(compiled.projectId) rejected: this client serves project \(foreignProject)"
+            logger.log(.error, "rejected datafile (\(message)); keeping the current one")
+            throw ClientError(.invalidDatafile, message)
+        }
+        let previousRevision = previous?.revision
         withExtendedLifetime(previous) {}
         logger.log(.info, "datafile revision \(compiled.revision) in use"
                    + (options.sdkKey.map { " for SDK key \(Logger.redacted($0))" } ?? "")
                    + ": \(compiled.flags.count) flags, \(compiled.experiments.count) experiments and rules")
+        return (previousRevision, compiled)
     }
 
     public var isReady: Bool { current.current != nil }
@@ -64,6 +84,7 @@ public final class Client: @unchecked Sendable {
     @inline(__always)
     public func lease() throws(ClientError) -> ConfigLease {
         try ensureOpen()
+        datafileState.noteUse()  // cache-TTL mode: one relaxed atomic load unless the datafile is stale
         guard let lease = current.lease() else {
             throw ClientError(.notReady, "the client has no datafile yet: call exp_client_start first")
         }
@@ -73,7 +94,11 @@ public final class Client: @unchecked Sendable {
     /// The config decisions should use now.
     public func config() throws(ClientError) -> ProjectConfig { try lease().config }
 
-    public func close() { isClosed.store(true, ordering: .releasing) }
+    /// Closes the client: stops the datafile poller and releases its tag. Idempotent.
+    public func close() {
+        isClosed.store(true, ordering: .releasing)
+        closeDatafileLifecycle()
+    }
 
     public var closed: Bool { isClosed.load(ordering: .acquiring) }
 

@@ -35,15 +35,20 @@ final class ConfigSlot: @unchecked Sendable {
 
     var current: ProjectConfig? { lock.withLock { config } }
 
-    /// Installs `config`, returning the one it replaces (the caller releases it outside the lock).
-    func install(_ new: ProjectConfig) -> ProjectConfig? {
+    /// Installs `new` unless `admit` (called under the lock with the current config) refuses it. Returns
+    /// whether it was installed and the config it replaced, or that stays (the caller releases a replaced
+    /// one outside the lock).
+    func install(_ new: ProjectConfig, admit: (ProjectConfig?) -> Bool = { _ in true })
+        -> (installed: Bool, previous: ProjectConfig?)
+    {
         let generation = Self.generations.add(1, ordering: .relaxed).newValue
         return lock.withLock {
+            guard admit(config) else { return (false, config) }
             defer {
                 config = new
                 currentGeneration.store(generation, ordering: .releasing)
             }
-            return config
+            return (true, config)
         }
     }
 

@@ -11,6 +11,9 @@ public struct HTTPRequest: Sendable {
     public var timeoutMs: Int = 10_000
     /// A response body larger than this fails the request (a runaway server cannot exhaust memory).
     public var maxResponseBytes: Int = 64 << 20
+    /// Polled during the transfer (at least once a second): true aborts it, so a closing client need not
+    /// wait out a slow server.
+    public var isCancelled: (@Sendable () -> Bool)? = nil
 
     public init(method: String = "GET", url: String, headers: [String] = [], body: [UInt8] = [],
                 timeoutMs: Int = 10_000)
@@ -53,7 +56,7 @@ public enum HTTPClient {
             return .failure(HTTPError(message: "curl_easy_init failed", timedOut: false))
         }
         defer { curl_easy_cleanup(handle) }
-        let sink = ResponseSink(limit: request.maxResponseBytes)
+        let sink = ResponseSink(limit: request.maxResponseBytes, isCancelled: request.isCancelled)
         var headerList: UnsafeMutablePointer<curl_slist>? = nil
         for line in request.headers { headerList = curl_slist_append(headerList, line) }
         defer { curl_slist_free_all(headerList) }
@@ -71,6 +74,11 @@ public enum HTTPClient {
         _ = exp_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, sinkPointer)
         _ = exp_curl_setopt_callback(handle, CURLOPT_HEADERFUNCTION, ResponseSink.writeHeader)
         _ = exp_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, sinkPointer)
+        if request.isCancelled != nil {
+            _ = exp_curl_setopt_long(handle, CURLOPT_NOPROGRESS, 0)
+            _ = exp_curl_setopt_progress(handle, ResponseSink.progress)
+            _ = exp_curl_setopt_pointer(handle, CURLOPT_XFERINFODATA, sinkPointer)
+        }
         if request.method != "GET" { _ = exp_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method) }
 
         let code: CURLcode = request.body.withUnsafeBytes { body in
@@ -84,7 +92,7 @@ public enum HTTPClient {
         withExtendedLifetime(sink) {}
         guard code == CURLE_OK else {
             let reason = sink.overflowed ? "response larger than \(request.maxResponseBytes) bytes"
-                                         : String(cString: curl_easy_strerror(code))
+                       : code == CURLE_ABORTED_BY_CALLBACK ? "cancelled" : String(cString: curl_easy_strerror(code))
             return .failure(HTTPError(message: "\(request.method) \(request.url): \(reason)",
                                       timedOut: code == CURLE_OPERATION_TIMEDOUT))
         }
@@ -100,8 +108,17 @@ private final class ResponseSink {
     var body: [UInt8] = []
     var headers: [String: String] = [:]
     var overflowed = false
+    let isCancelled: (@Sendable () -> Bool)?
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, isCancelled: (@Sendable () -> Bool)?) {
+        self.limit = limit
+        self.isCancelled = isCancelled
+    }
+
+    static let progress: exp_curl_progress_callback = { context, _, _, _, _ in
+        let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
+        return sink.isCancelled?() == true ? 1 : 0
+    }
 
     static let writeBody: exp_curl_data_callback = { data, size, count, context in
         let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
@@ -134,7 +151,10 @@ extension Substring {
     func trimmingSpaces() -> String {
         var slice = self[...]
         while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }
-        while let last = slice.last, last == " " || last == "\t" || last == "\r" || last == "\n" { slice = slice.dropLast() }
+        // "\r\n" is one Character (a grapheme cluster), distinct from "\r" and "\n".
+        while let last = slice.last, last == " " || last == "\t" || last == "\r" || last == "\n" || last == "\r\n" {
+            slice = slice.dropLast()
+        }
         return String(slice)
     }
 }

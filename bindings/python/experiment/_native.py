@@ -130,6 +130,8 @@ EXP_EVENT_DISPATCH_FN = CFUNCTYPE(c_int, POINTER(ExpEvent), c_void_p)
 EXP_LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 #: typedef void (*exp_notification_fn)(int type, const char *payload_json, void *user_data);
 EXP_NOTIFICATION_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+#: typedef void (*exp_ready_fn)(int status, void *user_data);
+EXP_READY_FN = CFUNCTYPE(None, c_int, c_void_p)
 
 # Opaque handle: exp_client *
 exp_client_p = c_void_p
@@ -190,6 +192,12 @@ _PROTOTYPES: List[Tuple[str, object, list]] = [
     # notification listeners
     ("exp_add_notification_listener", c_int, [exp_client_p, c_int, EXP_NOTIFICATION_FN, c_void_p, POINTER(c_int64)]),
     ("exp_remove_notification_listener", c_int, [exp_client_p, c_int64]),
+    # datafile lifecycle: asynchronous start, readiness, refresh, named clients
+    ("exp_client_start_async", c_int, [exp_client_p, c_char_p, c_size_t, EXP_READY_FN, c_void_p]),
+    ("exp_client_wait_ready", c_int, [exp_client_p, c_int64]),
+    ("exp_client_refresh", c_int, [exp_client_p]),
+    ("exp_client_find", c_int, [c_char_p, POINTER(exp_client_p)]),
+    ("exp_client_datafile_status_json", c_int, [exp_client_p, c_char_pp]),
 ]
 
 FUNCTION_NAMES = tuple(name for name, _, _ in _PROTOTYPES)

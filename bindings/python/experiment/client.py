@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import weakref
 import marshal
 import os
-import time
 from ctypes import CFUNCTYPE, addressof, byref, c_char_p, c_int, c_int64, c_size_t, c_uint, c_void_p, cast, string_at
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import _native
-from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, ExpAttribute, ExpDecision, ExpValue
+from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, EXP_READY_FN, ExpAttribute, ExpDecision, ExpValue
 from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
@@ -362,6 +363,13 @@ class _Handle(c_void_p):
             pass
 
 
+class _BorrowedHandle(_Handle):
+    """A handle found by tag (exp_client_find): its creator frees it, so this one never does."""
+
+    def free(self) -> None:
+        self.value = None
+
+
 def _closed_error() -> ClosedError:
     return ClosedError("the client is closed")
 
@@ -443,13 +451,62 @@ def _make_dispatch_callback(dispatcher: Any) -> Any:
     return EXP_EVENT_DISPATCH_FN(on_event)
 
 
+_ERR_INVALID_ARGUMENT = -1
+_ERR_CLOSED = -17
+# Python clients by tag (Client.find returns the same object) and clients with a background thread,
+# closed at interpreter exit so no library thread calls into a finalizing interpreter.
+_BY_TAG: "weakref.WeakValueDictionary[str, Client]" = weakref.WeakValueDictionary()
+_MANAGED: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _register(client: "Client", tag: Any, managed: bool) -> None:
+    if isinstance(tag, str):
+        _BY_TAG[tag] = client
+    if managed:
+        _MANAGED.add(client)
+
+
+@atexit.register
+def _close_managed_clients() -> None:
+    for client in list(_MANAGED):
+        try:
+            client.close()
+        except Exception:
+            pass
+
+
+def _make_ready_callback(on_ready: Any) -> Any:
+    def on_status(status: int, _user_data: Any) -> None:
+        try:
+            if on_ready is not None:
+                on_ready(None if status == 0 else error_for_status(status, "asynchronous start: %s"
+                                                                   % _native.status_str(status)))
+        except BaseException:  # nothing may propagate into C
+            _log.exception("on_ready callback %r failed", on_ready)
+
+    return EXP_READY_FN(on_status)
+
+
+def _start_async(handle: "_Handle", fallback: Any, on_ready: Any) -> None:
+    if on_ready is not None and not callable(on_ready):
+        raise TypeError("on_ready: expected a callable, got %r" % (on_ready,))
+    data = _datafile_bytes(fallback)
+    callback = _make_ready_callback(on_ready)
+    handle.callbacks.append(callback)  # alive as long as the library may call it
+    status = _lib.exp_client_start_async(handle, data, len(data) if data is not None else 0, callback, None)
+    if status:
+        _raise(status)
+
+
 class Client:
     """A libexperiment client.
 
     ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
     event_dispatcher=None, log_level=None, logger=None, **options)``: ``options`` are the other client
     options under their C names (state_dir, profile_store, event_endpoint, ...). With a datafile (str or bytes) the client is
-    started synchronously. The library's messages go to ``logger`` (a :class:`logging.Logger`; default
+    started synchronously. With ``start="async"`` it fetches its datafile for ``sdk_key`` in the background
+    (options datafile_url_template, datafile_access_token, polling_interval_s, cache_ttl_s, ...), ``datafile``
+    being the fallback, and calls ``on_ready(error_or_None)`` once (see :meth:`start_async`). The library's messages go to ``logger`` (a :class:`logging.Logger`; default
     ``logging.getLogger("experiment")``) at ``log_level`` ("error", "warning" (default), "info", "debug").
     Safe to use from many threads at once. ``close()`` (or leaving a ``with`` block) releases the
     native client; afterwards every call raises :class:`ClosedError`.
@@ -460,9 +517,16 @@ class Client:
     def __init__(self, sdk_key: Optional[str] = None, datafile: Optional[Text] = None, *,
                  default_decide_options: OptionsArg = (), user_store_capacity: Optional[int] = None,
                  event_dispatcher: Any = None, log_level: Optional[str] = None,
-                 logger: Optional[logging.Logger] = None, **options: Any) -> None:
+                 logger: Optional[logging.Logger] = None, start: Optional[str] = None,
+                 on_ready: Any = None, **options: Any) -> None:
         self._h: Optional[_Handle] = None
         self._dispatcher = None
+        if start not in (None, "sync", "async", "none"):
+            raise InvalidArgumentError('start: expected "sync", "async" or "none", got %r' % (start,))
+        if start is None:
+            start = "sync" if datafile is not None else "none"
+        if start == "sync" and datafile is None:
+            raise InvalidArgumentError('start="sync" needs a datafile')
         if event_dispatcher is not None and not callable(getattr(event_dispatcher, "dispatch_event", None)):
             raise TypeError("event_dispatcher: expected an object with a dispatch_event(event) method, got %r"
                             % (event_dispatcher,))
@@ -482,12 +546,15 @@ class Client:
                 _raise(status)
             if event_dispatcher is not None:
                 self._install_dispatcher(handle, event_dispatcher)
-            if datafile is not None:
+            if start == "sync":
                 self._start(handle, datafile)
+            elif start == "async":
+                _start_async(handle, datafile, on_ready)
         except BaseException:
             handle.free()
             raise
         self._h = handle
+        _register(self, options.get("tag"), start == "async")
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -509,16 +576,61 @@ class Client:
         is rejected changes nothing: the client keeps deciding with its current one."""
         self._start(self._live(), datafile)
 
-    def wait_ready(self, timeout_s: float = 0.0) -> bool:
-        """Whether the client has a datafile, waiting up to ``timeout_s`` seconds for one."""
-        deadline = time.monotonic() + max(0.0, timeout_s)
-        while True:
-            if self.ready:
-                return True
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            time.sleep(min(0.01, remaining))
+    def wait_ready(self, timeout_s: Optional[float] = 0.0) -> bool:
+        """Whether the client has a datafile, waiting up to ``timeout_s`` seconds for one (None: the
+        library's default, 2 s). False on timeout, and at once when an asynchronous start gave up with no
+        datafile to use (:meth:`datafile_status` then says why; a later poll may still make it ready).
+        Raises :class:`ClosedError` when the client is (or gets) closed."""
+        handle = self._live()
+        timeout_ms = -1 if timeout_s is None else max(0, int(timeout_s * 1000))
+        status = _lib.exp_client_wait_ready(handle, timeout_ms)
+        if status in (_ERR_CLOSED, _ERR_INVALID_ARGUMENT):
+            _raise(status)
+        return status == 0
+
+    # -- datafile lifecycle ---------------------------------------------------------------------
+
+    def start_async(self, fallback: Optional[Text] = None, on_ready: Any = None) -> None:
+        """Fetches the datafile for ``sdk_key`` in the background; if that fails, starts from the cached
+        datafile (``state_dir``), else from ``fallback``. ``on_ready(error)`` is called once, on a library
+        thread, with None when the client became ready, else the :class:`Error` saying why not. Polling
+        (``polling_interval_s``) or the cache-TTL mode (``cache_ttl_s``) then keeps the datafile fresh."""
+        handle = self._live()
+        _start_async(handle, fallback, on_ready)
+        _register(self, None, True)
+
+    def refresh(self) -> None:
+        """Fetches the datafile now (on this thread). Raises :class:`FetchFailedError` or the datafile's
+        validation error; the current datafile stays in use either way."""
+        status = _lib.exp_client_refresh(self._live())
+        if status:
+            _raise(status)
+
+    def datafile_status(self) -> Dict[str, Any]:
+        """The datafile lifecycle's state and counters: ready, revision, source, fetches, fetch_failures,
+        not_modified, rejected, updates, cache_writes, last_error_code, last_error, ..."""
+        out = c_char_p()
+        status = _lib.exp_client_datafile_status_json(self._live(), byref(out))
+        if status:
+            _raise(status)
+        return json.loads(_take_string(out) or "null")
+
+    @staticmethod
+    def find(tag: str) -> "Client":
+        """The open client created with ``tag=tag`` (:class:`NotFoundError` when none). A client created
+        by this process's Python code is returned as the same object; one created by C code is returned
+        as a borrowed client whose ``close()`` only detaches it (its creator owns it)."""
+        out = c_void_p()
+        status = _lib.exp_client_find(_text(tag, "tag"), byref(out))
+        if status:
+            _raise(status)
+        existing = _BY_TAG.get(tag)
+        if existing is not None and existing._h is not None and existing._h.value == out.value:
+            return existing
+        borrowed = Client.__new__(Client)
+        borrowed._h = _BorrowedHandle(out.value)
+        borrowed._dispatcher = None
+        return borrowed
 
     @property
     def ready(self) -> bool:
@@ -551,7 +663,8 @@ class Client:
         if handle is None:
             return
         self._h = None
-        status = _lib.exp_client_close(handle)
+        # A client found by tag and created elsewhere belongs to its creator: only detach from it.
+        status = 0 if isinstance(handle, _BorrowedHandle) else _lib.exp_client_close(handle)
         # Dropping the last reference frees the handle (see _Handle); in-flight calls on other threads
         # hold their own reference and the last of them frees it.
         del handle
