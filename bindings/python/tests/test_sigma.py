@@ -381,3 +381,48 @@ def test_profile_id_as_bucketing_id(dispatcher):
         plain.close()
         by_profile.close()
     raises(experiment.InvalidOptionError, -3, r"bucket_by_profile_id", experiment.Client, bucket_by_profile_id="yes")
+
+
+# -- consistency with decide on generated datafiles (decide itself is checked against the reference SDK
+#    by test_differential.py, so these memberships agree with the reference's decisions) --------------
+
+@pytest.mark.parametrize("seed", range(8))
+def test_memberships_agree_with_decide(seed):
+    from datafile_generator import generate_datafile, generate_users
+    df = generate_datafile(seed)
+    client = experiment.Client(datafile=json.dumps(df), default_decide_options=["DISABLE_DECISION_EVENT"])
+    global_holdouts = {h["id"]: h for h in df.get("holdouts", [])}
+    flag_rule_ids = {i for f in df["featureFlags"] for i in f["experimentIds"]}
+    experiments = df["experiments"] + [e for g in df["groups"] for e in g["experiments"]]
+    plain = [e for e in experiments if e["id"] not in flag_rule_ids]
+    try:
+        for user_id, attrs in generate_users(seed, df, 40):
+            decisions = client.decide_all(user_id, attrs)
+            held = client.user_holdouts_json(user_id, attrs)
+            assert client.user_holdouts(user_id, attrs) == "|".join("%s.0" % h["id"] for h in held)
+            held_keys = {h["key"] for h in held}
+            for h in held:
+                assert client.get_holdout(user_id, h["key"], attrs) is True
+            first_global = next((global_holdouts[h["id"]] for h in held if h["id"] in global_holdouts), None)
+            if first_global is not None and not first_global.get("excludeTargetedDeliveries"):
+                assert all(d.rule_key == first_global["key"] for d in decisions.values()), (seed, user_id)
+            in_exps = client.user_experiments_json(user_id, attrs)
+            assert client.user_experiments(user_id, attrs) == "|".join(
+                "%s.%d" % (e["id"], e["group_index"]) for e in in_exps)
+            by_key = {e["key"]: e for e in in_exps}
+            for flag_key, d in decisions.items():
+                if d.rule_key in held_keys or d.variation_key is None:
+                    continue
+                exp = next((e for e in experiments if e["key"] == d.rule_key and e["id"] in flag_rule_ids), None)
+                if exp is not None:
+                    assert by_key[d.rule_key]["variation_key"] == d.variation_key, (seed, user_id, flag_key)
+            for exp in plain:
+                variation = client.get_variation(exp["key"], user_id, attrs)
+                entry = by_key.get(exp["key"])
+                assert (entry and entry["variation_key"]) == (variation or None), (seed, user_id, exp["key"])
+                if entry:
+                    assert exp["variations"][entry["group_index"]]["key"] == variation
+                    e = client.get_experiment(user_id, exp["key"], attrs)
+                    assert (e.variation_key, e.group_index) == (variation, entry["group_index"])
+    finally:
+        client.close()
