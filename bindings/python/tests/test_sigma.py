@@ -426,3 +426,18 @@ def test_memberships_agree_with_decide(seed):
                     assert (e.variation_key, e.group_index) == (variation, entry["group_index"])
     finally:
         client.close()
+
+
+def test_python_example_prints_flags_experiments_and_holdouts():
+    import os
+    import subprocess
+    import sys
+    from conftest import BINDING_ROOT, REPO_ROOT
+    env = dict(os.environ, PYTHONPATH=BINDING_ROOT)
+    result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "examples", "python", "sigma.py"),
+                             os.path.join(REPO_ROOT, "examples", "datafiles", "demo.json")],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "experiments: '3001.1|3002.1'" in result.stdout
+    assert "holdouts:    '9001.0'" in result.stdout
+    assert "type mismatch:" in result.stdout
