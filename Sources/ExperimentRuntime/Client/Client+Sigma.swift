@@ -103,9 +103,11 @@ extension Client {
     public func userFlagsJSON<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A) -> String {
         var writer = JSONWriter()
         writer.beginObject()
-        decideAll(config: config, userId: userId, attributes: attributes, options: .disableDecisionEvent) { result in
-            let decision = result.decision
-            guard let variationKey = decision.variationKeyCString(in: config) else { return }
+        // Flag by flag rather than decideAll: a default ENABLED_FLAGS_ONLY must not hide disabled values.
+        for flag in config.flags.indices {
+            let decision = decide(config: config, flag: flag, userId: userId, attributes: attributes,
+                                  options: .disableDecisionEvent).decision
+            guard let variationKey = decision.variationKeyCString(in: config) else { continue }
             writer.key(config.flags[Int(decision.flag)].key.text)
             writer.beginObject()
             writer.field("enabled", decision.enabled(in: config))

@@ -441,3 +441,12 @@ def test_python_example_prints_flags_experiments_and_holdouts():
     assert "experiments: '3001.1|3002.1'" in result.stdout
     assert "holdouts:    '9001.0'" in result.stdout
     assert "type mismatch:" in result.stdout
+
+
+def test_user_flags_ignore_a_default_enabled_flags_only():
+    c = experiment.Client(datafile=json.dumps(sigma_datafile()), default_decide_options=["ENABLED_FLAGS_ONLY"])
+    try:
+        assert c.user_flags("u1", {"held": True})["checkout"]["enabled"] is False
+        assert c.flag_bool("u1", "checkout", attributes={"held": True}) is False
+    finally:
+        c.close()
