@@ -386,6 +386,25 @@ def test_profile_id_as_bucketing_id(dispatcher):
 # -- consistency with decide on generated datafiles (decide itself is checked against the reference SDK
 #    by test_differential.py, so these memberships agree with the reference's decisions) --------------
 
+def check_typed_values(client, df, user_id, attrs, decisions):
+    """Each typed accessor gives what decide gives (None where decide has no variation or a null value)."""
+    accessors = {"boolean": client.flag_bool, "integer": client.flag_int, "double": client.flag_double,
+                 "string": client.flag_string, "json": client.flag_json}
+    for flag in df["featureFlags"]:
+        d = decisions[flag["key"]]
+        has_value = d.variation_key is not None
+        assert client.flag_bool(user_id, flag["key"], None, attrs) == (d.enabled if has_value else None)
+        for variable in flag["variables"]:
+            kind = "json" if variable.get("subType") == "json" else variable["type"]
+            want = d.variables[variable["key"]] if has_value else None
+            if kind == "integer" and isinstance(want, int) and not -2 ** 63 <= want < 2 ** 63:
+                with pytest.raises(experiment.TypeMismatchError):
+                    accessors[kind](user_id, flag["key"], variable["key"], attrs)
+                continue
+            got = accessors[kind](user_id, flag["key"], variable["key"], attrs)
+            assert got == want and type(got) is type(want), (user_id, flag["key"], variable["key"], got, want)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_memberships_agree_with_decide(seed):
     from datafile_generator import generate_datafile, generate_users
@@ -416,6 +435,8 @@ def test_memberships_agree_with_decide(seed):
                 exp = next((e for e in experiments if e["key"] == d.rule_key and e["id"] in flag_rule_ids), None)
                 if exp is not None:
                     assert by_key[d.rule_key]["variation_key"] == d.variation_key, (seed, user_id, flag_key)
+            if user_id.endswith(("1", "5")):     # a fifth of the users: every typed value against decide
+                check_typed_values(client, df, user_id, attrs, decisions)
             for exp in plain:
                 variation = client.get_variation(exp["key"], user_id, attrs)
                 entry = by_key.get(exp["key"])
