@@ -187,6 +187,8 @@ typedef struct exp_client exp_client;
  *                                      least recently used users are evicted first. Default 10000.
  *   "log_level"               string   "error", "warning" (default), "info" or "debug": the most detailed
  *                                      level passed to the logger (see exp_client_set_logger).
+ *   "bucket_by_profile_id"    bool     Sigma: exp_set/edit_user_properties also store profile_id as
+ *                                      "$opt_bucketing_id" (see exp_set_user_properties). Default false.
  *
  * On success *out_client receives a new client, not yet ready: give it a datafile with exp_client_start.
  * Errors: EXP_ERR_INVALID_ARGUMENT (out_client NULL), EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_OPTION.
