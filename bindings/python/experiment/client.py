@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, ExpAttribute, ExpDecision, ExpValue
 from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
+from .sigma import UserExperiment
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
     ClosedError,
@@ -939,7 +940,6 @@ class Client:
 
     def get_experiment(self, user_id: Text, experiment_key: Text, attributes: Attributes = None) -> Any:
         """The user's UserExperiment (variation and typed parameters), or None when the user is not in it."""
-        from .sigma import UserExperiment
         handle = self._live()
         array, count = _attributes(attributes)
         out = c_void_p()
