@@ -85,16 +85,25 @@ test-abi: lib
 	@if readelf -d $(LIB) | grep -q 'RUNPATH\|RPATH.*swift'; then readelf -d $(LIB) | grep -i path; fi
 	@echo "ABI checks passed: $$(nm -D --defined-only $(LIB) | grep -c ' exp_') exp_* symbols, SONAME libexperiment.so.$(MAJOR)"
 
-test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start
+# Sigma example (typed flags, the user's flags / experiments / holdouts, user properties).
+$(RELEASE_DIR)/sigma: examples/c/sigma.c include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ examples/c/sigma.c $(LINK_LOCAL)
+
+test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
+	$(RELEASE_DIR)/sigma examples/datafiles/demo.json > /dev/null
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
 
 $(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experiment.hpp include/experiment.h lib
 	$(CXX) $(CXXFLAGS_STRICT) -o $@ examples/cpp/quickstart.cpp $(LINK_LOCAL)
 
-test-cpp: $(RELEASE_DIR)/quickstart-cpp
+$(RELEASE_DIR)/sigma-cpp: examples/cpp/sigma.cpp bindings/cpp/experiment.hpp include/experiment.h lib
+	$(CXX) $(CXXFLAGS_STRICT) -o $@ examples/cpp/sigma.cpp $(LINK_LOCAL)
+
+test-cpp: $(RELEASE_DIR)/quickstart-cpp $(RELEASE_DIR)/sigma-cpp
 	$(RELEASE_DIR)/quickstart-cpp examples/datafiles/demo.json > /dev/null
+	$(RELEASE_DIR)/sigma-cpp examples/datafiles/demo.json > /dev/null
 	@echo "C++ example built with $(CXXFLAGS_STRICT) and ran"
 
 # A short libFuzzer round per harness over the C ABI's parsers (regressions replayed first); `make fuzz` runs

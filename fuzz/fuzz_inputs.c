@@ -28,6 +28,7 @@
 #define TRACK_ERRORS (FZ_ARGS | FZ_JSONERR | FZ_BIT(EXP_ERR_NOT_READY) | FZ_BIT(EXP_ERR_UNKNOWN_EVENT) | FZ_BIT(EXP_ERR_INVALID_EVENT_TAGS))
 #define PARSE_ERRORS (FZ_BIT(EXP_ERR_INVALID_ARGUMENT) | FZ_JSONERR | FZ_BIT(EXP_ERR_INVALID_OPTION))
 #define PROPERTY_ERRORS (FZ_ARGS | FZ_JSONERR)
+#define SIGMA_ERRORS (DECIDE_ERRORS | FZ_BIT(EXP_ERR_TYPE_MISMATCH) | FZ_BIT(EXP_ERR_NOT_FOUND))
 
 static exp_client *g_client;
 static fz_dispatch_state g_events = {0, 0, 0};
@@ -210,6 +211,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK_KEYS("exp_trigger_experiment", s, user, experiment, NULL);
     FZ_CHECK(s == EXP_OK ? v != NULL : v == NULL, "exp_trigger_experiment out-parameter: status %d, value %p", (int)s, (void *)v);
     exp_free(v); v = NULL;
+
+    /* Sigma: properties JSON (the attributes field), a typed flag value (the property key as variable key),
+     * the user's experiments and holdouts, an experiment handle and one of its parameters. */
+    s = FZ_STATUS("exp_edit_user_properties", exp_edit_user_properties(g_client, user, attrs_json), PROPERTY_ERRORS);
+    CHECK_JSON_ARG("exp_edit_user_properties", s, attrs_json);
+    {
+        int found = 7;
+        char *text = NULL;
+        s = FZ_STATUS("exp_flag_string", exp_flag_string(g_client, user, flag, pkey, typed, n_typed, &text, &found),
+                      SIGMA_ERRORS);
+        FZ_CHECK(s == EXP_OK && found ? text != NULL : text == NULL, "exp_flag_string: status %s, found %d, value %p",
+                 fz_status_name(s), found, (void *)text);
+        FZ_CHECK(s != EXP_OK || found == 0 || found == 1, "exp_flag_string: found %d", found);
+        exp_free(text); text = NULL;
+        s = FZ_STATUS("exp_user_experiments", exp_user_experiments(g_client, user, typed, n_typed, &text), DECIDE_ERRORS);
+        FZ_CHECK(s == EXP_OK ? text != NULL : text == NULL, "exp_user_experiments out-parameter: status %s", fz_status_name(s));
+        exp_free(text); text = NULL;
+        s = FZ_STATUS("exp_user_holdouts_json", exp_user_holdouts_json(g_client, user, typed, n_typed, &text), DECIDE_ERRORS);
+        if (s == EXP_OK) FZ_CHECK_JSON("exp_user_holdouts_json", text, '[');
+        exp_free(text); text = NULL;
+        exp_experiment *handle = NULL;
+        s = FZ_STATUS("exp_get_experiment", exp_get_experiment(g_client, user, experiment, typed, n_typed, &handle),
+                      EXPERIMENT_ERRORS);
+        FZ_CHECK(s == EXP_OK || handle == NULL, "exp_get_experiment wrote its handle on failure");
+        if (handle) {
+            int64_t number = 0;
+            s = FZ_STATUS("exp_experiment_param_int", exp_experiment_param_int(handle, pkey, &number, &found), SIGMA_ERRORS);
+            FZ_CHECK_JSON("exp_experiment_parameters_json", exp_experiment_parameters_json(handle), '{');
+        }
+        exp_experiment_free(handle);
+    }
 
     /* Forced variation and forced decision with arbitrary keys; removed again below. */
     s = FZ_STATUS("exp_set_forced_variation", exp_set_forced_variation(g_client, experiment, user, variation), FORCED_ERRORS);

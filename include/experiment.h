@@ -188,6 +188,8 @@ typedef struct exp_client exp_client;
  *                                      least recently used users are evicted first. Default 10000.
  *   "log_level"               string   "error", "warning" (default), "info" or "debug": the most detailed
  *                                      level passed to the logger (see exp_client_set_logger).
+ *   "bucket_by_profile_id"    bool     Sigma: exp_set/edit_user_properties also store profile_id as
+ *                                      "$opt_bucketing_id" (see exp_set_user_properties). Default false.
  *
  * On success *out_client receives a new client, not yet ready: give it a datafile with exp_client_start.
  * Errors: EXP_ERR_INVALID_ARGUMENT (out_client NULL), EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_OPTION.
@@ -705,6 +707,203 @@ exp_status exp_client_find(const char *tag, exp_client **out_client);
  *     exp_free(status);
  */
 exp_status exp_client_datafile_status_json(exp_client *client, char **out_json);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Sigma: user properties, typed flag values, the user's flags, experiments and holdouts           */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Sigma user properties. `properties_json` is a JSON object whose keys are Sigma's standard keys or
+ * "custom.<name>"; each is stored as a user property under exactly that name, which is also the attribute
+ * name audience conditions use:
+ *
+ *     key            Sigma builder        value           audience attribute
+ *     profile_id     setProfileId         string          "profile_id"
+ *     device_id      setDeviceId          string          "device_id"
+ *     email          setEmail             string          "email"
+ *     app_version    setAppVersion        string          "app_version" (semver_* matches work)
+ *     os_name        setOsName            string          "os_name"
+ *     os_version     setOsVersion         string          "os_version"
+ *     geo_code       setGeoCode           string          "geo_code"
+ *     geo_country    setGeoCountry        string          "geo_country"
+ *     geo_state      setGeoState          string          "geo_state"
+ *     geo_city       setGeoCity           string          "geo_city"
+ *     custom.<name>  setCustomProperty    string, number  "custom.<name>", e.g. "custom.isAuthorized"
+ *                                         or true/false
+ *
+ * The user id is not a property: it is the `user_id` argument of every call (a "user_id" key is an error).
+ * Profile id as the bucketing id: with the client option "bucket_by_profile_id": true, these calls also
+ * store profile_id as "$opt_bucketing_id" (and drop it with profile_id), so the user is bucketed by the
+ * profile id wherever Optimizely would use the bucketing id; without a profile_id the user id is used.
+ * A per-call "$opt_bucketing_id" attribute still wins.
+ *
+ * exp_set_user_properties replaces all the user's properties (Sigma setUserProperties: earlier ones are
+ * removed, including those set with exp_set_user_property); exp_edit_user_properties merges (Sigma
+ * editUserProperties: the given keys are overwritten, a null value removes that key, others are kept);
+ * exp_clear_user_properties (above) removes all (Sigma clearUserProperties). The object is checked whole
+ * before anything changes. Errors: EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_ARGUMENT (not an object, an
+ * unknown key, a value of the wrong type, an empty "custom." name), EXP_ERR_INVALID_UTF8,
+ * EXP_ERR_TOO_LARGE, EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     exp_set_user_properties(c, "anon-42", "{\"profile_id\": \"p-7\", \"email\": \"u@example.com\","
+ *                                           " \"custom.isAuthorized\": true}");
+ *     exp_edit_user_properties(c, "anon-42", "{\"app_version\": \"2.3.0\", \"email\": null}");
+ */
+exp_status exp_set_user_properties(exp_client *client, const char *user_id, const char *properties_json);
+exp_status exp_edit_user_properties(exp_client *client, const char *user_id, const char *properties_json);
+
+/*
+ * Typed flag values (Sigma checkFlag). A flag's value for a user:
+ *   - variable_key NULL: whether the flag is enabled for the user, a bool (exp_flag_bool only);
+ *   - variable_key set: the value of that flag variable as decide gives it (the variation's value when
+ *     the flag is enabled, the variable's default when the decided variation disables it); the accessor
+ *     must match the variable's type: boolean -> exp_flag_bool, integer -> exp_flag_int, double ->
+ *     exp_flag_double, string -> exp_flag_string, json -> exp_flag_json (JSON text of the value).
+ * The user has no value (*out_found = 0, EXP_OK, *out_value untouched) when no rule of the flag gives the
+ * user a variation (e.g. the user is outside the flag's experiment), or when the variable's value cannot
+ * be typecast (the reference SDK's None). That is not an error.
+ * The flag is decided as exp_decide does, sending the same impression (unless the client's
+ * default_decide_options disable decision events); a type mismatch is found before deciding and sends
+ * nothing.
+ * Strings from exp_flag_string / exp_flag_json are freed with exp_free().
+ * Errors: EXP_ERR_TYPE_MISMATCH (accessor and value types differ, message names both),
+ * EXP_ERR_NOT_FOUND (the flag has no variable `variable_key`), EXP_ERR_UNKNOWN_FLAG, EXP_ERR_NOT_READY,
+ * argument errors as exp_decide (out_value and out_found must not be NULL). Thread-safe.
+ *
+ *     int on = 0, found = 0;
+ *     if (exp_flag_bool(c, "user-1", "new_checkout", NULL, NULL, 0, &on, &found) == EXP_OK && found && on) {...}
+ *     int64_t limit; char *theme = NULL;
+ *     exp_flag_int(c, "user-1", "new_checkout", "item_limit", NULL, 0, &limit, &found);
+ *     if (exp_flag_string(c, "user-1", "new_checkout", "theme", NULL, 0, &theme, &found) == EXP_OK && found)
+ *         puts(theme);
+ *     exp_free(theme);
+ */
+exp_status exp_flag_bool(exp_client *client, const char *user_id, const char *flag_key, const char *variable_key,
+                         const exp_attribute *attributes, size_t attribute_count, int *out_value, int *out_found);
+exp_status exp_flag_int(exp_client *client, const char *user_id, const char *flag_key, const char *variable_key,
+                        const exp_attribute *attributes, size_t attribute_count, int64_t *out_value,
+                        int *out_found);
+exp_status exp_flag_double(exp_client *client, const char *user_id, const char *flag_key,
+                           const char *variable_key, const exp_attribute *attributes, size_t attribute_count,
+                           double *out_value, int *out_found);
+exp_status exp_flag_string(exp_client *client, const char *user_id, const char *flag_key,
+                           const char *variable_key, const exp_attribute *attributes, size_t attribute_count,
+                           char **out_value, int *out_found);
+exp_status exp_flag_json(exp_client *client, const char *user_id, const char *flag_key, const char *variable_key,
+                         const exp_attribute *attributes, size_t attribute_count, char **out_json,
+                         int *out_found);
+
+/*
+ * All flags the user has a value for (Sigma getUserFeatureFlagsDetails), as a JSON object in datafile
+ * order: {"flag_key": {"enabled": true, "variation_key": "on", "variables": {...}}, ...}; flags that give
+ * the user no variation are left out. No events are sent. Free *out_json with exp_free().
+ * Errors: EXP_ERR_NOT_READY, argument errors as exp_decide. Thread-safe.
+ *
+ *     char *flags = NULL;
+ *     if (exp_user_flags_json(c, "user-1", NULL, 0, &flags) == EXP_OK) puts(flags);
+ *     exp_free(flags);
+ */
+exp_status exp_user_flags_json(exp_client *client, const char *user_id, const exp_attribute *attributes,
+                               size_t attribute_count, char **out_json);
+
+/*
+ * The experiments the user is in (Sigma getAllUserExperiments) as "expId.groupIndex|expId.groupIndex|..."
+ * ("" when none), in datafile order; groupIndex is the position of the user's variation in the
+ * experiment's "variations" (0-based). An experiment used as a flag's experiment rule counts when the
+ * flag's decision comes from it (a holdout, an earlier rule or a flag-level forced decision takes the
+ * user out, as decide would); any other experiment counts when exp_get_variation gives a variation.
+ * Delivery rules of rollouts are not experiments. The _json form gives
+ * [{"id": "...", "key": "...", "group_index": 1, "variation_id": "...", "variation_key": "..."}, ...].
+ *
+ * The holdouts the user is in (Sigma getAllUserHoldouts) as "holdoutId.0|holdoutId.0|..." ("" when
+ * none): running holdouts (global, then local) whose audience the user meets and whose traffic holds the
+ * user; the group index is always 0. The _json form gives [{"id": "...", "key": "...", "group_index": 0}].
+ *
+ * No events are sent. Free *out with exp_free(). Errors: EXP_ERR_NOT_READY, argument errors as
+ * exp_decide. Thread-safe.
+ *
+ *     char *experiments = NULL, *holdouts = NULL;
+ *     exp_user_experiments(c, "user-1", NULL, 0, &experiments);   // e.g. "20110.1|20220.0"
+ *     exp_user_holdouts(c, "user-1", NULL, 0, &holdouts);         // e.g. "90001.0"
+ *     exp_free(experiments); exp_free(holdouts);
+ */
+exp_status exp_user_experiments(exp_client *client, const char *user_id, const exp_attribute *attributes,
+                                size_t attribute_count, char **out);
+exp_status exp_user_experiments_json(exp_client *client, const char *user_id, const exp_attribute *attributes,
+                                     size_t attribute_count, char **out_json);
+exp_status exp_user_holdouts(exp_client *client, const char *user_id, const exp_attribute *attributes,
+                             size_t attribute_count, char **out);
+exp_status exp_user_holdouts_json(exp_client *client, const char *user_id, const exp_attribute *attributes,
+                                  size_t attribute_count, char **out_json);
+
+/*
+ * Whether the user is in the holdout with key `holdout_key` (Sigma getHoldout), by the rule of
+ * exp_user_holdouts; a holdout that is not running holds nobody. No events are sent.
+ * Errors: EXP_ERR_NOT_FOUND (no holdout with that key), EXP_ERR_NOT_READY, argument errors. Thread-safe.
+ *
+ *     int held = 0;
+ *     exp_get_holdout(c, "user-1", "q3_holdout", NULL, 0, &held);
+ */
+exp_status exp_get_holdout(exp_client *client, const char *user_id, const char *holdout_key,
+                           const exp_attribute *attributes, size_t attribute_count, int *out_in_holdout);
+
+/*
+ * The user's place in experiment `experiment_key` (Sigma getExperiment): *out_experiment receives a handle
+ * to free with exp_experiment_free(), or NULL (EXP_OK) when the user is not in the experiment (the rule of
+ * exp_user_experiments). A handle is immutable and may be read from any thread; its strings live until it
+ * is freed. No events are sent (exp_activate or exp_decide record exposure).
+ * Errors: EXP_ERR_UNKNOWN_EXPERIMENT (no experiment with that key; delivery rules are not experiments),
+ * EXP_ERR_NOT_READY, argument errors. Thread-safe.
+ * exp_get_experiment_json gives {"id", "key", "group_index", "variation_id", "variation_key",
+ * "parameters": {...}} or "null".
+ *
+ *     exp_experiment *e = NULL;
+ *     if (exp_get_experiment(c, "user-1", "checkout_test", NULL, 0, &e) == EXP_OK && e) {
+ *         printf("%s group %d\n", exp_experiment_variation_key(e), exp_experiment_group_index(e));
+ *         char *title = NULL; int found = 0;
+ *         if (exp_experiment_param_string(e, "title", &title, &found) == EXP_OK && found) puts(title);
+ *         exp_free(title);
+ *     }
+ *     exp_experiment_free(e);
+ */
+typedef struct exp_experiment exp_experiment;
+
+exp_status exp_get_experiment(exp_client *client, const char *user_id, const char *experiment_key,
+                              const exp_attribute *attributes, size_t attribute_count,
+                              exp_experiment **out_experiment);
+exp_status exp_get_experiment_json(exp_client *client, const char *user_id, const char *experiment_key,
+                                   const exp_attribute *attributes, size_t attribute_count, char **out_json);
+
+/* The experiment's id and key, the user's variation's id and key, and the parameters (the variation's
+ * variables as a JSON object, "{}" for an experiment no flag uses), owned by the handle; NULL for a NULL
+ * handle. exp_experiment_group_index: the variation's position in the experiment (-1 for NULL). */
+const char *exp_experiment_id(const exp_experiment *experiment);
+const char *exp_experiment_key(const exp_experiment *experiment);
+const char *exp_experiment_variation_id(const exp_experiment *experiment);
+const char *exp_experiment_variation_key(const exp_experiment *experiment);
+const char *exp_experiment_parameters_json(const exp_experiment *experiment);
+int exp_experiment_group_index(const exp_experiment *experiment);
+
+/*
+ * Typed parameter getters (Sigma SigmaExperiment.getParamValue): parameter `name` is a variable of the
+ * flag that uses the experiment, with this variation's value (whether or not the variation enables the
+ * flag). Type rules, *out_found and string ownership as the exp_flag_* accessors.
+ * Errors: EXP_ERR_TYPE_MISMATCH, EXP_ERR_NOT_FOUND (no parameter `name`), EXP_ERR_INVALID_ARGUMENT (NULL
+ * handle, name or out pointers). Thread-safe.
+ */
+exp_status exp_experiment_param_bool(const exp_experiment *experiment, const char *name, int *out_value,
+                                     int *out_found);
+exp_status exp_experiment_param_int(const exp_experiment *experiment, const char *name, int64_t *out_value,
+                                    int *out_found);
+exp_status exp_experiment_param_double(const exp_experiment *experiment, const char *name, double *out_value,
+                                       int *out_found);
+exp_status exp_experiment_param_string(const exp_experiment *experiment, const char *name, char **out_value,
+                                       int *out_found);
+exp_status exp_experiment_param_json(const exp_experiment *experiment, const char *name, char **out_json,
+                                     int *out_found);
+
+/* Frees a handle from exp_get_experiment (NULL is fine). */
+void exp_experiment_free(exp_experiment *experiment);
 
 #ifdef __cplusplus
 }

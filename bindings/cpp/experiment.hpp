@@ -735,6 +735,95 @@ public:
         return detail::take(json);
     }
 
+    /* ---- Sigma: user properties, typed flag values, the user's flags / experiments / holdouts ---- */
+
+    /* Sigma setUserProperties (replace all) / editUserProperties (merge; null removes a key): a JSON object
+     * of standard keys and "custom.<name>" (see exp_set_user_properties). */
+    void set_user_properties(std::string_view user_id, std::string_view properties_json) {
+        detail::CString user(user_id, "user id"), json(properties_json, "properties json");
+        detail::check(exp_set_user_properties(client_, user.c_str(), json.c_str()));
+    }
+    void edit_user_properties(std::string_view user_id, std::string_view properties_json) {
+        detail::CString user(user_id, "user id"), json(properties_json, "properties json");
+        detail::check(exp_edit_user_properties(client_, user.c_str(), json.c_str()));
+    }
+
+    /* Sigma checkFlag: nullopt when the user has no value (not an error); Error(EXP_ERR_TYPE_MISMATCH) when
+     * the value has another type. Without a variable key the flag's value is whether it is enabled. */
+    std::optional<bool> flag_bool(std::string_view user_id, std::string_view flag_key,
+                                  std::optional<std::string_view> variable_key = std::nullopt,
+                                  const Attributes &attributes = {}) {
+        int value = 0;
+        if (!flag_value(exp_flag_bool, user_id, flag_key, variable_key, attributes, &value)) return std::nullopt;
+        return value != 0;
+    }
+    std::optional<std::int64_t> flag_int(std::string_view user_id, std::string_view flag_key,
+                                         std::string_view variable_key, const Attributes &attributes = {}) {
+        std::int64_t value = 0;
+        if (!flag_value(exp_flag_int, user_id, flag_key, variable_key, attributes, &value)) return std::nullopt;
+        return value;
+    }
+    std::optional<double> flag_double(std::string_view user_id, std::string_view flag_key,
+                                      std::string_view variable_key, const Attributes &attributes = {}) {
+        double value = 0;
+        if (!flag_value(exp_flag_double, user_id, flag_key, variable_key, attributes, &value)) return std::nullopt;
+        return value;
+    }
+    std::optional<std::string> flag_string(std::string_view user_id, std::string_view flag_key,
+                                           std::string_view variable_key, const Attributes &attributes = {}) {
+        char *value = nullptr;
+        bool found = flag_value(exp_flag_string, user_id, flag_key, variable_key, attributes, &value);
+        std::optional<std::string> text = detail::take_optional(value);
+        return found ? text : std::nullopt;
+    }
+    /* A json variable's value as JSON text. */
+    std::optional<std::string> flag_json(std::string_view user_id, std::string_view flag_key,
+                                         std::string_view variable_key, const Attributes &attributes = {}) {
+        char *value = nullptr;
+        bool found = flag_value(exp_flag_json, user_id, flag_key, variable_key, attributes, &value);
+        std::optional<std::string> text = detail::take_optional(value);
+        return found ? text : std::nullopt;
+    }
+
+    /* {"flag": {"enabled", "variation_key", "variables"}, ...} for every flag the user has a value for. */
+    std::string user_flags_json(std::string_view user_id, const Attributes &attributes = {}) {
+        return user_report(exp_user_flags_json, user_id, attributes);
+    }
+    /* "expId.groupIndex|..." and its JSON array form. */
+    std::string user_experiments(std::string_view user_id, const Attributes &attributes = {}) {
+        return user_report(exp_user_experiments, user_id, attributes);
+    }
+    std::string user_experiments_json(std::string_view user_id, const Attributes &attributes = {}) {
+        return user_report(exp_user_experiments_json, user_id, attributes);
+    }
+    /* "holdoutId.0|..." and its JSON array form. */
+    std::string user_holdouts(std::string_view user_id, const Attributes &attributes = {}) {
+        return user_report(exp_user_holdouts, user_id, attributes);
+    }
+    std::string user_holdouts_json(std::string_view user_id, const Attributes &attributes = {}) {
+        return user_report(exp_user_holdouts_json, user_id, attributes);
+    }
+
+    bool get_holdout(std::string_view user_id, std::string_view holdout_key, const Attributes &attributes = {}) {
+        detail::CString user(user_id, "user id"), key(holdout_key, "holdout key");
+        int held = 0;
+        detail::check(exp_get_holdout(client_, user.c_str(), key.c_str(), attributes.data(), attributes.size(), &held));
+        return held != 0;
+    }
+
+    /* Sigma getExperiment as JSON ({"id", "key", "group_index", "variation_id", "variation_key",
+     * "parameters"}), nullopt when the user is not in the experiment. */
+    std::optional<std::string> experiment_json(std::string_view user_id, std::string_view experiment_key,
+                                               const Attributes &attributes = {}) {
+        detail::CString user(user_id, "user id"), key(experiment_key, "experiment key");
+        char *json = nullptr;
+        detail::check(exp_get_experiment_json(client_, user.c_str(), key.c_str(), attributes.data(),
+                                              attributes.size(), &json));
+        std::string text = detail::take(json);
+        if (text == "null") return std::nullopt;
+        return text;
+    }
+
     /* ---- conversions and events ---- */
 
     /* Records conversion `event_key`; tags_json is a JSON object such as {"revenue": 4200}. */
@@ -811,6 +900,25 @@ public:
     }
 
 private:
+    template <typename Out, typename Function>
+    bool flag_value(Function function, std::string_view user_id, std::string_view flag_key,
+                    std::optional<std::string_view> variable_key, const Attributes &attributes, Out *out) {
+        detail::CString user(user_id, "user id"), flag(flag_key, "flag key");
+        detail::OptionalCString variable(variable_key, "variable key");
+        int found = 0;
+        detail::check(function(client_, user.c_str(), flag.c_str(), variable.c_str(), attributes.data(),
+                               attributes.size(), out, &found));
+        return found != 0;
+    }
+
+    template <typename Function>
+    std::string user_report(Function function, std::string_view user_id, const Attributes &attributes) {
+        detail::CString user(user_id, "user id");
+        char *text = nullptr;
+        detail::check(function(client_, user.c_str(), attributes.data(), attributes.size(), &text));
+        return detail::take(text);
+    }
+
     /* Lives on the heap so the dispatcher addresses given to the library survive moves of the Client. */
     struct State {
         std::mutex mutex;

@@ -26,6 +26,21 @@ static char *slurp(const char *path, size_t *len) {
 }
 static int dispatch(const exp_event *e, void *ud) { (void)ud; return e->body_length > 0 ? 0 : 1; }
 
+/* The Sigma calls: properties, a typed flag value, the user's experiments and holdouts, an experiment handle. */
+static void sigma_calls(const char *user, const exp_attribute *attrs, size_t n) {
+    exp_edit_user_properties(client, user, "{\"app_version\": \"3.1.0\", \"custom.vip\": true}");
+    int64_t steps = 0; int found = 0; char *text = NULL;
+    exp_flag_int(client, user, "checkout_redesign", "steps", attrs, n, &steps, &found);
+    exp_user_experiments(client, user, attrs, n, &text); exp_free(text); text = NULL;
+    exp_user_holdouts_json(client, user, attrs, n, &text); exp_free(text); text = NULL;
+    exp_experiment *e = NULL;
+    if (exp_get_experiment(client, user, "checkout_redesign_ab", attrs, n, &e) == EXP_OK && e) {
+        exp_experiment_param_string(e, "button_color", &text, &found); exp_free(text);
+        if (!exp_experiment_variation_key(e)) abort();
+    }
+    exp_experiment_free(e);
+}
+
 static void *decider(void *arg) {
     char user[32]; long id = (long)arg;
     for (int i = 0; i < 3000; i++) {
@@ -42,6 +57,7 @@ static void *decider(void *arg) {
             exp_set_user_property(client, user, "country", &v);
         }
         if (i % 11 == 0) exp_set_forced_decision(client, user, "free_shipping", NULL, "on");
+        if (i % 5 == 0) sigma_calls(user, attrs, 2);
     }
     return NULL;
 }

@@ -225,9 +225,13 @@ public final class Flag: @unchecked Sendable {
     public let flagVariations: [FlagVariation]
     /// The variables JSON when the flag is off or variables come from defaults only.
     public nonisolated(unsafe) let defaultVariablesJSON: UnsafePointer<CChar>
+    /// The variables JSON of an enabled holdout variation. The reference looks a holdout variation's
+    /// values up among the experiments' variations, finds none and typecasts nothing: booleans come out
+    /// false, every other type null.
+    public nonisolated(unsafe) let holdoutVariablesJSON: UnsafePointer<CChar>
     public init(id: String, key: ConfigString, rules: [FlagRule], experimentRuleCount: Int,
                 variables: [Variable], flagVariations: [FlagVariation],
-                defaultVariablesJSON: UnsafePointer<CChar>) {
+                defaultVariablesJSON: UnsafePointer<CChar>, holdoutVariablesJSON: UnsafePointer<CChar>) {
         self.id = id
         self.key = key
         self.rules = rules
@@ -235,6 +239,7 @@ public final class Flag: @unchecked Sendable {
         self.variables = variables
         self.flagVariations = flagVariations
         self.defaultVariablesJSON = defaultVariablesJSON
+        self.holdoutVariablesJSON = holdoutVariablesJSON
     }
 }
 

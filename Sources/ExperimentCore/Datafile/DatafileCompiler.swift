@@ -589,7 +589,21 @@ private struct Compilation {
         }
         return Flag(id: id, key: ConfigString(key, in: strings), rules: rules, experimentRuleCount: experimentRules.count,
                     variables: variables, flagVariations: flagVariations,
-                    defaultVariablesJSON: strings.store(variablesJSON(variables, overrides: [])))
+                    defaultVariablesJSON: strings.store(variablesJSON(variables, overrides: [])),
+                    holdoutVariablesJSON: strings.store(holdoutVariablesJSON(variables)))
+    }
+
+    /// What the reference's typecasts make of a missing value: `None == "true"` for a boolean, an
+    /// exception (so null) for numbers and JSON, null itself for strings.
+    func holdoutVariablesJSON(_ variables: [Variable]) -> String {
+        var writer = JSONWriter()
+        writer.beginObject()
+        for variable in variables {
+            writer.key(variable.key)
+            writer.raw(variable.type == .boolean ? "false" : "null")
+        }
+        writer.endObject()
+        return writer.text
     }
 
     func variablesJSON(_ variables: [Variable], overrides: [VariableValue]) -> String {

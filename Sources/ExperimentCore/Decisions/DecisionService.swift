@@ -218,7 +218,7 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     }
 
     /// The variation of a running holdout the user falls into, or nil.
-    private func holdoutVariation(_ index: Int) -> Int32? {
+    func holdoutVariation(_ index: Int) -> Int32? {
         let holdout = config.holdouts[index]
         guard holdout.isRunning else { return nil }
         guard meetsAudience(holdout.audience?.root ?? -1, label: holdout.key.text, ruleLog: "experiment") else {

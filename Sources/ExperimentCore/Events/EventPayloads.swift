@@ -305,7 +305,9 @@ extension FlagDecision {
     /// The flag's variables JSON for this decision: the variation's values when enabled, else defaults.
     public func variablesJSON(in config: ProjectConfig) -> UnsafePointer<CChar> {
         let flag = config.flags[Int(flag)]
-        guard holdout < 0, flagVariation >= 0, enabled(in: config) else { return flag.defaultVariablesJSON }
+        guard enabled(in: config) else { return flag.defaultVariablesJSON }
+        if holdout >= 0 { return flag.holdoutVariablesJSON }
+        guard flagVariation >= 0 else { return flag.defaultVariablesJSON }
         return flag.flagVariations[Int(flagVariation)].variablesJSON
     }
 

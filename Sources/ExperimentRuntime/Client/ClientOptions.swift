@@ -67,6 +67,9 @@ public struct ClientOptions: Sendable {
 
     public var odp = ODPOptions()
 
+    /// Sigma: exp_set/edit_user_properties also store profile_id as $opt_bucketing_id.
+    public var bucketByProfileId = false
+
     public static let maxUserStoreCapacity = 10_000_000
     /// Polling faster than this is raised to it (with a warning), as the reference SDKs do.
     public static let minPollingIntervalSeconds = 10
@@ -75,6 +78,7 @@ public struct ClientOptions: Sendable {
         "datafile_url_template", "datafile_access_token", "polling_interval_s", "request_timeout_ms", "retry_count",
         "cache_ttl_s", "state_dir", "profile_store", "event_endpoint", "event_batch_size", "event_flush_interval_ms",
         "event_queue_capacity", "event_queue_full_policy", "close_timeout_ms", "odp",
+        "bucket_by_profile_id",
     ]
 
     public init() {}
@@ -136,6 +140,7 @@ public struct ClientOptions: Sendable {
             eventQueueFullPolicy = policy
         case "close_timeout_ms": closeTimeoutMs = try field.integer(in: 0...600_000)
         case "odp": odp = try Self.odpOptions(value)
+        case "bucket_by_profile_id": bucketByProfileId = try field.bool()
         default:
             throw ClientError(.invalidOption,
                               "options: unknown option \"\(key)\" (known: \(Self.knownKeys.joined(separator: ", ")))")

@@ -42,6 +42,19 @@ public final class UserPropertyStore: @unchecked Sendable {
         }
     }
 
+    /// Replaces all the user's properties with `changes` (nil values are skipped), in one step.
+    public func replace(userId: String, with changes: [(key: [UInt8], value: OwnedValue?)]) {
+        users.withLock { cache in
+            let updated = OwnedAttributes.empty.applying(changes)
+            if updated.isEmpty {
+                cache.removeValue(for: userId)
+            } else {
+                evictions.add(cache.set(updated, for: userId), ordering: .relaxed)
+            }
+            userCount.store(cache.count, ordering: .releasing)
+        }
+    }
+
     public func clear(userId: String) {
         users.withLock { cache in
             cache.removeValue(for: userId)

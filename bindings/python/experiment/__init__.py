@@ -12,6 +12,7 @@ package, the repository's .build/release directory, or the system library path (
 from ._native import library_path
 from .client import Client, library_version, validate_datafile
 from .decision import DecideOption, Decision, Event
+from .sigma import UserExperiment
 from .errors import (
     BufferTooSmallError,
     WaitTimeoutError,
@@ -54,6 +55,7 @@ __all__ = [
     "validate_datafile",
     "Client",
     "Decision",
+    "UserExperiment",
     "DecideOption",
     "Event",
     "Error",

@@ -200,6 +200,40 @@ _PROTOTYPES: List[Tuple[str, object, list]] = [
     ("exp_client_datafile_status_json", c_int, [exp_client_p, c_char_pp]),
 ]
 
+# -- Sigma: user properties, typed flag values, the user's flags / experiments / holdouts ----------
+# exp_experiment * handles cross as plain addresses (c_void_p).
+_ATTRS = [POINTER(ExpAttribute), c_size_t]
+_PROTOTYPES += [
+    ("exp_set_user_properties", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_edit_user_properties", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_flag_bool", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p] + _ATTRS + [POINTER(c_int), POINTER(c_int)]),
+    ("exp_flag_int", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p] + _ATTRS + [POINTER(c_int64), POINTER(c_int)]),
+    ("exp_flag_double", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p] + _ATTRS
+     + [POINTER(c_double), POINTER(c_int)]),
+    ("exp_flag_string", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p] + _ATTRS + [c_char_pp, POINTER(c_int)]),
+    ("exp_flag_json", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p] + _ATTRS + [c_char_pp, POINTER(c_int)]),
+    ("exp_user_flags_json", c_int, [exp_client_p, c_char_p] + _ATTRS + [c_char_pp]),
+    ("exp_user_experiments", c_int, [exp_client_p, c_char_p] + _ATTRS + [c_char_pp]),
+    ("exp_user_experiments_json", c_int, [exp_client_p, c_char_p] + _ATTRS + [c_char_pp]),
+    ("exp_user_holdouts", c_int, [exp_client_p, c_char_p] + _ATTRS + [c_char_pp]),
+    ("exp_user_holdouts_json", c_int, [exp_client_p, c_char_p] + _ATTRS + [c_char_pp]),
+    ("exp_get_holdout", c_int, [exp_client_p, c_char_p, c_char_p] + _ATTRS + [POINTER(c_int)]),
+    ("exp_get_experiment", c_int, [exp_client_p, c_char_p, c_char_p] + _ATTRS + [POINTER(c_void_p)]),
+    ("exp_get_experiment_json", c_int, [exp_client_p, c_char_p, c_char_p] + _ATTRS + [c_char_pp]),
+    ("exp_experiment_id", c_char_p, [c_void_p]),
+    ("exp_experiment_key", c_char_p, [c_void_p]),
+    ("exp_experiment_variation_id", c_char_p, [c_void_p]),
+    ("exp_experiment_variation_key", c_char_p, [c_void_p]),
+    ("exp_experiment_parameters_json", c_char_p, [c_void_p]),
+    ("exp_experiment_group_index", c_int, [c_void_p]),
+    ("exp_experiment_param_bool", c_int, [c_void_p, c_char_p, POINTER(c_int), POINTER(c_int)]),
+    ("exp_experiment_param_int", c_int, [c_void_p, c_char_p, POINTER(c_int64), POINTER(c_int)]),
+    ("exp_experiment_param_double", c_int, [c_void_p, c_char_p, POINTER(c_double), POINTER(c_int)]),
+    ("exp_experiment_param_string", c_int, [c_void_p, c_char_p, c_char_pp, POINTER(c_int)]),
+    ("exp_experiment_param_json", c_int, [c_void_p, c_char_p, c_char_pp, POINTER(c_int)]),
+    ("exp_experiment_free", None, [c_void_p]),
+]
+
 FUNCTION_NAMES = tuple(name for name, _, _ in _PROTOTYPES)
 
 

@@ -8,12 +8,14 @@ import logging
 import weakref
 import marshal
 import os
-from ctypes import CFUNCTYPE, addressof, byref, c_char_p, c_int, c_int64, c_size_t, c_uint, c_void_p, cast, string_at
+from ctypes import (CFUNCTYPE, addressof, byref, c_char_p, c_double, c_int, c_int64, c_size_t, c_uint, c_void_p,
+                    cast, string_at)
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, EXP_READY_FN, ExpAttribute, ExpDecision, ExpValue
 from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
+from .sigma import UserExperiment
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
     ClosedError,
@@ -970,6 +972,137 @@ class Client:
                                 tags_json)
         if status:
             _raise(status)
+
+    # -- Sigma: user properties, typed flag values, the user's flags / experiments / holdouts --------
+
+    def set_user_properties(self, user_id: Text, properties: Mapping[str, Any]) -> None:
+        """Sigma setUserProperties: replaces all the user's properties. Keys: profile_id, device_id, email,
+        app_version, os_name, os_version, geo_code, geo_country, geo_state, geo_city (strings) and
+        "custom.<name>" (str, int, float or bool). Audiences see each under its own name."""
+        self._sigma_properties(_lib.exp_set_user_properties, user_id, properties)
+
+    def edit_user_properties(self, user_id: Text, properties: Mapping[str, Any]) -> None:
+        """Sigma editUserProperties: merges; a None value removes that key."""
+        self._sigma_properties(_lib.exp_edit_user_properties, user_id, properties)
+
+    def _sigma_properties(self, function: Any, user_id: Text, properties: Any) -> None:
+        handle = self._live()
+        if isinstance(properties, (str, bytes)):
+            text = _encode_slow(properties, "properties")
+        else:
+            try:
+                text = json.dumps(properties, allow_nan=False).encode("utf-8")
+            except (TypeError, ValueError) as exc:
+                raise UnsupportedTypeError("properties: %s" % exc) from None
+        status = function(handle, _text(user_id, "user_id"), text)
+        if status:
+            _raise(status)
+
+    def _flag(self, function: Any, out: Any, user_id: Text, flag_key: Text, variable_key: Optional[Text],
+              attributes: Attributes) -> bool:
+        handle = self._live()
+        array, count = _attributes(attributes)
+        found = c_int()
+        status = function(handle, _text(user_id, "user_id"), _key(flag_key, "flag_key"),
+                          _key(variable_key, "variable_key"), array, count, byref(out), byref(found))
+        if status:
+            _raise(status)
+        return bool(found.value)
+
+    def flag_bool(self, user_id: Text, flag_key: Text, variable_key: Optional[Text] = None,
+                  attributes: Attributes = None) -> Optional[bool]:
+        """Sigma checkFlag as a bool: without variable_key whether the flag is enabled, else a boolean
+        variable. None when the user has no value (no variation); TypeMismatchError for another type."""
+        out = c_int()
+        return bool(out.value) if self._flag(_lib.exp_flag_bool, out, user_id, flag_key, variable_key,
+                                             attributes) else None
+
+    def flag_int(self, user_id: Text, flag_key: Text, variable_key: Text,
+                 attributes: Attributes = None) -> Optional[int]:
+        out = c_int64()
+        return out.value if self._flag(_lib.exp_flag_int, out, user_id, flag_key, variable_key, attributes) else None
+
+    def flag_double(self, user_id: Text, flag_key: Text, variable_key: Text,
+                    attributes: Attributes = None) -> Optional[float]:
+        out = c_double()
+        return out.value if self._flag(_lib.exp_flag_double, out, user_id, flag_key, variable_key,
+                                       attributes) else None
+
+    def _flag_text(self, function: Any, user_id: Text, flag_key: Text, variable_key: Text,
+                   attributes: Attributes) -> Optional[str]:
+        out = c_char_p()
+        found = self._flag(function, out, user_id, flag_key, variable_key, attributes)
+        text = _take_string(out)
+        return text if found else None
+
+    def flag_string(self, user_id: Text, flag_key: Text, variable_key: Text,
+                    attributes: Attributes = None) -> Optional[str]:
+        return self._flag_text(_lib.exp_flag_string, user_id, flag_key, variable_key, attributes)
+
+    def flag_json(self, user_id: Text, flag_key: Text, variable_key: Text, attributes: Attributes = None) -> Any:
+        """A json variable's value, parsed (None when the user has no value)."""
+        text = self._flag_text(_lib.exp_flag_json, user_id, flag_key, variable_key, attributes)
+        return json.loads(text) if text is not None else None
+
+    def check_flag(self, user_id: Text, flag_key: Text, value_type: Any = bool, variable_key: Optional[Text] = None,
+                   attributes: Attributes = None) -> Any:
+        """Sigma checkFlag<T>: value_type is bool, int, float, str or dict/"json"."""
+        accessors = {bool: self.flag_bool, int: self.flag_int, float: self.flag_double, str: self.flag_string,
+                     dict: self.flag_json, "json": self.flag_json}
+        accessor = accessors.get(value_type)
+        if accessor is None:
+            raise InvalidArgumentError("value_type: expected bool, int, float, str, dict or \"json\", got %r"
+                                       % (value_type,))
+        return accessor(user_id, flag_key, variable_key, attributes)  # type: ignore[operator]
+
+    def _user_report(self, function: Any, user_id: Text, attributes: Attributes) -> str:
+        handle = self._live()
+        array, count = _attributes(attributes)
+        out = c_char_p()
+        status = function(handle, _text(user_id, "user_id"), array, count, byref(out))
+        if status:
+            _raise(status)
+        return _take_string(out) or ""
+
+    def user_flags(self, user_id: Text, attributes: Attributes = None) -> Dict[str, Any]:
+        """Every flag the user has a value for: {flag_key: {"enabled", "variation_key", "variables"}}."""
+        return json.loads(self._user_report(_lib.exp_user_flags_json, user_id, attributes))
+
+    def user_experiments(self, user_id: Text, attributes: Attributes = None) -> str:
+        """The user's experiments as "expId.groupIndex|..." ("" when none)."""
+        return self._user_report(_lib.exp_user_experiments, user_id, attributes)
+
+    def user_experiments_json(self, user_id: Text, attributes: Attributes = None) -> List[Dict[str, Any]]:
+        return json.loads(self._user_report(_lib.exp_user_experiments_json, user_id, attributes))
+
+    def user_holdouts(self, user_id: Text, attributes: Attributes = None) -> str:
+        """The holdouts the user is in as "holdoutId.0|..." ("" when none)."""
+        return self._user_report(_lib.exp_user_holdouts, user_id, attributes)
+
+    def user_holdouts_json(self, user_id: Text, attributes: Attributes = None) -> List[Dict[str, Any]]:
+        return json.loads(self._user_report(_lib.exp_user_holdouts_json, user_id, attributes))
+
+    def get_holdout(self, user_id: Text, holdout_key: Text, attributes: Attributes = None) -> bool:
+        """Whether the user is in the holdout (NotFoundError for an unknown key)."""
+        handle = self._live()
+        array, count = _attributes(attributes)
+        out = c_int()
+        status = _lib.exp_get_holdout(handle, _text(user_id, "user_id"), _key(holdout_key, "holdout_key"), array,
+                                      count, byref(out))
+        if status:
+            _raise(status)
+        return bool(out.value)
+
+    def get_experiment(self, user_id: Text, experiment_key: Text, attributes: Attributes = None) -> Any:
+        """The user's UserExperiment (variation and typed parameters), or None when the user is not in it."""
+        handle = self._live()
+        array, count = _attributes(attributes)
+        out = c_void_p()
+        status = _lib.exp_get_experiment(handle, _text(user_id, "user_id"), _key(experiment_key, "experiment_key"),
+                                         array, count, byref(out))
+        if status:
+            _raise(status)
+        return UserExperiment(out.value) if out.value else None
 
 
 def validate_datafile(datafile: Text) -> None:

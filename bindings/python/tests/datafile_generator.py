@@ -51,7 +51,14 @@ answer to compare with) -- see REFERENCE_CRASHES below for the details:
   have an all-digit pre-release/build part;
 * NaN / Infinity as variable values (they cannot cross JSON, and NaN != NaN).
 
-No holdouts, no CMAB experiments, no "qualified" (ODP segment) conditions.
+* holdouts (global, in "holdouts") and local holdouts (in "localHoldouts", with includedRules naming
+  flag experiment rules, delivery rules, or ids that exist nowhere; some without includedRules, which the
+  reference skips): statuses Running / Draft / Concluded / Archived, audiences, excludeTargetedDeliveries,
+  variations that are disabled, enabled (the reference then gives typecasts of nothing as the variables)
+  or lack featureEnabled, traffic allocations of 0 to 100 % with gaps.  They come from their own random
+  stream (seeded "holdouts-<seed>"), so the rest of a seed's datafile is the same with or without them.
+
+No CMAB experiments, no "qualified" (ODP segment) conditions.
 """
 
 from __future__ import annotations
@@ -137,6 +144,12 @@ DEFAULT_KNOBS: Dict[str, Any] = {
     "dangling_audience_p": 0.0,       # an audience id that is defined nowhere (reference: unknown)
     "region_p": 0.15,
     "unknown_variable_type_p": 0.0,
+    "holdouts_p": 0.7,                # the datafile has any holdouts at all
+    "n_global_holdouts": (0, 2),
+    "n_local_holdouts": (0, 3),
+    "holdout_not_running_p": 0.25,    # Draft / Concluded / Archived
+    "holdout_exclude_td_p": 0.4,      # excludeTargetedDeliveries: true
+    "holdout_enabled_p": 0.2,         # the holdout's variation has featureEnabled: true
 }
 
 STRING_POOL = ["us", "de", "fr", "nl", "chrome", "safari", "firefox", "premium", "free", "gold",
@@ -179,6 +192,8 @@ JSON_VALUES_BAD = ["{", "", "{a: 1}", "{'a': 1}", "[1, 2", "{} x", "undefined", 
 UNKNOWN_VARIABLE_TYPES = ["float", "array", ""]
 
 EXPERIMENT_STATUSES_NOT_RUNNING = ["Paused", "Not started", "Archived", "Launched"]
+HOLDOUT_STATUSES_NOT_RUNNING = ["Draft", "Concluded", "Archived", "running"]
+HOLDOUT_ID_BASE = 3 * 10 ** 9          # holdout ids come from their own stream: far from the others
 UNKNOWN_MATCHES = ["regex", "EXACT", "contains", "semver"]
 UNKNOWN_TYPES = ["custom_dimension", "user_attribute", "ODP"]
 
@@ -211,6 +226,7 @@ def _rng_range(rng: random.Random, lohi) -> int:
 class _Gen:
     def __init__(self, seed: int, knobs: Dict[str, Any]):
         self.rng = random.Random(f"datafile-{seed}")
+        self.seed = seed
         self.k = knobs
         self.ids = _Ids(self.rng)
         # attribute name -> kind ("string", "int", "float", "bool", "version", "mixed")
@@ -660,7 +676,68 @@ class _Gen:
         if rng.random() < 0.5:
             df["sdkKey"] = self.ids.key("sdk")
             df["environmentKey"] = rng.choice(["production", "development"])
+        self.add_holdouts(df)
         return df
+
+    # ----- holdouts --------------------------------------------------------------------------------
+
+    def add_holdouts(self, df: dict) -> None:
+        """Adds "holdouts" / "localHoldouts" from a separate random stream (see the module docstring)."""
+        self.rng = rng = random.Random(f"holdouts-{self.seed}")
+        if not self.p("holdouts_p"):
+            return
+        self.holdout_serial = 0
+        rule_ids = [e_id for f in df["featureFlags"] for e_id in f["experimentIds"]]
+        rule_ids += [rule["id"] for r in df["rollouts"] for rule in r["experiments"]]
+        df["holdouts"] = [self.holdout() for _ in range(_rng_range(rng, self.k["n_global_holdouts"]))]
+        local = []
+        for _ in range(_rng_range(rng, self.k["n_local_holdouts"])):
+            h = self.holdout()
+            r = rng.random()
+            if r < 0.08:
+                pass                                            # no includedRules: skipped by the reference
+            elif r < 0.12 or not rule_ids:
+                h["includedRules"] = [] if r < 0.1 else [str(HOLDOUT_ID_BASE - 1)]   # nothing / unknown id
+            else:
+                h["includedRules"] = rng.sample(rule_ids, min(len(rule_ids), rng.randint(1, 3)))
+            local.append(h)
+        if local or rng.random() < 0.5:
+            df["localHoldouts"] = local
+        if df["holdouts"] and rng.random() < 0.1:
+            # a global holdout carrying includedRules: the reference ignores them (it still applies to all)
+            df["holdouts"][0]["includedRules"] = rng.sample(rule_ids, min(len(rule_ids), 1))
+
+    def holdout_id(self) -> str:
+        self.holdout_serial += 1
+        return str(HOLDOUT_ID_BASE + self.holdout_serial)
+
+    def holdout(self) -> dict:
+        rng = self.rng
+        hid = self.holdout_id()
+        variation: Dict[str, Any] = {"id": self.holdout_id(),
+                                     "key": rng.choice(["off", "holdout_off", "ho_control"]) + f"_{hid}"}
+        r = rng.random()
+        if r < self.k["holdout_enabled_p"]:
+            variation["featureEnabled"] = True
+        elif r < 0.93:
+            variation["featureEnabled"] = False
+        if rng.random() < 0.8:
+            variation["variables"] = []
+        status = rng.choice(HOLDOUT_STATUSES_NOT_RUNNING) if self.p("holdout_not_running_p") else "Running"
+        h: Dict[str, Any] = {"id": hid, "key": f"holdout_{hid}", "status": status}
+        self.targeting(h)
+        end = rng.choice([0, 300, 1000, 2500, 2500, 5000, 10000])
+        traffic = []
+        if end and rng.random() < 0.2:
+            traffic.append({"entityId": "", "endOfRange": rng.randint(0, end)})
+        traffic.append({"entityId": variation["id"], "endOfRange": end})
+        h["variations"] = [variation]
+        h["trafficAllocation"] = traffic
+        if self.p("holdout_exclude_td_p"):
+            h["excludeTargetedDeliveries"] = True
+        elif rng.random() < 0.2:
+            h["excludeTargetedDeliveries"] = False
+        return h
 
 
 def generate_datafile(seed: int, **knobs: Any) -> dict:

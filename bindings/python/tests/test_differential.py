@@ -16,7 +16,9 @@ return or dispatch must be equal:
   params (ignoring each snapshot event's uuid and timestamp and the top-level client_name and
   client_version, whose presence is still checked);
 * set_forced_variation, forced decisions (flag-level and rule-level, valid and invalid keys), whitelists;
-* clients created with default_decide_options.
+* clients created with default_decide_options;
+* holdouts: global and local (includedRules), excludeTargetedDeliveries (the holdout's impression besides
+  the decision's own), holdouts that are not running, holdout audiences, enabled holdout variations.
 
 Run:
     cd /work/main && EXPERIMENT_LIBRARY=/work/stable/libexperiment.so PYTHONPATH=bindings/python \\
@@ -311,6 +313,13 @@ class Model:
                         keys.append(v["key"])
             self.flag_variation_keys[f["key"]] = keys
         self.variables = {f["key"]: {v["key"]: v for v in f["variables"]} for f in df["featureFlags"]}
+        self.global_holdout_keys = {h["key"] for h in df.get("holdouts", [])}
+        self.local_holdout_keys = {h["key"] for h in df.get("localHoldouts", [])}
+        self.enabled_holdout_variations = {v["key"] for h in df.get("holdouts", []) + df.get("localHoldouts", [])
+                                           for v in h["variations"] if v.get("featureEnabled")}
+        for h in df.get("holdouts", []) + df.get("localHoldouts", []):
+            if h["status"] != "Running":
+                COVERAGE["holdout not running"] += 1
 
     def classify(self, user_id: str, attrs: dict, flag: str, d: dict, forced: Optional[list]) -> None:
         """Counts which feature produced a reference decision."""
@@ -324,6 +333,12 @@ class Model:
             COVERAGE["group experiment"] += 1
         if rule in self.exps and var is not None and rule not in self.random_group_exp_keys:
             COVERAGE["flag experiment"] += 1
+        if rule in self.global_holdout_keys and var is not None:
+            COVERAGE["global holdout"] += 1
+        if rule in self.local_holdout_keys and var is not None:
+            COVERAGE["local holdout"] += 1
+        if var in self.enabled_holdout_variations and d["variables"]:
+            COVERAGE["enabled holdout variation with variables"] += 1
         if rule in self.everyone_else_keys:
             COVERAGE["everyone-else rule"] += 1
         elif rule in self.delivery_rules:
@@ -367,6 +382,9 @@ REASON_COVERAGE = [
     ("is mapped to flag", "forced decision"),
     ("in the forced variation map", "forced variation (set_forced_variation)"),
     ("is forced in variation", "whitelisted"),
+    ("excludes targeted deliveries", "holdout excludes targeted deliveries"),
+    ("does not meet the conditions for holdout", "holdout audience not met"),
+    ("is not bucketed into any variation for holdout", "holdout: not bucketed"),
 ]
 
 
@@ -434,6 +452,10 @@ class Differ:
                     for e in s["events"]:
                         if e["key"] == "campaign_activated":
                             COVERAGE["impression event"] += 1
+                            if s.get("decisions") and s["decisions"][0]["metadata"]["rule_type"] == "holdout":
+                                COVERAGE["holdout impression"] += 1
+                                if op == "decide" and len(ref_new) == 2 and ev is ref_new[0]:
+                                    COVERAGE["holdout impression beside the decision's own"] += 1
                             if s.get("decisions") and s["decisions"][0]["metadata"]["rule_type"] == "rollout":
                                 COVERAGE["rollout impression (sendFlagDecisions)"] += 1
                         else:
@@ -757,6 +779,8 @@ def _defined_ids(df: dict) -> List[str]:
     ids += [g["id"] for g in df["groups"]] + [r["id"] for r in df["rollouts"]]
     ids += [f["id"] for f in df["featureFlags"]] + [v["id"] for f in df["featureFlags"] for v in f["variables"]]
     ids += [a["id"] for a in df["typedAudiences"]]
+    holdouts = df.get("holdouts", []) + df.get("localHoldouts", [])
+    ids += [h["id"] for h in holdouts] + [v["id"] for h in holdouts for v in h["variations"]]
     typed = {a["id"] for a in df["typedAudiences"]}
     ids += [a["id"] for a in df["audiences"] if a["id"] not in typed]
     return ids
@@ -823,6 +847,12 @@ COVERAGE_REQUIRED = [
     "conversion with tags",
     "get_variation -> variation",
     "activate -> variation",
+    "global holdout",
+    "local holdout",
+    "holdout not running",
+    "enabled holdout variation with variables",
+    "holdout impression",
+    "holdout impression beside the decision's own",
 ] + [f"reason: {name}" for _, name in REASON_COVERAGE]
 
 
