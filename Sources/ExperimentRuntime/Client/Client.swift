@@ -24,6 +24,9 @@ public final class Client: @unchecked Sendable {
     public let logger: Logger
     public let notifications = NotificationCenter()
     public let eventClient = EventClient(name: "libexperiment", version: LibraryVersion.string)
+    /// Real-time segments (ODP): per-user qualified segments, fetching, ODP events (see Client+ODP.swift).
+    public let segments: QualifiedSegmentsStore
+    public let odp: ODPManager
 
     private let current = Locked<ProjectConfig?>(nil)
     private let isClosed = Atomic<Bool>(false)
@@ -33,6 +36,8 @@ public final class Client: @unchecked Sendable {
         self.properties = UserPropertyStore(capacity: options.userStoreCapacity)
         self.logger = Logger(level: options.logLevel)
         self.events = EventSink(logger: logger)
+        self.segments = QualifiedSegmentsStore(capacity: options.userStoreCapacity)
+        self.odp = ODPManager(options: options.odp, stateDir: options.stateDir, logger: logger)
     }
 
     // MARK: lifecycle
@@ -71,7 +76,10 @@ public final class Client: @unchecked Sendable {
         return config
     }
 
-    public func close() { isClosed.store(true, ordering: .releasing) }
+    public func close() {
+        isClosed.store(true, ordering: .releasing)
+        odp.close()
+    }
 
     public var closed: Bool { isClosed.load(ordering: .acquiring) }
 
@@ -103,13 +111,26 @@ public final class Client: @unchecked Sendable {
         }
     }
 
-    /// Looks the user's stored properties and overrides up once, then decides `flags`. Users with neither
-    /// (the common case) decide through types that read no store at all.
+    /// Looks the user's qualified segments, stored properties and overrides up once, then decides `flags`.
+    /// Users with none of them (the common case) decide through types that read no store at all.
     private func decideAll<A: UserAttributes>(config: ProjectConfig, flags: Range<Int>, userId: UTF8Text,
                                               attributes: A, options callOptions: DecideOptions,
                                               _ body: (DecideResult) -> Void)
     {
         let options = callOptions.union(self.options.defaultDecideOptions)
+        if let qualified = segments.segments(of: userId) {
+            decideStored(config: config, flags: flags, userId: userId,
+                         attributes: SegmentQualifiedAttributes(base: attributes, segments: qualified),
+                         options: options, body)
+        } else {
+            decideStored(config: config, flags: flags, userId: userId, attributes: attributes, options: options, body)
+        }
+    }
+
+    private func decideStored<A: UserAttributes>(config: ProjectConfig, flags: Range<Int>, userId: UTF8Text,
+                                                 attributes: A, options: DecideOptions,
+                                                 _ body: (DecideResult) -> Void)
+    {
         let stored = properties.storedProperties(of: userId)
         let forced = overrides.storedOverrides(of: userId)
         switch (stored, forced) {
@@ -143,6 +164,18 @@ public final class Client: @unchecked Sendable {
     /// impression when `sendImpression` and the user got a variation.
     public func experimentOutcome<A: UserAttributes>(config: ProjectConfig, experiment: Int, userId: UTF8Text,
                                                      attributes: A, sendImpression: Bool) -> ExperimentOutcome
+    {
+        if let qualified = segments.segments(of: userId) {
+            return outcome(config: config, experiment: experiment, userId: userId,
+                           attributes: SegmentQualifiedAttributes(base: attributes, segments: qualified),
+                           sendImpression: sendImpression)
+        }
+        return outcome(config: config, experiment: experiment, userId: userId, attributes: attributes,
+                       sendImpression: sendImpression)
+    }
+
+    private func outcome<A: UserAttributes>(config: ProjectConfig, experiment: Int, userId: UTF8Text,
+                                            attributes: A, sendImpression: Bool) -> ExperimentOutcome
     {
         let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
         let service = DecisionService(config: config, userId: userId, attributes: merged,
