@@ -59,6 +59,7 @@ public final class Client: @unchecked Sendable {
             return config
         }
         withExtendedLifetime(previous) {}
+        odp.configDidChange(compiled)
         logger.log(.info, "datafile revision \(compiled.revision) in use"
                    + (options.sdkKey.map { " for SDK key \(Logger.redacted($0))" } ?? "")
                    + ": \(compiled.flags.count) flags, \(compiled.experiments.count) experiments and rules")

@@ -1,4 +1,7 @@
 import ExperimentCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Options of one segments fetch (bits of the C API's `options` argument).
 public struct SegmentFetchOptions: OptionSet, Sendable {
@@ -193,6 +196,22 @@ public final class ODPManager: @unchecked Sendable {
         currentEndpoint.withLock { $0 = endpoint }
         let queue = try eventQueue()
         try queue.enqueue(Self.eventJSON(type: type, action: action, identifiers: identifiers, data: data))
+    }
+
+    /// A new datafile is in use: events go to its endpoint from now on, and events a previous client left
+    /// in the state file start moving again.
+    public func configDidChange(_ config: ProjectConfig) {
+        guard isEnabled, let endpoint = endpoint(for: config) else { return }
+        currentEndpoint.withLock { $0 = endpoint }
+        let queueOpen = state.withLock { $0.events != nil }
+        // Only a state file that exists can hold such events: never create one here.
+        let path = (stateDir ?? StateDirectory.defaultPath()) + "/" + StateDirectory.databaseFileName
+        guard !queueOpen, access(path, F_OK) == 0 else { return }
+        do {
+            _ = try eventQueue()
+        } catch {
+            logger.log(.warning, "ODP events left by an earlier client stay queued: \(error.message)")
+        }
     }
 
     /// Sends queued ODP events now; false when some remain after `timeoutMs`.

@@ -12,6 +12,7 @@ package, the repository's .build/release directory, or the system library path (
 from ._native import library_path
 from .client import Client, library_version, validate_datafile
 from .decision import DecideOption, Decision, Event
+from .segments import SegmentOption
 from .errors import (
     BufferTooSmallError,
     WaitTimeoutError,
@@ -48,6 +49,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "SegmentOption",
     "__version__",
     "library_version",
     "library_path",

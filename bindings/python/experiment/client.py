@@ -12,6 +12,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, ExpAttribute, ExpDecision, ExpValue
 from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
+from .segments import SegmentsMixin  # real-time segments (ODP) methods
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
     ClosedError,
@@ -424,7 +425,7 @@ def _make_dispatch_callback(dispatcher: Any) -> Any:
     return EXP_EVENT_DISPATCH_FN(on_event)
 
 
-class Client:
+class Client(SegmentsMixin):
     """A libexperiment client.
 
     ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
