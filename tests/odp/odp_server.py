@@ -57,7 +57,7 @@ class ODPServer:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = "http://127.0.0.1:%d" % self.port
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def start(self) -> "ODPServer":
         self.thread.start()

@@ -37,7 +37,8 @@ public final class Client: @unchecked Sendable {
         self.logger = Logger(level: options.logLevel)
         self.events = EventSink(logger: logger)
         self.segments = QualifiedSegmentsStore(capacity: options.userStoreCapacity)
-        self.odp = ODPManager(options: options.odp, stateDir: options.stateDir, logger: logger)
+        self.odp = ODPManager(options: options.odp, stateDir: options.stateDir, closeTimeoutMs: options.closeTimeoutMs,
+                              logger: logger)
     }
 
     // MARK: lifecycle

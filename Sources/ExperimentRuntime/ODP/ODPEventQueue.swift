@@ -84,11 +84,16 @@ final class ODPEventQueue: @unchecked Sendable {
     }
 
     /// Sends what is queued now; true when the queue emptied within `timeoutMs`.
+    /// Gives up early when a delivery attempt made after the call failed (ODP down: waiting is pointless).
     func flush(timeoutMs: Int) -> Bool {
         let deadline = monotonicMillis() + Int64(timeoutMs)
+        let attemptsBefore = attempts.load(ordering: .acquiring)
         while pending.load(ordering: .acquiring) > 0 {
             worker?.wake()
             if monotonicMillis() >= deadline { return false }
+            if attempts.load(ordering: .acquiring) > attemptsBefore && lastDeliveryFailed.load(ordering: .acquiring) {
+                return false
+            }
             usleep(5_000)
         }
         return true
@@ -96,13 +101,21 @@ final class ODPEventQueue: @unchecked Sendable {
 
     /// Delivers what it can within `timeoutMs`, then stops the thread; undelivered events stay on disk.
     func close(timeoutMs: Int) {
-        if pendingCount > 0, endpoint() != nil { _ = flush(timeoutMs: timeoutMs) }
+        // While ODP is failing, waiting would only delay the host: the events stay on disk.
+        if pendingCount > 0, endpoint() != nil, !lastDeliveryFailed.load(ordering: .acquiring) {
+            _ = flush(timeoutMs: timeoutMs)
+        }
         worker?.stop()
     }
 
     // MARK: delivery (worker thread)
 
-    private var consecutiveFailures = 0
+    private var consecutiveFailures = 0 {
+        didSet { lastDeliveryFailed.store(consecutiveFailures > 0, ordering: .releasing) }
+    }
+    private let lastDeliveryFailed = Atomic<Bool>(false)
+    /// Delivery attempts so far (flush watches it).
+    private let attempts = Atomic<Int>(0)
 
     private func nextBackoff() -> Int64 {
         let shift = min(consecutiveFailures, 10)
@@ -113,8 +126,12 @@ final class ODPEventQueue: @unchecked Sendable {
     private func deliverAll() -> Bool {
         while pending.load(ordering: .acquiring) > 0 {
             guard let endpoint = endpoint() else { return true }  // not integrated (yet): events wait
-            guard let batch = nextBatch(), !batch.events.isEmpty else { return true }
-            switch send(batch.events, to: endpoint) {
+            guard let batch = nextBatch() else { return false }
+            // Another client on the same state file may have delivered them: trust the table.
+            guard !batch.events.isEmpty else { recount(); return true }
+            let outcome = send(batch.events, to: endpoint)
+            defer { attempts.add(1, ordering: .releasing) }
+            switch outcome {
             case .delivered, .rejected:
                 consecutiveFailures = 0
                 remove(through: batch.lastId)
@@ -151,8 +168,21 @@ final class ODPEventQueue: @unchecked Sendable {
                 let delete = try database.prepare("DELETE FROM odp_event_queue WHERE id <= ?")
                 try delete.bind(1, lastId)
                 try delete.step()
-                let removed = database.changes
-                pending.subtract(removed, ordering: .acquiringAndReleasing)
+                let count = try database.prepare("SELECT COUNT(*) FROM odp_event_queue")
+                try count.step()
+                pending.store(Int(count.int64(0)), ordering: .releasing)
+            }
+        } catch {
+            logger.log(.error, "ODP event queue: \(error.message)")
+        }
+    }
+
+    private func recount() {
+        do throws(SQLiteError) {
+            try locked { () throws(SQLiteError) in
+                let count = try database.prepare("SELECT COUNT(*) FROM odp_event_queue")
+                try count.step()
+                pending.store(Int(count.int64(0)), ordering: .releasing)
             }
         } catch {
             logger.log(.error, "ODP event queue: \(error.message)")

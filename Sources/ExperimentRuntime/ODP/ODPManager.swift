@@ -39,8 +39,12 @@ public final class ODPManager: @unchecked Sendable {
         var vuid: String? = nil
     }
 
-    public init(options: ODPOptions, stateDir: String?, logger: Logger) {
+    /// How long close waits for queued ODP events to be delivered (the client's close_timeout_ms).
+    private let closeTimeoutMs: Int
+
+    public init(options: ODPOptions, stateDir: String?, closeTimeoutMs: Int = 2_000, logger: Logger) {
         self.options = options
+        self.closeTimeoutMs = closeTimeoutMs
         self.stateDir = stateDir
         self.logger = logger
         cache = SegmentCache(capacity: options.segmentsCacheSize, timeoutSeconds: options.segmentsCacheTimeoutSeconds)
@@ -328,15 +332,15 @@ public final class ODPManager: @unchecked Sendable {
 
     // MARK: lifecycle
 
-    /// Stops the ODP threads: queued fetches complete with EXP_ERR_CLOSED, queued events get up to the
-    /// event timeout to be delivered and otherwise stay in the state file for the next client.
+    /// Stops the ODP threads: queued fetches complete with EXP_ERR_CLOSED, queued events get up to
+    /// close_timeout_ms to be delivered and otherwise stay in the state file for the next client.
     public func close() {
         let (worker, events) = state.withLock { state -> (BackgroundWorker?, ODPEventQueue?) in
             state.closed = true
             return (state.fetchWorker, state.events)
         }
         worker?.stop()
-        events?.close(timeoutMs: options.eventTimeoutMs)
+        events?.close(timeoutMs: closeTimeoutMs)
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
