@@ -1,8 +1,8 @@
 """A tiny local stand-in for the ODP APIs, for tests and the C example: answers the segments GraphQL
 query at /v3/graphql and accepts event batches at /v3/events, recording every request.
 
-Run standalone: ``python3 tests/odp/odp_server.py [--port N]`` prints ``http://127.0.0.1:<port>`` and serves
-until killed. Users (the ``userId`` variable): ``invalid-*`` get ODP's invalid-identifier error,
+Run standalone: ``python3 tests/odp/odp_server.py [--url-file F] [--record F] [--qualify USER=SEG,...]`` prints
+``http://127.0.0.1:<port>`` (a free port) and serves until killed. Users (the ``userId`` variable): ``invalid-*`` get ODP's invalid-identifier error,
 ``error-500`` an HTTP 500, ``malformed`` a body that is not JSON; every other user qualifies for the
 segments in ``ODPServer.qualified`` (default: every segment whose name starts with ``seg``)."""
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,8 +20,9 @@ API_KEY = "test-api-key"
 
 
 class ODPServer:
-    def __init__(self, api_key: str = API_KEY) -> None:
+    def __init__(self, api_key: str = API_KEY, record_path: Optional[str] = None) -> None:
         self.api_key = api_key
+        self.record = open(record_path, "a") if record_path else None
         self.requests: List[Dict[str, Any]] = []
         self.qualified: Dict[str, Set[str]] = {}
         self.events_status = 202
@@ -38,6 +40,9 @@ class ODPServer:
                           "body": body}
                 with server.lock:
                     server.requests.append(record)
+                    if server.record:  # written before answering: a client that saw the answer finds it
+                        server.record.write(json.dumps({"path": self.path, "body": body.decode("utf-8")}) + "\n")
+                        server.record.flush()
                 if record["headers"].get("x-api-key") != server.api_key:
                     return self.answer(401, b'{"title":"Unauthorized"}')
                 if self.path == "/v3/graphql":
@@ -102,15 +107,22 @@ class ODPServer:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port-file", help="write the URL to this file once listening")
+    parser.add_argument("--url-file", help="write the URL to this file once listening")
+    parser.add_argument("--record", help="append every request as a JSON line to this file")
+    parser.add_argument("--qualify", action="append", default=[], metavar="USER=SEG,SEG",
+                        help="the segments USER qualifies for (default: those starting with 'seg')")
     args = parser.parse_args(argv)
-    server = ODPServer()
-    if args.port_file:
-        with open(args.port_file, "w") as out:
-            out.write(server.url + "\n")
+    server = ODPServer(record_path=args.record)
+    for entry in args.qualify:
+        user, _, segments = entry.partition("=")
+        server.qualified[user] = {s for s in segments.split(",") if s}
+    if args.url_file:
+        with open(args.url_file + ".tmp", "w") as out:
+            out.write(server.url)
+        os.replace(args.url_file + ".tmp", args.url_file)
     print(server.url, flush=True)
     try:
-        server.httpd.serve_forever()
+        server.httpd.serve_forever(poll_interval=0.05)
     except KeyboardInterrupt:
         pass
     return 0
