@@ -17,31 +17,34 @@ final class ODPEventQueue: @unchecked Sendable {
     static let maxBackoffMs: Int64 = 30_000
 
     private let database: SQLiteDatabase
-    /// One connection shared by callers and the worker: every use holds this lock.
-    private let lock = Lock()
+    /// One connection shared by callers, the worker and the VUID: every use holds this lock.
+    private let lock: Lock
     private let pending = Atomic<Int>(0)
     private let timeoutMs: Int
     private let logger: Logger
     private let endpoint: @Sendable () -> ODPEndpoint?
     private var worker: BackgroundWorker? = nil
 
-    init(database: SQLiteDatabase, timeoutMs: Int, logger: Logger,
+    init(database: SQLiteDatabase, lock: Lock, timeoutMs: Int, logger: Logger,
          endpoint: @escaping @Sendable () -> ODPEndpoint?) throws(ClientError)
     {
         self.database = database
+        self.lock = lock
         self.timeoutMs = timeoutMs
         self.logger = logger
         self.endpoint = endpoint
-        do {
-            try database.execute("""
-                CREATE TABLE IF NOT EXISTS odp_event_queue (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    event BLOB NOT NULL,
-                    queued_at_ms INTEGER NOT NULL)
-                """)
-            let count = try database.prepare("SELECT COUNT(*) FROM odp_event_queue")
-            try count.step()
-            pending.store(Int(count.int64(0)), ordering: .relaxed)
+        do throws(SQLiteError) {
+            try locked { () throws(SQLiteError) in
+                try database.execute("""
+                    CREATE TABLE IF NOT EXISTS odp_event_queue (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        event BLOB NOT NULL,
+                        queued_at_ms INTEGER NOT NULL)
+                    """)
+                let count = try database.prepare("SELECT COUNT(*) FROM odp_event_queue")
+                try count.step()
+                pending.store(Int(count.int64(0)), ordering: .relaxed)
+            }
         } catch {
             throw ClientError(.storeFailed, "ODP event queue: \(error.message)")
         }

@@ -27,6 +27,8 @@ public final class ODPManager: @unchecked Sendable {
     /// Users an identify event was sent for (bounded; "first seen" per client).
     private let identified: Locked<LRUCache<Bool>>
     private let state = Locked<LazyState>(LazyState())
+    /// Guards the ODP connection to the state file (shared by the event queue and the VUID).
+    private let databaseLock = Lock()
     /// The endpoint of the config in use, read by the event thread.
     private let currentEndpoint = Locked<ODPEndpoint?>(nil)
 
@@ -266,7 +268,7 @@ public final class ODPManager: @unchecked Sendable {
             if let events = state.events { return .success(events) }
             guard !state.closed else { return .failure(ClientError(.closed, "the client is closed")) }
             do throws(ClientError) {
-                let queue = try ODPEventQueue(database: database, timeoutMs: options.eventTimeoutMs, logger: logger,
+                let queue = try ODPEventQueue(database: database, lock: databaseLock, timeoutMs: options.eventTimeoutMs, logger: logger,
                                               endpoint: { endpointBox.withLock { $0 } })
                 state.events = queue
                 return .success(queue)
@@ -310,23 +312,31 @@ public final class ODPManager: @unchecked Sendable {
         let fresh = "vuid_" + String(EventIdentity.uuid().filter { $0 != "-" }.prefix(27))
         var chosen = fresh
         if let database = try? openDatabase() {
-            do {
-                chosen = try database.transaction { () throws(SQLiteError) -> String in
-                    try database.execute("CREATE TABLE IF NOT EXISTS odp_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                    let insert = try database.prepare("INSERT OR IGNORE INTO odp_state (key, value) VALUES ('vuid', ?)")
-                    try insert.bind(1, fresh)
-                    try insert.step()
-                    let select = try database.prepare("SELECT value FROM odp_state WHERE key = 'vuid'")
-                    return try select.step() ? select.text(0) : fresh
-                }
-            } catch {
-                logger.log(.warning, "ODP: visitor id not persisted: \(error.message)")
+            let stored: Result<String, SQLiteError> = databaseLock.withLock {
+                do throws(SQLiteError) { return .success(try Self.storedVUID(database, proposing: fresh)) }
+                catch { return .failure(error) }
+            }
+            switch stored {
+            case .success(let value): chosen = value
+            case .failure(let error): logger.log(.warning, "ODP: visitor id not persisted: \(error.message)")
             }
         }
         return state.withLock { state -> String in
             if let known = state.vuid { return known }
             state.vuid = chosen
             return chosen
+        }
+    }
+
+    /// The state file's VUID, storing `fresh` when it has none yet (first writer wins across processes).
+    private static func storedVUID(_ database: SQLiteDatabase, proposing fresh: String) throws(SQLiteError) -> String {
+        try database.transaction { () throws(SQLiteError) -> String in
+            try database.execute("CREATE TABLE IF NOT EXISTS odp_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            let insert = try database.prepare("INSERT OR IGNORE INTO odp_state (key, value) VALUES ('vuid', ?)")
+            try insert.bind(1, fresh)
+            try insert.step()
+            let select = try database.prepare("SELECT value FROM odp_state WHERE key = 'vuid'")
+            return try select.step() ? select.text(0) : fresh
         }
     }
 
