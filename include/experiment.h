@@ -627,7 +627,9 @@ typedef enum exp_segment_option {
 /*
  * Fetches the segments (of those the datafile's audiences use) that `user_id` qualifies for, from the
  * cache or with one GraphQL request to `<host>/v3/graphql`, and makes them the user's segments for
- * decisions. A user id starting with "vuid_" is sent as an anonymous visitor id. The first ODP call for
+ * decisions; a fetch that fails with EXP_ERR_INVALID_USER_ID or EXP_ERR_FETCH_FAILED leaves the user with no
+ * segments, as the reference's user context does. A user id starting with "vuid_" is sent as an anonymous
+ * visitor id. The first ODP call for
  * a user also queues an identify event (see exp_identify_user). Blocks up to odp.fetch_timeout_ms
  * (default 10000). *out_segments_json (may be NULL) receives the segments as a JSON array of strings;
  * free it with exp_free(). A project whose audiences use no segment answers [] without a request.

@@ -9,9 +9,20 @@ extension Client {
         let config = try config()
         try odp.ensureEnabled()
         odp.identifyIfFirstSeen(userId: userId, config: config)
-        let fetched = try odp.fetchSegments(userId: userId, config: config, options: options).get()
-        segments.set(fetched, for: userId)
-        return fetched
+        let result = odp.fetchSegments(userId: userId, config: config, options: options)
+        Self.record(result, userId: userId, in: segments)
+        return try result.get()
+    }
+
+    /// A fetch's outcome becomes the user's segments; a failed fetch leaves the user with none, as the
+    /// reference's user context does (decisions must not run on segments ODP could not confirm).
+    private static func record(_ result: Result<[String], ClientError>, userId: String, in store: QualifiedSegmentsStore) {
+        switch result {
+        case .success(let fetched): store.set(fetched, for: userId)
+        case .failure(let error) where error.code == .fetchFailed || error.code == .invalidUserId:
+            store.set(nil, for: userId)
+        case .failure: break
+        }
     }
 
     /// As `fetchQualifiedSegments`, on the ODP fetch thread; `completion` runs there exactly once when this
@@ -25,7 +36,7 @@ extension Client {
         odp.identifyIfFirstSeen(userId: userId, config: config)
         let store = segments
         try odp.fetchSegmentsAsync(userId: userId, config: config, options: options) { result in
-            if case .success(let fetched) = result { store.set(fetched, for: userId) }
+            Self.record(result, userId: userId, in: store)
             completion(result)
         }
     }

@@ -195,10 +195,12 @@ def test_an_unknown_user_is_an_invalid_user_id(server: ODPServer, make_client: A
 @pytest.mark.parametrize("user", ["error-500", "malformed"])
 def test_a_failing_service_is_a_failed_fetch(server: ODPServer, make_client: Any, user: str) -> None:
     c = make_client()
+    c.set_qualified_segments(user, ["seg-a"])
     with pytest.raises(errors.FetchFailedError) as info:
         c.fetch_qualified_segments(user)
     assert info.value.code == -26
-    assert c.get_qualified_segments(user) is None
+    assert c.get_qualified_segments(user) is None  # as the reference: a failed fetch leaves no segments
+    assert c.decide(user, "segment_flag").variation_key == "off"
 
 
 def test_an_unreachable_service_is_a_failed_fetch(make_client: Any) -> None:
@@ -304,6 +306,36 @@ def test_get_variation_and_decide_all_see_the_segments(make_client: Any) -> None
     decisions = c.decide_all("user-3", {"country": "nl"})
     assert decisions["vip_flag"].variation_key == "vip_on"
     assert decisions["segment_flag"].variation_key == "off"
+
+
+def test_many_threads_fetch_set_decide_and_send_at_once(server: ODPServer, make_client: Any) -> None:
+    c = make_client()
+    failures: List[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(30):
+                user = "user-%d-%d" % (n, i % 5)
+                if i % 3 == 0:
+                    c.fetch_qualified_segments(user)
+                    assert c.decide(user, "segment_flag").variation_key == "on"
+                elif i % 3 == 1:
+                    c.set_qualified_segments(user, [])
+                    assert c.decide(user, "segment_flag").variation_key == "off"
+                else:
+                    c.send_odp_event("tick", {"fs_user_id": user}, data={"i": i})
+                c.decide("other-%d" % i, "segment_flag")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    c.flush_odp_events(10)
+    assert len([e for e in server.events() if e["action"] == "tick"]) == 6 * 10
 
 
 # -- asynchronous fetch --------------------------------------------------------------------------
