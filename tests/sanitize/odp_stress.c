@@ -3,7 +3,7 @@
  * they fail fast), segments set and read, decisions that read them, ODP events queued to the state file,
  * the VUID — then close while fetches and events are still in flight. Built against the ThreadSanitizer and
  * AddressSanitizer builds of the library by tests/sanitize/run.sh; any sanitizer report fails the run.
- *     odp_stress <segments datafile> <state_dir>
+ *     odp_stress <segments datafile> <state_dir> [odp_host]   (default: a port where nothing listens)
  */
 #include <experiment.h>
 #include <pthread.h>
@@ -64,13 +64,14 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) { fprintf(stderr, "usage: %s <datafile> <state_dir>\n", argv[0]); return 2; }
+    if (argc != 3 && argc != 4) { fprintf(stderr, "usage: %s <datafile> <state_dir> [odp_host]\n", argv[0]); return 2; }
+    const char *host = argc == 4 ? argv[3] : "http://127.0.0.1:9";
     size_t len;
     char *datafile = slurp(argv[1], &len);
     char options[1024];
     snprintf(options, sizeof options, "{\"state_dir\": \"%s\", \"log_level\": \"error\", \"close_timeout_ms\": 200, "
-             "\"odp\": {\"host\": \"http://127.0.0.1:9\", \"api_key\": \"k\", \"fetch_timeout_ms\": 500, "
-             "\"event_timeout_ms\": 500}}", argv[2]);
+             "\"odp\": {\"host\": \"%s\", \"api_key\": \"test-api-key\", \"fetch_timeout_ms\": 500, "
+             "\"event_timeout_ms\": 500}}", argv[2], host);
     if (exp_client_create(options, &client) != EXP_OK || exp_client_start(client, datafile, len) != EXP_OK) {
         fprintf(stderr, "setup: %s\n", exp_last_error());
         return 1;

@@ -29,7 +29,7 @@ for sanitizer in thread address; do
     echo "   4 deciding threads + 1 swapping thread: no $sanitizer sanitizer report"
     # Real-time segments: async/sync fetches, segments, ODP events and the VUID from 4 threads, then close.
     "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/odp_stress.c -o "$out/odp-stress-$sanitizer" \
-        -L"$lib" -lexperiment -Wl,-rpath,"$lib" -lpthread
+        -L"$lib" -lexperiment -Wl,-rpath,"$lib" -L"$runtime" -ldispatch -lBlocksRuntime -Wl,-rpath,"$runtime" -lpthread
     rm -rf "$out/odp-state-$sanitizer"
     TSAN_OPTIONS="halt_on_error=1 exitcode=66" ASAN_OPTIONS="detect_leaks=1" \
         "$out/odp-stress-$sanitizer" examples/datafiles/segments.json "$out/odp-state-$sanitizer" \
