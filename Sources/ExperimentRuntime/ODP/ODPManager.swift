@@ -83,7 +83,8 @@ public final class ODPManager: @unchecked Sendable {
     {
         do throws(ClientError) { try ensureEnabled() } catch { return .failure(error) }
         guard !userId.isEmpty else {
-            return .failure(ClientError(.invalidUserId, "audience segments fetch failed (invalid identifier: empty user id)"))
+            return .failure(ClientError(.invalidUserId,
+                                        "audience segments fetch failed (invalid identifier: empty user id)"))
         }
         guard let endpoint = endpoint(for: config) else {
             return .failure(SegmentFetcher.failed("api_key/api_host not defined: the datafile has no odp integration "
@@ -268,8 +269,8 @@ public final class ODPManager: @unchecked Sendable {
             if let events = state.events { return .success(events) }
             guard !state.closed else { return .failure(ClientError(.closed, "the client is closed")) }
             do throws(ClientError) {
-                let queue = try ODPEventQueue(database: database, lock: databaseLock, timeoutMs: options.eventTimeoutMs, logger: logger,
-                                              endpoint: { endpointBox.withLock { $0 } })
+                let queue = try ODPEventQueue(database: database, lock: databaseLock, timeoutMs: options.eventTimeoutMs,
+                                              logger: logger, endpoint: { endpointBox.withLock { $0 } })
                 state.events = queue
                 return .success(queue)
             } catch {
