@@ -25,7 +25,7 @@ APT_PACKAGES := libjson-c-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev
 TEST_APT_PACKAGES := redis-server
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
 
-.PHONY: all deps test-deps lib cli demo python-speedups test test-swift test-c test-cpp test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
+.PHONY: all deps test-deps lib cli demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
         bench clean
 
 all: lib
@@ -70,7 +70,7 @@ $(RELEASE_DIR)/async_start: examples/c/async_start.c include/experiment.h lib
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
-test: test-deps lib test-abi test-c test-cpp test-cli test-install test-swift test-python test-fuzz test-sanitize
+test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-swift test-python test-fuzz test-sanitize
 	@echo "make test: all suites passed"
 
 test-swift:
@@ -94,6 +94,10 @@ test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigm
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
 	$(RELEASE_DIR)/sigma examples/datafiles/demo.json > /dev/null
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
+
+# Real-time segments: examples/c/segments.c (-Werror -pedantic) against a local ODP stand-in server.
+test-segments-c: lib
+	CC="$(CC)" PYTHON=$(PYTHON) bash tests/odp/test_segments_c.sh $(RELEASE_DIR)
 
 $(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experiment.hpp include/experiment.h lib
 	$(CXX) $(CXXFLAGS_STRICT) -o $@ examples/cpp/quickstart.cpp $(LINK_LOCAL)

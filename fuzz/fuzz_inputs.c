@@ -13,6 +13,7 @@
  *   f12 "<log level>[,<dispatcher result>]", e.g. "4,1": exp_client_set_log_level, and a dispatcher that
  *       reports failure (both reset after the input)
  *
+ * f5/f6/f2/f4 also feed the real-time segments calls (segment name, segments list, ODP identifiers/data).
  * Missing fields take valid demo values, so short inputs reach deep paths. Arbitrary bytes in ids and
  * keys must give EXP_ERR_INVALID_UTF8 (never a crash); keys past EXP_MAX_KEY_BYTES must be refused.
  * Per-user state the calls create (properties, forced variations/decisions) is removed afterwards so
@@ -141,6 +142,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (s == EXP_OK) FZ_CHECK_JSON("exp_get_user_properties_json", out, '{');
     else FZ_CHECK(out == NULL, "exp_get_user_properties_json wrote its out-parameter on failure");
     exp_free(out);
+
+    /* Real-time segments: f6 as the user's segments list, f5 as a segment name, f2/f4 as an ODP event's
+     * identifiers/data. demo.json has no ODP integration, so an event that passes every input check is
+     * refused with EXP_ERR_ODP_NOT_ENABLED: nothing is queued or sent. */
+    s = FZ_STATUS("exp_set_qualified_segments_json", exp_set_qualified_segments_json(g_client, user, pvalue),
+                  PROPERTY_ERRORS);
+    CHECK_JSON_ARG("exp_set_qualified_segments_json", s, pvalue);
+    if (s == EXP_OK) FZ_CHECK(valid_key(user), "exp_set_qualified_segments_json accepted a bad user id");
+    int qualified = -1;
+    s = FZ_STATUS("exp_is_qualified_for", exp_is_qualified_for(g_client, user, pkey, &qualified), FZ_ARGS);
+    CHECK_KEYS("exp_is_qualified_for", s, user, pkey, NULL);
+    if (s == EXP_OK) FZ_CHECK(qualified == 0 || qualified == 1, "exp_is_qualified_for wrote %d", qualified);
+    out = NULL;
+    s = FZ_STATUS("exp_get_qualified_segments_json", exp_get_qualified_segments_json(g_client, user, &out), FZ_ARGS);
+    CHECK_KEYS("exp_get_qualified_segments_json", s, user, NULL, NULL);
+    if (s == EXP_OK) FZ_CHECK(out && (strcmp(out, "null") == 0 || fz_json_valid(out)), "exp_get_qualified_segments_json: %s", out);
+    else FZ_CHECK(out == NULL, "exp_get_qualified_segments_json wrote its out-parameter on failure");
+    exp_free(out);
+    s = FZ_STATUS("exp_send_odp_event", exp_send_odp_event(g_client, NULL, pkey, attrs_json, tags),
+                  PROPERTY_ERRORS | FZ_BIT(EXP_ERR_ODP_NOT_ENABLED));
+    FZ_CHECK(s != EXP_OK, "exp_send_odp_event accepted an event without an ODP integration");
+    exp_set_qualified_segments_json(g_client, user, NULL);
 
     /* exp_decide_json: attributes JSON */
     out = NULL;

@@ -905,6 +905,125 @@ exp_status exp_experiment_param_json(const exp_experiment *experiment, const cha
 /* Frees a handle from exp_get_experiment (NULL is fine). */
 void exp_experiment_free(exp_experiment *experiment);
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Real-time segments (ODP)                                                                        */
+/* ---------------------------------------------------------------------------------------------- */
+/*
+ * Audiences with `"match": "qualified"` conditions test whether the user belongs to a segment of the
+ * Optimizely Data Platform (ODP). The segments service is the datafile's `integrations` entry with key
+ * "odp" (host, publicKey), or the `odp` client option (host, api_key win over the datafile). A user's
+ * qualified segments are fetched with exp_fetch_qualified_segments (or set directly with
+ * exp_set_qualified_segments_json); later decisions for that user id evaluate `qualified` conditions
+ * against them (a user without segments qualifies for none). With `"odp": {"disabled": true}` fetching,
+ * identify and ODP events answer EXP_ERR_ODP_NOT_ENABLED; reading and writing a user's segments and
+ * the VUID keep working. Fetch results are cached per user (LRU, options odp.segments_cache_size,
+ * default 100, 0 disables; odp.segments_cache_timeout_s, default 600, 0 never expires).
+ */
+
+/* Bits of the `options` argument of the segment fetches. */
+typedef enum exp_segment_option {
+    EXP_SEGMENT_IGNORE_CACHE = 1,   /* neither read nor write the segments cache for this fetch */
+    EXP_SEGMENT_RESET_CACHE = 2     /* empty the whole segments cache, then fetch */
+} exp_segment_option;
+
+/*
+ * Fetches the segments (of those the datafile's audiences use) that `user_id` qualifies for, from the
+ * cache or with one GraphQL request to `<host>/v3/graphql`, and makes them the user's segments for
+ * decisions; a fetch that fails with EXP_ERR_INVALID_USER_ID or EXP_ERR_FETCH_FAILED leaves the user with no
+ * segments, as the reference's user context does. A user id starting with "vuid_" is sent as an anonymous
+ * visitor id. The first ODP call for
+ * a user also queues an identify event (see exp_identify_user). Blocks up to odp.fetch_timeout_ms
+ * (default 10000). *out_segments_json (may be NULL) receives the segments as a JSON array of strings;
+ * free it with exp_free(). A project whose audiences use no segment answers [] without a request.
+ * Errors: EXP_ERR_ODP_NOT_ENABLED (disabled), EXP_ERR_INVALID_USER_ID (ODP does not know or accept the
+ * identifier, or it is empty), EXP_ERR_FETCH_FAILED (network error, timeout, HTTP error status, malformed
+ * answer, no ODP host/key configured), EXP_ERR_NOT_READY, EXP_ERR_CLOSED, EXP_ERR_INVALID_ARGUMENT
+ * (NULL client/user_id, unknown option bits). Thread-safe.
+ *
+ *     char *segments = NULL;
+ *     exp_status st = exp_fetch_qualified_segments(c, "user123", 0, &segments);
+ *     if (st == EXP_OK) { printf("qualified for %s\n", segments); exp_free(segments); }  // ["has_email"]
+ *     else if (st == EXP_ERR_INVALID_USER_ID) puts("user not known to ODP yet");
+ *     else printf("segments unavailable: %s\n", exp_last_error());
+ */
+exp_status exp_fetch_qualified_segments(exp_client *client, const char *user_id, unsigned options,
+                                        char **out_segments_json);
+
+/* Receives the outcome of exp_fetch_qualified_segments_async: `status` (EXP_OK or an error code as the
+   synchronous call returns), `segments_json` (a JSON array; NULL on error) and `message` ("" on success),
+   both borrowed for the call, and the `user_data` given. Runs on the library's ODP thread: it may call
+   into the client but must not free it. */
+typedef void (*exp_segments_fn)(exp_status status, const char *segments_json, const char *message,
+                                void *user_data);
+
+/*
+ * As exp_fetch_qualified_segments, without blocking: the fetch runs on a library thread (one at a time,
+ * in call order) and `callback` is called exactly once when this function returns EXP_OK — with
+ * EXP_ERR_CLOSED if the client closes first. Errors returned directly (callback then never called):
+ * EXP_ERR_ODP_NOT_ENABLED, EXP_ERR_NOT_READY, EXP_ERR_CLOSED, EXP_ERR_INVALID_ARGUMENT (NULL callback).
+ * Thread-safe.
+ *
+ *     static void on_segments(exp_status status, const char *segments, const char *message, void *user_data) {
+ *         (void)user_data;
+ *         if (status == EXP_OK) printf("segments: %s\n", segments); else printf("failed: %s\n", message);
+ *     }
+ *     exp_fetch_qualified_segments_async(c, "user123", EXP_SEGMENT_IGNORE_CACHE, on_segments, NULL);
+ */
+exp_status exp_fetch_qualified_segments_async(exp_client *client, const char *user_id, unsigned options,
+                                              exp_segments_fn callback, void *user_data);
+
+/* Writes 1 to *out_qualified when `segment` is among the user's qualified segments (fetched or set),
+ * else 0. Errors: EXP_ERR_INVALID_ARGUMENT (NULLs), EXP_ERR_CLOSED. Thread-safe.
+ *     int yes; exp_is_qualified_for(c, "user123", "has_email", &yes); */
+exp_status exp_is_qualified_for(exp_client *client, const char *user_id, const char *segment, int *out_qualified);
+
+/* The user's qualified segments as a JSON array, or "null" when none were fetched or set. Free
+ * *out_json with exp_free(). Errors: EXP_ERR_INVALID_ARGUMENT (NULLs), EXP_ERR_CLOSED. Thread-safe.
+ *     char *json; exp_get_qualified_segments_json(c, "user123", &json); puts(json); exp_free(json); */
+exp_status exp_get_qualified_segments_json(exp_client *client, const char *user_id, char **out_json);
+
+/* Replaces the user's qualified segments, bypassing ODP (testing, or your own segment service):
+ * `segments_json` is a JSON array of strings; NULL or "null" forgets them. Kept per user id in memory
+ * (bounded by user_store_capacity, least recently used dropped first). Errors: EXP_ERR_INVALID_JSON,
+ * EXP_ERR_INVALID_ARGUMENT (not an array of strings), EXP_ERR_CLOSED. Thread-safe.
+ *     exp_set_qualified_segments_json(c, "user123", "[\"has_email\"]"); */
+exp_status exp_set_qualified_segments_json(exp_client *client, const char *user_id, const char *segments_json);
+
+/* Queues an identify event linking `user_id` to this state directory's VUID ({"fs_user_id", "vuid"}),
+ * once per user and client; a VUID user id alone links nothing and sends nothing. Errors:
+ * EXP_ERR_ODP_NOT_ENABLED (disabled, or no ODP host/key), EXP_ERR_CLOSED, EXP_ERR_INVALID_ARGUMENT.
+ * Thread-safe.   exp_identify_user(c, "user123"); */
+exp_status exp_identify_user(exp_client *client, const char *user_id);
+
+/*
+ * Queues an ODP event {"type", "action", "identifiers", "data"} for `<host>/v3/events`. `type` may be
+ * NULL or "" ("fullstack"); `identifiers_json` is a non-empty JSON object of strings ("fs-user-id" /
+ * "FS_USER_ID" are renamed "fs_user_id"); `data_json` (may be NULL) a JSON object of strings, numbers,
+ * booleans or null, added after the common fields (idempotence_id, data_source_type, data_source,
+ * data_source_version). Events are kept in the state file until ODP accepts them, sent in batches of 10
+ * at least every second (with backoff while ODP is unreachable or answers 5xx; a 4xx answer drops the
+ * batch), and survive restarts; exp_client_close waits up to close_timeout_ms for them, the rest wait for
+ * the next client on the same state_dir. Errors: EXP_ERR_ODP_NOT_ENABLED (disabled, or no ODP host/key),
+ * EXP_ERR_INVALID_ARGUMENT (empty action, empty or non-string identifiers, nested data),
+ * EXP_ERR_INVALID_JSON, EXP_ERR_QUEUE_FULL (10000 events wait), EXP_ERR_STORE, EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     exp_send_odp_event(c, NULL, "purchased", "{\"fs_user_id\": \"user123\"}", "{\"amount\": 9.5}");
+ */
+exp_status exp_send_odp_event(exp_client *client, const char *type, const char *action,
+                              const char *identifiers_json, const char *data_json);
+
+/* Sends the queued ODP events now and waits until the queue is empty. Errors: EXP_ERR_TIMEOUT (events
+ * remain after timeout_ms; they stay queued), EXP_ERR_CLOSED, EXP_ERR_INVALID_ARGUMENT. Thread-safe.
+ *     exp_flush_odp_events(c, 5000); */
+exp_status exp_flush_odp_events(exp_client *client, int64_t timeout_ms);
+
+/* The visitor id (VUID) of the client's state directory, for anonymous users: "vuid_" and 27 hex
+ * digits, created on first use and kept in the state file, so every client on that state_dir gets the
+ * same one. Works with ODP disabled. Free *out_vuid with exp_free(). Errors: EXP_ERR_INVALID_ARGUMENT,
+ * EXP_ERR_CLOSED. Thread-safe.
+ *     char *vuid; exp_get_vuid(c, &vuid); exp_decide(c, vuid, "flag", NULL, 0, 0, &d); ... exp_free(vuid); */
+exp_status exp_get_vuid(exp_client *client, char **out_vuid);
+
 #ifdef __cplusplus
 }
 #endif

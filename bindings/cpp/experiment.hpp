@@ -899,6 +899,70 @@ public:
         return found;
     }
 
+    /* ---- real-time segments (ODP) ---- */
+
+    /* Fetches the user's qualified segments (cache first) and makes them the user's segments for decisions;
+       returns them as a JSON array. Throws Error with code EXP_ERR_INVALID_USER_ID / EXP_ERR_FETCH_FAILED /
+       EXP_ERR_ODP_NOT_ENABLED. `options`: EXP_SEGMENT_* bits. Blocks up to odp.fetch_timeout_ms. */
+    std::string fetch_qualified_segments(std::string_view user_id, unsigned options = 0) {
+        detail::CString user(user_id, "user id");
+        char *json = nullptr;
+        detail::check(exp_fetch_qualified_segments(client_, user.c_str(), options, &json));
+        return detail::take(json);
+    }
+
+    /* Completion of fetch_qualified_segments_async: status, segments (JSON array, "" on error), message. */
+    using SegmentsCallback = std::function<void(exp_status, const std::string &, const std::string &)>;
+
+    /* As fetch_qualified_segments on the library's ODP thread; `done` runs there exactly once (it must not
+       throw; an exception is swallowed). */
+    void fetch_qualified_segments_async(std::string_view user_id, SegmentsCallback done, unsigned options = 0) {
+        detail::CString user(user_id, "user id");
+        auto owned = std::make_unique<SegmentsCallback>(std::move(done));
+        detail::check(exp_fetch_qualified_segments_async(client_, user.c_str(), options, &segments_trampoline,
+                                                         owned.get()));
+        owned.release();  // the trampoline owns it now
+    }
+
+    bool is_qualified_for(std::string_view user_id, std::string_view segment) {
+        detail::CString user(user_id, "user id"), name(segment, "segment");
+        int qualified = 0;
+        detail::check(exp_is_qualified_for(client_, user.c_str(), name.c_str(), &qualified));
+        return qualified != 0;
+    }
+
+    /* The user's segments as a JSON array, or "null" when none were fetched or set. */
+    std::string qualified_segments_json(std::string_view user_id) {
+        detail::CString user(user_id, "user id");
+        char *json = nullptr;
+        detail::check(exp_get_qualified_segments_json(client_, user.c_str(), &json));
+        return detail::take(json);
+    }
+
+    /* Replaces the user's segments (a JSON array of strings; std::nullopt forgets them). */
+    void set_qualified_segments_json(std::string_view user_id, std::optional<std::string_view> segments_json) {
+        detail::CString user(user_id, "user id");
+        detail::OptionalCString json(segments_json, "segments");
+        detail::check(exp_set_qualified_segments_json(client_, user.c_str(), json.c_str()));
+    }
+
+    /* Queues a custom ODP event; `type` empty means "fullstack". */
+    void send_odp_event(std::string_view action, std::string_view identifiers_json,
+                        std::optional<std::string_view> data_json = std::nullopt, std::string_view type = {}) {
+        detail::CString name(action, "action"), ids(identifiers_json, "identifiers"), kind(type, "type");
+        detail::OptionalCString data(data_json, "data");
+        detail::check(exp_send_odp_event(client_, kind.c_str(), name.c_str(), ids.c_str(), data.c_str()));
+    }
+
+    void flush_odp_events(int64_t timeout_ms = 10000) { detail::check(exp_flush_odp_events(client_, timeout_ms)); }
+
+    /* The visitor id of the client's state directory. */
+    std::string vuid() {
+        char *vuid = nullptr;
+        detail::check(exp_get_vuid(client_, &vuid));
+        return detail::take(vuid);
+    }
+
 private:
     template <typename Out, typename Function>
     bool flag_value(Function function, std::string_view user_id, std::string_view flag_key,
@@ -930,6 +994,15 @@ private:
         try {
             (*static_cast<ReadyCallback *>(user_data))(static_cast<exp_status>(status));
         } catch (...) {  // nothing may propagate into C
+        }
+    }
+
+    static void segments_trampoline(exp_status status, const char *segments_json, const char *message,
+                                    void *user_data) {
+        std::unique_ptr<SegmentsCallback> done(static_cast<SegmentsCallback *>(user_data));
+        try {
+            (*done)(status, segments_json ? segments_json : "", message ? message : "");
+        } catch (...) {  // nothing may unwind into C
         }
     }
 

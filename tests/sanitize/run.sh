@@ -41,6 +41,18 @@ for sanitizer in thread address; do
         echo "sanitizer report under $sanitizer (swap):"; head -60 "$out/swap-$sanitizer.log"; exit 1
     fi
     echo "   $(tail -1 "$out/swap-$sanitizer.log"): consistent, no $sanitizer sanitizer report"
+    # Real-time segments: async/sync fetches, segments, ODP events and the VUID from 4 threads, then close.
+    "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/odp_stress.c -o "$out/odp-stress-$sanitizer" \
+        -L"$lib" -lexperiment -Wl,-rpath,"$lib" -L"$runtime" -ldispatch -lBlocksRuntime -Wl,-rpath,"$runtime" -lpthread
+    rm -rf "$out/odp-state-$sanitizer"
+    TSAN_OPTIONS="halt_on_error=1 exitcode=66" ASAN_OPTIONS="detect_leaks=1" \
+        "$out/odp-stress-$sanitizer" examples/datafiles/segments.json "$out/odp-state-$sanitizer" \
+        > "$out/odp-stress-$sanitizer.log" 2>&1 || {
+            echo "ODP stress under $sanitizer sanitizer failed:"; head -60 "$out/odp-stress-$sanitizer.log"; exit 1; }
+    if grep -q "ThreadSanitizer\|AddressSanitizer\|LeakSanitizer\|runtime error" "$out/odp-stress-$sanitizer.log"; then
+        echo "sanitizer report under $sanitizer (ODP stress):"; head -60 "$out/odp-stress-$sanitizer.log"; exit 1
+    fi
+    echo "   real-time segments from 4 threads, close with fetches in flight: no $sanitizer sanitizer report"
     if [ "$sanitizer" = address ]; then
         "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/lifecycle.c -o "$out/lifecycle" \
             -L"$lib" -lexperiment -Wl,-rpath,"$lib"

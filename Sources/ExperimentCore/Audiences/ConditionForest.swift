@@ -140,7 +140,10 @@ public final class Audience: @unchecked Sendable {
     public let slot: Int32
     /// The conditions as written in the datafile, for reasons.
     public let conditionsText: String
-    public init(id: String, name: String, slot: Int32, conditionsText: String) {
+    /// Real-time segments its `qualified` conditions name, first-seen order, no repeats.
+    public let segments: [String]
+    public init(id: String, name: String, slot: Int32, conditionsText: String, segments: [String] = []) {
+        self.segments = segments
         self.id = id
         self.name = name
         self.slot = slot

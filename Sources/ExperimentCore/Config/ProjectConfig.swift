@@ -14,6 +14,11 @@ public final class ProjectConfig: @unchecked Sendable {
     public let sendFlagDecisions: Bool
     public let botFiltering: Bool?
     public let region: String
+    /// The "odp" entry of "integrations" (the first one, as in the reference): nil when absent.
+    public let odpIntegration: ODPIntegration?
+    /// Every real-time segment the audiences' `qualified` conditions use (the segments to fetch), in
+    /// audience order without repeats.
+    public let segments: [String]
 
     public let experiments: [Experiment]
     public let groups: [Group]
@@ -53,6 +58,9 @@ public final class ProjectConfig: @unchecked Sendable {
         sendFlagDecisions = header.sendFlagDecisions
         botFiltering = header.botFiltering
         region = header.region
+        odpIntegration = header.odpIntegration
+        var seen = Set<String>()
+        segments = audiences.flatMap(\.segments).filter { seen.insert($0).inserted }
         self.experiments = experiments
         self.groups = groups
         self.audiences = audiences
@@ -77,6 +85,7 @@ public final class ProjectConfig: @unchecked Sendable {
         var anonymizeIP = false, sendFlagDecisions = false
         var botFiltering: Bool? = nil
         var region = "US"
+        var odpIntegration: ODPIntegration? = nil
     }
 
     struct Indexes {
@@ -84,6 +93,13 @@ public final class ProjectConfig: @unchecked Sendable {
         var experimentIds = KeyIndex(capacity: 8), events = KeyIndex(capacity: 8)
         var attributes = KeyIndex(capacity: 8)
     }
+}
+
+/// Where the real-time segments service (ODP) of the project lives: the datafile's integrations entry
+/// with key "odp". Either field may be missing, which leaves ODP not integrated.
+public struct ODPIntegration: Sendable, Equatable {
+    public let host: String?
+    public let publicKey: String?
 }
 
 public struct Variation: Sendable {

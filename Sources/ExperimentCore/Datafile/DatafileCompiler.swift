@@ -60,6 +60,8 @@ private struct Compilation {
     /// Every condition tree of the config, flattened for evaluation.
     var conditions = ConditionForest()
     var audienceIndexById: [String: Int] = [:]
+    /// The segments of the audience being compiled (see `Audience.segments`).
+    var audienceSegments: [String] = []
     var experiments: [Experiment] = []
     var experimentIndexById: [String: Int] = [:]
     /// Experiment ids in first-seen order (the reference's id map iteration order).
@@ -129,7 +131,20 @@ private struct Compilation {
         header.botFiltering = try root.optionalBool("botFiltering")
         header.region = try root.optionalString("region") ?? "US"
         if header.region.isEmpty { header.region = "US" }
+        header.odpIntegration = readODPIntegration()
         return header
+    }
+
+    /// The first "integrations" entry with key "odp" (later ones are ignored, as in the reference).
+    func readODPIntegration() -> ODPIntegration? {
+        guard let list = root.member("integrations"), list.value.kind == .array else { return nil }
+        for entry in (try? list.array()) ?? [] {
+            guard entry.member("key")?.value.string == "odp" else { continue }
+            // Lenient like the reference: a field that is not a string counts as missing.
+            return ODPIntegration(host: entry.member("host")?.value.string,
+                                  publicKey: entry.member("publicKey")?.value.string)
+        }
+        return nil
     }
 
     mutating func readAttributes() throws(DatafileError) -> [Attribute] {
@@ -198,14 +213,17 @@ private struct Compilation {
     {
         let id = try entry.requiredString("id")
         let name = try entry.requiredString("name")
+        audienceSegments = []
         let tree = try conditionTree(conditions)
         if let existing = audienceIndexById[id] {
             self.conditions.replaceAudience(Int32(existing), with: tree)
-            audiences[existing] = Audience(id: id, name: name, slot: Int32(existing), conditionsText: conditionsText)
+            audiences[existing] = Audience(id: id, name: name, slot: Int32(existing), conditionsText: conditionsText,
+                                           segments: audienceSegments)
         } else {
             let slot = self.conditions.addAudience(tree)
             audienceIndexById[id] = audiences.count
-            audiences.append(Audience(id: id, name: name, slot: slot, conditionsText: conditionsText))
+            audiences.append(Audience(id: id, name: name, slot: slot, conditionsText: conditionsText,
+                                      segments: audienceSegments))
         }
     }
 
@@ -213,7 +231,12 @@ private struct Compilation {
     mutating func conditionTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
         switch node.value.kind {
         case .object:
-            return .leaf(conditions.addLeaf(try leafCondition(node)))
+            let leaf = try leafCondition(node)
+            if leaf.match == .qualified, case .string(let segment) = leaf.value {
+                let name = String(decoding: segment, as: UTF8.self)
+                if !audienceSegments.contains(name) { audienceSegments.append(name) }
+            }
+            return .leaf(conditions.addLeaf(leaf))
         case .array:
             let (op, operands) = try Compilation.operation(node)
             var children: [ConditionNode] = []

@@ -24,6 +24,9 @@ public final class Client: @unchecked Sendable {
     public let logger: Logger
     public let notifications = NotificationCenter()
     public let eventClient = EventClient(name: "libexperiment", version: LibraryVersion.string)
+    /// Real-time segments (ODP): per-user qualified segments, fetching, ODP events (see Client+ODP.swift).
+    public let segments: QualifiedSegmentsStore
+    public let odp: ODPManager
 
     private let current = ConfigSlot()
     /// Datafile lifecycle: readiness, the fetch/poll manager, the cache-TTL flag (Client+Datafile.swift).
@@ -35,6 +38,9 @@ public final class Client: @unchecked Sendable {
         self.properties = UserPropertyStore(capacity: options.userStoreCapacity)
         self.logger = Logger(level: options.logLevel)
         self.events = EventSink(logger: logger)
+        self.segments = QualifiedSegmentsStore(capacity: options.userStoreCapacity)
+        self.odp = ODPManager(options: options.odp, stateDir: options.stateDir, closeTimeoutMs: options.closeTimeoutMs,
+                              logger: logger)
     }
 
     // MARK: lifecycle
@@ -71,6 +77,7 @@ public final class Client: @unchecked Sendable {
         }
         let previousRevision = previous?.revision
         withExtendedLifetime(previous) {}
+        odp.configDidChange(compiled)
         logger.log(.info, "datafile revision \(compiled.revision) in use"
                    + (options.sdkKey.map { " for SDK key \(Logger.redacted($0))" } ?? "")
                    + ": \(compiled.flags.count) flags, \(compiled.experiments.count) experiments and rules")
@@ -94,10 +101,11 @@ public final class Client: @unchecked Sendable {
     /// The config decisions should use now.
     public func config() throws(ClientError) -> ProjectConfig { try lease().config }
 
-    /// Closes the client: stops the datafile poller and releases its tag. Idempotent.
+    /// Closes the client: stops the datafile poller, releases its tag, stops the ODP threads. Idempotent.
     public func close() {
         isClosed.store(true, ordering: .releasing)
         closeDatafileLifecycle()
+        odp.close()
     }
 
     public var closed: Bool { isClosed.load(ordering: .acquiring) }
@@ -130,13 +138,26 @@ public final class Client: @unchecked Sendable {
         }
     }
 
-    /// Looks the user's stored properties and overrides up once, then decides `flags`. Users with neither
-    /// (the common case) decide through types that read no store at all.
+    /// Looks the user's qualified segments, stored properties and overrides up once, then decides `flags`.
+    /// Users with none of them (the common case) decide through types that read no store at all.
     private func decideAll<A: UserAttributes>(config: ProjectConfig, flags: Range<Int>, userId: UTF8Text,
                                               attributes: A, options callOptions: DecideOptions,
                                               _ body: (DecideResult) -> Void)
     {
         let options = callOptions.union(self.options.defaultDecideOptions)
+        if let qualified = segments.segments(of: userId) {
+            decideStored(config: config, flags: flags, userId: userId,
+                         attributes: SegmentQualifiedAttributes(base: attributes, segments: qualified),
+                         options: options, body)
+        } else {
+            decideStored(config: config, flags: flags, userId: userId, attributes: attributes, options: options, body)
+        }
+    }
+
+    private func decideStored<A: UserAttributes>(config: ProjectConfig, flags: Range<Int>, userId: UTF8Text,
+                                                 attributes: A, options: DecideOptions,
+                                                 _ body: (DecideResult) -> Void)
+    {
         let stored = properties.storedProperties(of: userId)
         let forced = overrides.storedOverrides(of: userId)
         switch (stored, forced) {
@@ -170,6 +191,18 @@ public final class Client: @unchecked Sendable {
     /// impression when `sendImpression` and the user got a variation.
     public func experimentOutcome<A: UserAttributes>(config: ProjectConfig, experiment: Int, userId: UTF8Text,
                                                      attributes: A, sendImpression: Bool) -> ExperimentOutcome
+    {
+        if let qualified = segments.segments(of: userId) {
+            return outcome(config: config, experiment: experiment, userId: userId,
+                           attributes: SegmentQualifiedAttributes(base: attributes, segments: qualified),
+                           sendImpression: sendImpression)
+        }
+        return outcome(config: config, experiment: experiment, userId: userId, attributes: attributes,
+                       sendImpression: sendImpression)
+    }
+
+    private func outcome<A: UserAttributes>(config: ProjectConfig, experiment: Int, userId: UTF8Text,
+                                            attributes: A, sendImpression: Bool) -> ExperimentOutcome
     {
         let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
         let service = DecisionService(config: config, userId: userId, attributes: merged,

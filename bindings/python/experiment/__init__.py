@@ -13,6 +13,7 @@ from ._native import library_path
 from .client import Client, library_version, validate_datafile
 from .decision import DecideOption, Decision, Event
 from .sigma import UserExperiment
+from .segments import SegmentOption
 from .errors import (
     BufferTooSmallError,
     WaitTimeoutError,
@@ -49,6 +50,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "SegmentOption",
     "__version__",
     "library_version",
     "library_path",

@@ -132,6 +132,9 @@ EXP_LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 EXP_NOTIFICATION_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 #: typedef void (*exp_ready_fn)(int status, void *user_data);
 EXP_READY_FN = CFUNCTYPE(None, c_int, c_void_p)
+#: typedef void (*exp_segments_fn)(exp_status status, const char *segments_json, const char *message,
+#:                                 void *user_data);
+EXP_SEGMENTS_FN = CFUNCTYPE(None, c_int, c_char_p, c_char_p, c_void_p)
 
 # Opaque handle: exp_client *
 exp_client_p = c_void_p
@@ -232,6 +235,16 @@ _PROTOTYPES += [
     ("exp_experiment_param_string", c_int, [c_void_p, c_char_p, c_char_pp, POINTER(c_int)]),
     ("exp_experiment_param_json", c_int, [c_void_p, c_char_p, c_char_pp, POINTER(c_int)]),
     ("exp_experiment_free", None, [c_void_p]),
+    # real-time segments (ODP)
+    ("exp_fetch_qualified_segments", c_int, [exp_client_p, c_char_p, c_uint, c_char_pp]),
+    ("exp_fetch_qualified_segments_async", c_int, [exp_client_p, c_char_p, c_uint, EXP_SEGMENTS_FN, c_void_p]),
+    ("exp_is_qualified_for", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(c_int)]),
+    ("exp_get_qualified_segments_json", c_int, [exp_client_p, c_char_p, c_char_pp]),
+    ("exp_set_qualified_segments_json", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_identify_user", c_int, [exp_client_p, c_char_p]),
+    ("exp_send_odp_event", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_char_p]),
+    ("exp_flush_odp_events", c_int, [exp_client_p, c_int64]),
+    ("exp_get_vuid", c_int, [exp_client_p, c_char_pp]),
 ]
 
 FUNCTION_NAMES = tuple(name for name, _, _ in _PROTOTYPES)

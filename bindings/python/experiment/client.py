@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, EXP_READY_FN, ExpAttribute, ExpDecision, ExpValue
 from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
+from .segments import SegmentsMixin  # real-time segments (ODP) methods
 from .sigma import UserExperiment
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
@@ -500,7 +501,7 @@ def _start_async(handle: "_Handle", fallback: Any, on_ready: Any) -> None:
         _raise(status)
 
 
-class Client:
+class Client(SegmentsMixin):
     """A libexperiment client.
 
     ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
