@@ -93,6 +93,10 @@ struct DatafileReader {
         guard key.utf8.count <= DatafileCompiler.maxKeyBytes else {
             throw field.fail("longer than \(DatafileCompiler.maxKeyBytes) bytes, the limit for keys callers pass")
         }
+        // Callers pass keys as C strings: a key with a NUL ("\u0000") could never be named.
+        guard !key.utf8.contains(0) else {
+            throw field.fail("contains a NUL character (\\u0000), which a key callers pass cannot hold")
+        }
         return key
     }
     func requiredArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try required(key).array() }

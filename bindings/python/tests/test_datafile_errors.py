@@ -104,6 +104,9 @@ BAD_DATAFILES = [
      experiment.InvalidUTF8Error, -13, r"utf-?8"),
     ("overlong utf-8", lambda g: json.dumps(g).encode().replace(b'"production"', b'"\xc0\xafproduction"'),
      experiment.InvalidUTF8Error, -13, r"utf-?8"),
+    # An escaped NUL is valid JSON, but a key with one could never be passed as a C string.
+    ("flag key with \\u0000", _set(["featureFlags", 0, "key"], "checkout\u0000flow"), experiment.InvalidDatafileError,
+     -4, r"featureFlags\[0\]\.key.*NUL"),
     ("nul byte inside", lambda g: json.dumps(g).encode().replace(b'"production"', b'"prod\x00uction"'),
      experiment.InvalidJSONError, -2, r"."),
 ]
