@@ -157,9 +157,7 @@ public struct ClientOptions: Sendable {
                 switch key {
                 case "url":
                     let text = try field.string(nonEmpty: true)
-                    guard text.hasPrefix("redis://") else {
-                        throw ClientError(.invalidOption, "options.profile_store.redis.url: expected redis://host:port/db")
-                    }
+                    _ = try RedisAddress(url: text)  // refused here, not at the first decision
                     url = text
                 case "prefix": prefix = try field.string()
                 case "ttl_s": ttl = try field.integer(in: 0...(10 * 365 * 86_400))
