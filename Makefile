@@ -70,6 +70,11 @@ demo: $(RELEASE_DIR)/quickstart
 test: test-deps lib test-abi test-c test-cpp test-cli test-install test-swift test-python test-fuzz test-sanitize
 	@echo "make test: all suites passed"
 
+# Clients keep sticky bucketing and forced overrides in a state file ($$XDG_STATE_HOME/libexperiment by
+# default): the test suites use one under .build, emptied per run, never the user's own.
+TEST_STATE_HOME := $(CURDIR)/.build/test-state
+test test-c test-cpp test-cli test-install test-python test-fuzz test-sanitize bench: export XDG_STATE_HOME := $(TEST_STATE_HOME)
+
 test-swift:
 	swift test
 
@@ -83,6 +88,7 @@ test-abi: lib
 	@echo "ABI checks passed: $$(nm -D --defined-only $(LIB) | grep -c ' exp_') exp_* symbols, SONAME libexperiment.so.$(MAJOR)"
 
 test-c: $(RELEASE_DIR)/quickstart
+	rm -rf $(TEST_STATE_HOME)
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
 
