@@ -135,9 +135,9 @@ public final class Client: @unchecked Sendable {
     ) {
         // One profile lookup and at most one save per call, as the reference's UserProfileTracker.
         if let profiles = profileService(for: options) {
-            let tracker = ProfileTracker(service: profiles, userId: userId)
-            decide(config, flags, userId, attributes, overrides, tracker, options, body)
-            tracker.finish()
+            ProfileTracker.withTracker(service: profiles, userId: userId) { tracker in
+                decide(config, flags, userId, attributes, overrides, tracker, options, body)
+            }
         } else {
             decide(config, flags, userId, attributes, overrides, NoStickyAssignments(), options, body)
         }
@@ -166,11 +166,11 @@ public final class Client: @unchecked Sendable {
         let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
         let outcome: ExperimentOutcome
         if let profiles = profileSlot.service {
-            let tracker = ProfileTracker(service: profiles, userId: userId)
-            outcome = DecisionService(config: config, userId: userId, attributes: merged,
-                                      overrides: overrides.overrides(of: userId), sticky: tracker,
-                                      includeReasons: false).outcome(experiment: experiment)
-            tracker.finish()
+            outcome = ProfileTracker.withTracker(service: profiles, userId: userId) { tracker in
+                DecisionService(config: config, userId: userId, attributes: merged,
+                                overrides: overrides.overrides(of: userId), sticky: tracker,
+                                includeReasons: false).outcome(experiment: experiment)
+            }
         } else {
             outcome = DecisionService(config: config, userId: userId, attributes: merged,
                                       overrides: overrides.overrides(of: userId), includeReasons: false)

@@ -79,45 +79,67 @@ public final class ProfileService: @unchecked Sendable {
 
 /// One call's view of a user's profile (the reference's UserProfileTracker): looked up at most once, on
 /// the first experiment that asks, and saved at most once, when the call is over and something changed.
-final class ProfileTracker: StickyAssignments {
-    private let service: ProfileService
-    private let userId: UTF8Text
-    private var userKey = ""
-    private var map = BucketMap()
-    private var loaded = false
-    private var lookupFailed = false
-    private var changed = false
-
-    init(service: ProfileService, userId: UTF8Text) {
-        self.service = service
-        self.userId = userId
+/// Its state lives in stack memory the caller provides (`withTracker`), so a decision allocates nothing
+/// for it.
+struct ProfileTracker: StickyAssignments {
+    struct State {
+        let service: ProfileService
+        let userId: UTF8Text
+        var userKey = ""
+        var map = BucketMap()
+        var loaded = false
+        var lookupFailed = false
+        var changed = false
     }
+
+    private let state: UnsafeMutablePointer<State>
+
+    /// Runs `body` with a tracker for `userId`, then saves what it recorded.
+    @inline(__always)
+    static func withTracker<R>(service: ProfileService, userId: UTF8Text, _ body: (ProfileTracker) -> R) -> R {
+        withUnsafeTemporaryAllocation(of: State.self, capacity: 1) { buffer in
+            let state = buffer.baseAddress!
+            state.initialize(to: State(service: service, userId: userId))
+            defer { state.deinitialize(count: 1) }
+            let tracker = ProfileTracker(state: state)
+            let result = body(tracker)
+            tracker.finish()
+            return result
+        }
+    }
+
+    private init(state: UnsafeMutablePointer<State>) { self.state = state }
 
     var isActive: Bool { true }
 
     func savedVariation(experimentId: String) -> String? {
         loadOnce()
-        return map[experimentId]
+        return state.pointee.map[experimentId]
     }
 
     func record(experimentId: String, variationId: String) {
         loadOnce()
-        guard map[experimentId] != variationId else { return }
-        map[experimentId] = variationId
-        changed = true
+        guard state.pointee.map[experimentId] != variationId else { return }
+        state.pointee.map[experimentId] = variationId
+        state.pointee.changed = true
     }
 
     /// Saves the profile when the call bucketed the user somewhere new. After a failed lookup nothing is
     /// saved: writing a partial profile would erase the stored assignments.
-    func finish() {
-        guard changed, !lookupFailed else { return }
-        service.save(userId: userKey, map: map)
+    private func finish() {
+        guard state.pointee.changed, !state.pointee.lookupFailed else { return }
+        state.pointee.service.save(userId: state.pointee.userKey, map: state.pointee.map)
     }
 
     private func loadOnce() {
-        guard !loaded else { return }
-        loaded = true
-        userKey = String(decoding: userId, as: UTF8.self)
-        if let stored = service.load(userId: userKey) { map = stored } else { lookupFailed = true }
+        guard !state.pointee.loaded else { return }
+        state.pointee.loaded = true
+        let key = String(decoding: state.pointee.userId, as: UTF8.self)
+        state.pointee.userKey = key
+        if let stored = state.pointee.service.load(userId: key) {
+            state.pointee.map = stored
+        } else {
+            state.pointee.lookupFailed = true
+        }
     }
 }
