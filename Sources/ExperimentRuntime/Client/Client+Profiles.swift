@@ -32,7 +32,7 @@ extension Client {
     /// The state directory, or nil (with a warning) when it cannot be used: the client then keeps
     /// profiles nowhere and overrides in memory, and decides anyway.
     static func openStateDirectory(_ options: ClientOptions, logger: Logger) -> StateDirectory? {
-        guard options.profileStore == .sqlite || true else { return nil }
+        guard options.usesStateFile else { return nil }
         do throws(ClientError) {
             return try StateDirectory(option: options.stateDir)
         } catch {

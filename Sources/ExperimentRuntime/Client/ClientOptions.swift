@@ -55,6 +55,9 @@ public struct ClientOptions: Sendable {
     /// Directory of the SQLite state file; nil means the per-user default (see `StateDirectory`).
     public var stateDir: String? = nil
     public var profileStore: ProfileStoreChoice = .sqlite
+    /// False keeps everything in memory and never touches a state directory (not a JSON option: for tools,
+    /// such as the CLI, that must leave no files behind).
+    public var usesStateFile = true
 
     // Events
     public var eventEndpoint = "https://logx.optimizely.com/v1/events"
