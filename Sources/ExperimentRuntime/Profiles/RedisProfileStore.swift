@@ -134,7 +134,22 @@ public final class RedisProfileStore: ProfileStore, @unchecked Sendable {
     }
 
     /// Sends one command and reads its reply; a connection error drops the connection (under the lock).
+    /// SIGPIPE is blocked meanwhile: hiredis writes with write(2), and a server that went away must cost the
+    /// host an error, not the signal's default action (ending the process).
     private func run(_ arguments: [String], on connection: UnsafeMutablePointer<redisContext>) throws(ClientError) -> Reply {
+        var pipeSignal = sigset_t(), previous = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous)
+        defer {
+            // Take back a SIGPIPE this call raised (when it was not blocked before) so it is never delivered.
+            var pending = sigset_t()
+            if sigismember(&previous, SIGPIPE) == 0, sigpending(&pending) == 0, sigismember(&pending, SIGPIPE) == 1 {
+                var noWait = timespec()
+                _ = sigtimedwait(&pipeSignal, nil, &noWait)
+            }
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
+        }
         let copies = arguments.map { strdup($0) }
         defer { copies.forEach { free($0) } }
         var pointers = copies.map { UnsafePointer<CChar>($0) }

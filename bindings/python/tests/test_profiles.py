@@ -438,6 +438,37 @@ def test_redis_restart_mid_run_never_fails_a_decision(redis_server, datafile_tex
         assert redis_server.cli("EXISTS", "test:after") == "1", "no reconnect after redis came back"
 
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def test_c_host_survives_redis_going_away(redis_server, tmp_path, datafile_text):
+    """A C program (default SIGPIPE action, unlike Python) decides through Redis while the server is killed
+    and restarted: no call fails and the process is not killed by SIGPIPE."""
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        pytest.skip("no C compiler")
+    libdir = os.path.dirname(os.path.realpath(experiment.library_path))
+    program = str(tmp_path / "redis_outage")
+    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-I", os.path.join(REPO_ROOT, "include"),
+                    os.path.join(REPO_ROOT, "tests", "profiles", "redis_outage.c"), "-o", program,
+                    "-L" + libdir, "-l:" + os.path.basename(experiment.library_path), "-Wl,-rpath," + libdir],
+                   check=True)
+    datafile = tmp_path / "datafile.json"
+    datafile.write_text(datafile_text)
+    url = "redis://127.0.0.1:%d/0" % redis_server.port
+    host = subprocess.Popen([program, str(datafile), url, "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(1.0)
+    redis_server.stop()
+    time.sleep(1.0)
+    redis_server.start()
+    out, err = host.communicate(timeout=60)
+    assert host.returncode == 0, (host.returncode, err)
+    stats = json.loads(out)
+    assert stats["store"] == "redis" and stats["errors"] > 0 and stats["saves"] > 0
+    assert redis_server.cli("DBSIZE") != "0"          # written again after the restart
+
+
 def test_unreachable_redis_at_create(datafile_text):
     port = _free_port()     # nothing listens here
     with experiment.Client(datafile=datafile_text,
