@@ -46,12 +46,28 @@ public final class ProfileService: @unchecked Sendable {
         }
     }
 
-    func save(userId: String, map: BucketMap) {
+    /// Saves what a call changed. `loaded` is the profile the call started from, `changes` the experiments
+    /// it bucketed anew. The store is read again first, because another process or server may have saved
+    /// this user since our copy was cached: its entries are kept, and for an experiment both bucketed, the
+    /// one saved first wins (our change only replaces what we had loaded, e.g. a deleted variation).
+    func save(userId: String, loaded: BucketMap, changes: BucketMap) {
         saves.add(1, ordering: .relaxed)
-        // The cache first: this process stays sticky even when the store write fails.
-        cache.withLock { $0.set(map, for: userId) }
+        var merged = loaded
+        var current: BucketMap? = nil
         do throws(ClientError) {
-            try store.save(userId: userId, map: map)
+            current = try store.lookup(userId: userId)
+        } catch {
+            failed("lookup before save", userId: userId, error)
+        }
+        if let current { merged = current }
+        for (experimentId, variationId) in changes {
+            if let current, let theirs = current[experimentId], theirs != loaded[experimentId] { continue }
+            merged[experimentId] = variationId
+        }
+        // The cache first: this process stays sticky even when the store write fails.
+        cache.withLock { $0.set(merged, for: userId) }
+        do throws(ClientError) {
+            try store.save(userId: userId, map: merged)
         } catch {
             failed("save", userId: userId, error)
         }
@@ -87,6 +103,8 @@ struct ProfileTracker: StickyAssignments {
         let userId: UTF8Text
         var userKey = ""
         var map = BucketMap()
+        var loadedMap = BucketMap()
+        var changes = BucketMap()
         var loaded = false
         var lookupFailed = false
         var changed = false
@@ -121,6 +139,7 @@ struct ProfileTracker: StickyAssignments {
         loadOnce()
         guard state.pointee.map[experimentId] != variationId else { return }
         state.pointee.map[experimentId] = variationId
+        state.pointee.changes[experimentId] = variationId
         state.pointee.changed = true
     }
 
@@ -128,7 +147,8 @@ struct ProfileTracker: StickyAssignments {
     /// saved: writing a partial profile would erase the stored assignments.
     private func finish() {
         guard state.pointee.changed, !state.pointee.lookupFailed else { return }
-        state.pointee.service.save(userId: state.pointee.userKey, map: state.pointee.map)
+        state.pointee.service.save(userId: state.pointee.userKey, loaded: state.pointee.loadedMap,
+                                   changes: state.pointee.changes)
     }
 
     private func loadOnce() {
@@ -138,6 +158,7 @@ struct ProfileTracker: StickyAssignments {
         state.pointee.userKey = key
         if let stored = state.pointee.service.load(userId: key) {
             state.pointee.map = stored
+            state.pointee.loadedMap = stored
         } else {
             state.pointee.lookupFailed = true
         }

@@ -318,11 +318,31 @@ def test_callbacks_read_and_write_profiles(datafile_text, datafile_dict):
         assert c.decide("fresh", "checkout_flow").variation_key == "treatment"
         c.decide_all("fresh2")
         assert c.profile_stats()["store"] == "callbacks"
-    assert store.lookups == ["u9", "fresh", "fresh2"]
+    # Each save reads the store again first (another server may have saved the user meanwhile).
+    assert store.lookups == ["u9", "fresh", "fresh", "fresh2", "fresh2"]
     assert store.saves == [
         {"user_id": "fresh", "experiment_bucket_map": {CHECKOUT_ID: {"variation_id": "61002"}}},
         {"user_id": "fresh2", "experiment_bucket_map": {CHECKOUT_ID: {"variation_id": "61002"}}},
     ]
+
+
+def test_servers_with_stale_caches_keep_each_others_assignments(datafile_text, datafile_dict):
+    store = DictProfiles()
+    user = next(u for u in USERS if experiment.Client(datafile=datafile_text, profile_store=NONE)
+                .get_variation("checkout_test", u) == "control")
+    everyone_treatment = all_to(datafile_dict, 0, "61002")
+    with experiment.Client(datafile=datafile_text, profile_store=store) as a, \
+            experiment.Client(datafile=everyone_treatment, profile_store=store) as b:
+        for server in (a, b):      # both cache the user's (empty) profile
+            assert server.get_variation("legacy_ab", user, {"beta": False}) is None
+        assert a.get_variation("checkout_test", user) == "control"              # a saves checkout_test
+        # b has not seen a's save (stale cache) and buckets by its own allocation; saving, it finds a's
+        # assignment in the store: the first saved assignment holds, and b follows it from then on.
+        assert b.get_variation("checkout_test", user) == "treatment"
+        assert store.profiles[user]["experiment_bucket_map"] == {CHECKOUT_ID: {"variation_id": "61001"}}
+        assert b.get_variation("checkout_test", user) == "control"
+        assert b.get_variation("legacy_ab", user, {"beta": True}) is not None   # b saves legacy_ab...
+        assert set(store.profiles[user]["experiment_bucket_map"]) == {CHECKOUT_ID, LEGACY_ID}   # ...keeping a's
 
 
 @pytest.mark.parametrize("mode", ["raise", "garbage"])
