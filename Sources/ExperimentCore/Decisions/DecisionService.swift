@@ -234,7 +234,8 @@ extension DecisionService {
         let experiment = config.experiments[index]
         guard let variationId = sticky.savedVariation(experimentId: experiment.id.text),
               let saved = experiment.variationIndex(id: variationId) else { return nil }
-        reasons?.add("Returning previously activated variation \"\(experiment.variations[saved].key.text)\" of experiment \"\(experiment.key.text)\" for user \"\(userText)\" from user profile.")
+        // The reference's words ("variation ID", though it prints the key).
+        reasons?.add("Returning previously activated variation ID \"\(experiment.variations[saved].key.text)\" of experiment \"\(experiment.key.text)\" for user \"\(userText)\" from user profile.")
         return Int32(saved)
     }
 

@@ -540,7 +540,9 @@ def _prefill(df: dict, users: List[str], rng: random.Random) -> Dict[str, dict]:
 
 
 def _summary(decisions: Dict[str, Any]) -> Dict[str, tuple]:
-    return {k: (d.enabled, d.variation_key, d.rule_key) for k, d in decisions.items()}
+    # Reasons in general are compared by test_differential.py; here the sticky one must match word for word.
+    return {k: (d.enabled, d.variation_key, d.rule_key, [r for r in d.reasons if "from user profile" in r])
+            for k, d in decisions.items()}
 
 
 @pytest.mark.parametrize("prefilled", [False, True], ids=["empty", "prefilled"])
@@ -560,6 +562,8 @@ def test_sticky_decisions_equal_the_reference(seed, prefilled):
         for user, attrs in users:
             op = rng.random()
             options = ["DISABLE_DECISION_EVENT"] + (["IGNORE_USER_PROFILE_SERVICE"] if rng.random() < 0.1 else [])
+            if rng.random() < 0.3:
+                options.append("INCLUDE_REASONS")     # the reasons must match too (sticky ones included)
             if op < 0.15 and experiment_keys:
                 key = rng.choice(experiment_keys)      # legacy get_variation: sticky through the same store
                 expected = ref.get_variation(key, user, dict(attrs))
