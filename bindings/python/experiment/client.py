@@ -430,7 +430,9 @@ class Client:
 
     ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
     event_dispatcher=None, log_level=None, logger=None, **options)``: ``options`` are the other client
-    options under their C names (state_dir, profile_store, event_endpoint, ...). With a datafile (str or bytes) the client is
+    options under their C names (state_dir, profile_store, event_endpoint, ...); ``profile_store`` may also be
+    an object with ``lookup(user_id) -> dict | None`` and ``save(profile_dict)`` (sticky bucketing in the
+    host's own store). With a datafile (str or bytes) the client is
     started synchronously. The library's messages go to ``logger`` (a :class:`logging.Logger`; default
     ``logging.getLogger("experiment")``) at ``log_level`` ("error", "warning" (default), "info", "debug").
     Safe to use from many threads at once. ``close()`` (or leaving a ``with`` block) releases the

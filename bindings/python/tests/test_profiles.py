@@ -189,6 +189,38 @@ def test_two_processes_share_one_state_file(tmp_path, datafile_text):
     assert set(stored_profiles(state)) == in_experiment
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "callbacks"])
+def test_many_threads_agree_on_assignments(tmp_path, datafile_text, kind):
+    import threading
+    store: Any = DictProfiles() if kind == "callbacks" else "sqlite"
+    lock = threading.Lock()
+    if kind == "callbacks":     # the library calls the store from every deciding thread at once
+        inner_lookup, inner_save = store.lookup, store.save
+
+        def lookup(user_id: str) -> Optional[dict]:
+            with lock:
+                return inner_lookup(user_id)
+
+        def save(profile: dict) -> None:
+            with lock:
+                inner_save(profile)
+        store.lookup, store.save = lookup, save
+    seen: Dict[int, Dict[str, str]] = {}
+    with experiment.Client(datafile=datafile_text, state_dir=str(tmp_path), profile_store=store,
+                           user_store_capacity=50) as c:    # a small cache: lookups keep reaching the store
+
+        def work(t: int) -> None:
+            seen[t] = checkout_variations(c, USERS * 3)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert c.profile_stats()["errors"] == 0
+    assert all(seen[t] == seen[0] for t in seen) and len(seen) == 6
+
+
 def test_decide_all_looks_up_once_and_saves_once(tmp_path, datafile_text):
     with experiment.Client(datafile=datafile_text, state_dir=str(tmp_path)) as c:
         c.decide_all("u3", {"plan": "premium", "score": 0.9})
