@@ -73,6 +73,11 @@ demo: $(RELEASE_DIR)/quickstart
 test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-swift test-python test-fuzz test-sanitize
 	@echo "make test: all suites passed"
 
+# Clients keep sticky bucketing and forced overrides in a state file ($$XDG_STATE_HOME/libexperiment by
+# default): the test suites use one under .build, emptied per run, never the user's own.
+TEST_STATE_HOME := $(CURDIR)/.build/test-state
+test test-c test-cpp test-cli test-install test-python test-fuzz test-sanitize bench: export XDG_STATE_HOME := $(TEST_STATE_HOME)
+
 test-swift:
 	swift test
 
@@ -90,6 +95,7 @@ $(RELEASE_DIR)/sigma: examples/c/sigma.c include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ examples/c/sigma.c $(LINK_LOCAL)
 
 test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma
+	rm -rf $(TEST_STATE_HOME)
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
 	$(RELEASE_DIR)/sigma examples/datafiles/demo.json > /dev/null

@@ -64,8 +64,23 @@ echo "== compiling benchmarks/c/bench_decide.c against $libdir"
 "$cc" -O2 -std=gnu11 -Wall -Wextra -Iinclude benchmarks/c/bench_decide.c -o "$out/bench_decide" \
     -L"$linkdir" -lexperiment -Wl,-rpath,"$linkdir"
 
+# The sticky-bucketing scenarios: a private redis-server for a-redis (unless BENCH_REDIS_URL names one).
+redis_pid=""
+if [ -z "${BENCH_REDIS_URL:-}" ] && command -v redis-server >/dev/null 2>&1; then
+    redis_port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no > "$out/redis.log" 2>&1 &
+    redis_pid=$!
+    trap '[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null || true' EXIT
+    for _ in $(seq 50); do
+        redis-cli -p "$redis_port" ping > /dev/null 2>&1 && break
+        sleep 0.1
+    done
+    export BENCH_REDIS_URL="redis://127.0.0.1:$redis_port/0"
+fi
+
 echo "== C benchmark"
 "$out/bench_decide" --data-dir benchmarks/data --results "$results" || failed+=("C benchmark (exit status $?)")
+if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; redis_pid=""; fi
 
 echo
 echo "== C threads: one client, 1/2/4/8 deciding threads, datafile replaced every 100 ms"

@@ -1024,6 +1024,92 @@ exp_status exp_flush_odp_events(exp_client *client, int64_t timeout_ms);
  *     char *vuid; exp_get_vuid(c, &vuid); exp_decide(c, vuid, "flag", NULL, 0, 0, &d); ... exp_free(vuid); */
 exp_status exp_get_vuid(exp_client *client, char **out_vuid);
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Sticky bucketing (user profiles) and Sigma forced memberships                                   */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * The option "profile_store" picks where sticky assignments live: "sqlite" (default: table `profiles` in
+ * <state_dir>/state.sqlite), "none", {"redis": {"url": "redis://host:port/db", "prefix": "exp:profile:",
+ * "ttl_s": 0, "timeout_ms": 200}}, or "callbacks" (none until exp_client_set_profile_store). A profile is
+ * the JSON text {"user_id": "...", "experiment_bucket_map": {"<experiment id>": {"variation_id": "..."}}}.
+ * Experiments (feature tests, get_variation, activate, trigger_experiment) return a saved variation that
+ * the experiment still has; otherwise they bucket and save. EXP_DECIDE_IGNORE_USER_PROFILE_SERVICE skips
+ * both. A store that fails never fails a decision: it is logged, counted (exp_client_profile_stats) and the
+ * user is bucketed as if without a profile.
+ */
+
+/* Handed to an exp_profile_lookup_fn for its answer; valid only during that call. */
+typedef struct exp_profile_reply exp_profile_reply;
+
+/*
+ * Looks up the profile of `user_id` (borrowed for the call). Found: hand the profile JSON to
+ * exp_profile_reply_set(reply, ...) and return 0. Not found: return 0 without setting it. Failure: return
+ * nonzero (the decision goes on without sticky bucketing). Called on the deciding thread, at most once per
+ * decide/decide_all call and only when the user reaches an experiment; must not free the client.
+ */
+typedef int (*exp_profile_lookup_fn)(const char *user_id, exp_profile_reply *reply, void *user_data);
+
+/* Saves `profile_json` (the whole profile of `user_id`; both borrowed for the call). Return 0 on success,
+ * nonzero on failure (logged and counted). Called on the deciding thread after the decision. */
+typedef int (*exp_profile_save_fn)(const char *user_id, const char *profile_json, void *user_data);
+
+/*
+ * Installs the host's profile store (lookup and save, with `user_data` for both), replacing the store the
+ * options chose; NULL lookup and save removes sticky bucketing. The callbacks may run on many threads at
+ * once. A bounded in-memory cache sits in front, so lookup is not called again for a user whose profile
+ * was recently looked up or saved by this client.
+ * Errors: EXP_ERR_INVALID_ARGUMENT (NULL client, only one of the two callbacks), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     static int my_lookup(const char *user, exp_profile_reply *reply, void *db) {
+ *         const char *json = my_db_get(db, user);          // NULL when the user has no profile
+ *         return json ? (int)exp_profile_reply_set(reply, json, strlen(json)) : 0;
+ *     }
+ *     static int my_save(const char *user, const char *json, void *db) { return my_db_put(db, user, json); }
+ *     exp_client_set_profile_store(c, my_lookup, my_save, db);
+ */
+exp_status exp_client_set_profile_store(exp_client *client, exp_profile_lookup_fn lookup,
+                                        exp_profile_save_fn save, void *user_data);
+
+/* From inside an exp_profile_lookup_fn: the found profile's JSON in `json[0..length)` (copied; need not be
+ * NUL-terminated). Errors: EXP_ERR_INVALID_ARGUMENT (NULL reply or json), EXP_ERR_TOO_LARGE (over 1 MiB).
+ * A document that is not a profile is reported when the library reads it (a counted store error). */
+exp_status exp_profile_reply_set(exp_profile_reply *reply, const char *json, size_t length);
+
+/*
+ * The profile store's counters as a JSON object: {"store": "sqlite"|"redis"|"callbacks"|"none",
+ * "lookups", "cache_hits", "saves", "errors", "cached"}. Free *out_json with exp_free().
+ * Errors: EXP_ERR_INVALID_ARGUMENT, EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     char *stats = NULL;
+ *     if (exp_client_profile_stats(c, &stats) == EXP_OK) { puts(stats); exp_free(stats); }
+ */
+exp_status exp_client_profile_stats(exp_client *client, char **out_json);
+
+/*
+ * Sigma forced memberships, kept in the state file (they survive restarts; in memory only when the state
+ * directory cannot be used). They win over the datafile's forced lists, set_forced_variation, audiences,
+ * groups and traffic allocation. Experiments are named by id. While the client has a datafile, an unknown
+ * experiment id is EXP_ERR_UNKNOWN_EXPERIMENT and a group index the experiment lacks EXP_ERR_UNKNOWN_VARIATION.
+ *
+ * exp_force_include: the user is in the experiment: in the variation at position `group_index` (0-based, in
+ * the datafile's order), or with group_index -1 in the variation bucketing picks (scaled over the
+ * allocated traffic, so users outside the traffic get a variation too).
+ * exp_force_exclude: the user is kept out of the experiment (decisions fall through to the next rule).
+ * exp_force_exclude_all: the user is kept out of every experiment without its own include.
+ * exp_force_clear: removes the user's membership for `experiment_id`, or every membership (including
+ * exclude-all) when experiment_id is NULL.
+ * Errors: argument errors, EXP_ERR_CLOSED, EXP_ERR_UNKNOWN_EXPERIMENT, EXP_ERR_UNKNOWN_VARIATION. Thread-safe.
+ *
+ *     exp_force_include(c, "qa-user", "1001", 1);      // QA sees the experiment's second variation
+ *     exp_force_exclude_all(c, "ceo");                 // never experiment on this user
+ *     exp_force_clear(c, "qa-user", NULL);
+ */
+exp_status exp_force_include(exp_client *client, const char *user_id, const char *experiment_id, int group_index);
+exp_status exp_force_exclude(exp_client *client, const char *user_id, const char *experiment_id);
+exp_status exp_force_exclude_all(exp_client *client, const char *user_id);
+exp_status exp_force_clear(exp_client *client, const char *user_id, const char *experiment_id);
+
 #ifdef __cplusplus
 }
 #endif

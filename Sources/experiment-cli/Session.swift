@@ -17,6 +17,9 @@ struct Session {
         let bytes = try InputFile.readAll(path, limit: DatafileCompiler.maxBytes)
         var options = ClientOptions()
         options.defaultDecideOptions = [.disableDecisionEvent]
+        // A command-line run decides deterministically: no sticky state carried between runs.
+        options.profileStore = .none
+        options.usesStateFile = false
         let client = Client(options: options)
         // The failure is reported below with the file's name; the library's own log line would repeat it.
         client.logger.setSink { _, _ in }

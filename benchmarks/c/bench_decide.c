@@ -8,6 +8,11 @@
  *   a-reasons  the same as a with EXP_DECIDE_INCLUDE_REASONS (expected to allocate).
  *   b          exp_decide_all over bench_50_flags.json (50 flags, experiments, groups, rollouts). No events.
  *   b-events   the same with impression events on (no-op dispatcher).
+ *   a-sqlite   a with sticky bucketing in the SQLite state file (a temporary state_dir), warm cache.
+ *   a-redis    a with sticky bucketing in Redis at $BENCH_REDIS_URL (skipped when unset), warm cache.
+ *   a-callbacks a with sticky bucketing through C callbacks over an in-memory table, warm cache.
+ *   b-sqlite   b with sticky bucketing in the SQLite state file, warm cache.
+ *   Every other scenario runs with "profile_store": "none" (stateless, as before sticky bucketing existed).
  *
  * Users: 10,000 pre-built user ids ("user-0" .. "user-9999") with typed attributes derived from the index
  * (the same formula as benchmarks/python/bench_decide.py): country, age, app_version. Calls cycle over them.
@@ -165,18 +170,27 @@ typedef struct scenario {
     int with_dispatcher;    /* install the no-op event dispatcher */
     size_t batch;           /* calls per timed batch */
     size_t batches;         /* timed batches */
+    const char *profile;    /* profile store: NULL = "none", "sqlite", "redis", "callbacks" */
 } scenario;
 
 static const scenario g_scenarios[] = {
     {"a", "decide, A/B + targeted rollout, no event", "bench_ab_rollout.json", 0, "checkout_flow",
-     EXP_DECIDE_DISABLE_DECISION_EVENT, 0, 1000, 3000},
+     EXP_DECIDE_DISABLE_DECISION_EVENT, 0, 1000, 3000, NULL},
     {"a-events", "decide, same, impression event (no-op dispatch)", "bench_ab_rollout.json", 0,
-     "checkout_flow", 0, 1, 1000, 1000},
+     "checkout_flow", 0, 1, 1000, 1000, NULL},
     {"a-reasons", "decide, same, INCLUDE_REASONS, no event", "bench_ab_rollout.json", 0, "checkout_flow",
-     EXP_DECIDE_DISABLE_DECISION_EVENT | EXP_DECIDE_INCLUDE_REASONS, 0, 1000, 500},
+     EXP_DECIDE_DISABLE_DECISION_EVENT | EXP_DECIDE_INCLUDE_REASONS, 0, 1000, 500, NULL},
     {"b", "decide_all, 50 flags, no events", "bench_50_flags.json", 1, NULL,
-     EXP_DECIDE_DISABLE_DECISION_EVENT, 0, 100, 300},
-    {"b-events", "decide_all, 50 flags, impression events", "bench_50_flags.json", 1, NULL, 0, 1, 100, 50},
+     EXP_DECIDE_DISABLE_DECISION_EVENT, 0, 100, 300, NULL},
+    {"b-events", "decide_all, 50 flags, impression events", "bench_50_flags.json", 1, NULL, 0, 1, 100, 50, NULL},
+    {"a-sqlite", "decide, as a, sticky: sqlite (warm cache)", "bench_ab_rollout.json", 0, "checkout_flow",
+     EXP_DECIDE_DISABLE_DECISION_EVENT, 0, 1000, 3000, "sqlite"},
+    {"a-redis", "decide, as a, sticky: redis (warm cache)", "bench_ab_rollout.json", 0, "checkout_flow",
+     EXP_DECIDE_DISABLE_DECISION_EVENT, 0, 1000, 3000, "redis"},
+    {"a-callbacks", "decide, as a, sticky: C callbacks (warm cache)", "bench_ab_rollout.json", 0,
+     "checkout_flow", EXP_DECIDE_DISABLE_DECISION_EVENT, 0, 1000, 3000, "callbacks"},
+    {"b-sqlite", "decide_all, as b, sticky: sqlite (warm cache)", "bench_50_flags.json", 1, NULL,
+     EXP_DECIDE_DISABLE_DECISION_EVENT, 0, 100, 300, "sqlite"},
 };
 enum { SCENARIO_COUNT = sizeof g_scenarios / sizeof g_scenarios[0] };
 
@@ -210,6 +224,55 @@ static char *read_file(const char *path, size_t *out_length) {
     return buffer;
 }
 
+/* The host profile store of the callbacks scenario: user id -> profile JSON in an open-addressing table. */
+enum { PROFILE_SLOTS = 32768 };
+static char *g_profile_users[PROFILE_SLOTS];
+static char *g_profile_json[PROFILE_SLOTS];
+
+static size_t profile_slot(const char *user_id) {
+    size_t hash = 5381;
+    for (const char *p = user_id; *p; p++) hash = hash * 33 + (unsigned char)*p;
+    size_t slot = hash % PROFILE_SLOTS;
+    while (g_profile_users[slot] && strcmp(g_profile_users[slot], user_id) != 0) slot = (slot + 1) % PROFILE_SLOTS;
+    return slot;
+}
+
+static int table_lookup(const char *user_id, exp_profile_reply *reply, void *user_data) {
+    (void)user_data;
+    size_t slot = profile_slot(user_id);
+    if (!g_profile_json[slot]) return 0;
+    return exp_profile_reply_set(reply, g_profile_json[slot], strlen(g_profile_json[slot])) == EXP_OK ? 0 : 1;
+}
+
+static int table_save(const char *user_id, const char *profile_json, void *user_data) {
+    (void)user_data;
+    size_t slot = profile_slot(user_id);
+    if (!g_profile_users[slot]) g_profile_users[slot] = strdup(user_id);
+    free(g_profile_json[slot]);
+    g_profile_json[slot] = strdup(profile_json);
+    return 0;
+}
+
+/* The client options for a scenario's profile store; NULL (skip the scenario) when it cannot run here. */
+static const char *profile_options(const scenario *sc, char *buffer, size_t size) {
+    if (!sc->profile || strcmp(sc->profile, "callbacks") == 0) {
+        snprintf(buffer, size, "{\"sdk_key\": \"bench\", \"profile_store\": \"%s\"}",
+                 sc->profile ? "callbacks" : "none");
+    } else if (strcmp(sc->profile, "sqlite") == 0) {
+        static char state_dir[] = "/tmp/bench-decide-state-XXXXXX";
+        static int made;
+        if (!made && !mkdtemp(state_dir)) { perror("mkdtemp"); return NULL; }
+        made = 1;
+        snprintf(buffer, size, "{\"sdk_key\": \"bench\", \"state_dir\": \"%s\"}", state_dir);
+    } else {
+        const char *url = getenv("BENCH_REDIS_URL");
+        if (!url || !*url) return NULL;
+        snprintf(buffer, size, "{\"sdk_key\": \"bench\", \"profile_store\": {\"redis\": {\"url\": \"%s\", "
+                 "\"prefix\": \"bench:%d:\"}}}", url, (int)time(NULL));
+    }
+    return buffer;
+}
+
 static int bench_open(bench *b, const scenario *sc, const char *data_dir) {
     memset(b, 0, sizeof *b);
     b->sc = sc;
@@ -218,7 +281,14 @@ static int bench_open(bench *b, const scenario *sc, const char *data_dir) {
     size_t length = 0;
     char *text = read_file(path, &length);
     if (!text) { perror(path); return 0; }
-    exp_status s = exp_client_create("{\"sdk_key\": \"bench\"}", &b->client);
+    char options[1024];
+    if (!profile_options(sc, options, sizeof options)) {
+        free(text);
+        return -1;
+    }
+    exp_status s = exp_client_create(options, &b->client);
+    if (s == EXP_OK && sc->profile && strcmp(sc->profile, "callbacks") == 0)
+        s = exp_client_set_profile_store(b->client, table_lookup, table_save, NULL);
     if (s == EXP_OK) s = exp_client_start(b->client, text, length);
     free(text);
     if (s == EXP_OK && sc->with_dispatcher) s = exp_client_set_event_dispatcher(b->client, noop_dispatch, b);
@@ -357,7 +427,7 @@ int main(int argc, char **argv) {
         const scenario *sc = find_scenario(scenario_name);
         if (!sc) { usage(); return 2; }
         bench b;
-        if (!bench_open(&b, sc, data_dir)) return 1;
+        if (bench_open(&b, sc, data_dir) != 1) return 1;
         run_calls(&b, 1000); /* warm-up outside the collected function */
         bench_measured_calls(&b, (size_t)fixed_calls);
         printf("%s: %lld calls (%zu decisions per call)\n", sc->name, fixed_calls, b.flags_per_call);
@@ -373,7 +443,7 @@ int main(int argc, char **argv) {
 
     printf("libexperiment %s — %d users, per-call times from batches timed with CLOCK_MONOTONIC\n",
            exp_version(), USER_COUNT);
-    printf("%-10s %-48s %10s %10s %10s %14s %12s %12s\n", "scenario", "what", "calls", "median ns",
+    printf("%-11s %-48s %10s %10s %10s %14s %12s %12s\n", "scenario", "what", "calls", "median ns",
            "p99 ns", "decisions/s", "allocs/call", "bytes/call");
     int ok = 1, ran = 0;
     for (size_t i = 0; i < SCENARIO_COUNT; i++) {
@@ -382,7 +452,9 @@ int main(int argc, char **argv) {
         ran = 1;
         bench b;
         result r = {0};
-        if (!bench_open(&b, sc, data_dir)) { ok = 0; continue; }
+        int opened = bench_open(&b, sc, data_dir);
+        if (opened < 0) { printf("%-10s %-48s skipped (set BENCH_REDIS_URL)\n", sc->name, sc->title); continue; }
+        if (!opened) { ok = 0; continue; }
         if (!run_timed(&b, &r)) {
             fprintf(stderr, "%s: failed, no result\n", sc->name);
             ok = 0;
@@ -393,7 +465,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "%s: no event reached the dispatcher\n", sc->name);
             ok = 0;
         }
-        printf("%-10s %-48s %10zu %10.1f %10.1f %14.0f %12.2f %12.1f\n", sc->name, sc->title, r.calls,
+        printf("%-11s %-48s %10zu %10.1f %10.1f %14.0f %12.2f %12.1f\n", sc->name, sc->title, r.calls,
                r.median_ns, r.p99_ns, r.decisions_per_s, r.allocs_per_call, r.bytes_per_call);
         fflush(stdout);
         if (results) {

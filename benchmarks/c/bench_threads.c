@@ -84,7 +84,8 @@ int main(int argc, char **argv) {
     datafile = malloc(datafile_length);
     if (!datafile || fread(datafile, 1, datafile_length, f) != datafile_length) return 2;
     fclose(f);
-    if (exp_client_create(NULL, &client) || exp_client_start(client, datafile, datafile_length)) {
+    /* Stateless (no sticky bucketing), as the figures before profile stores existed. */
+    if (exp_client_create("{\"profile_store\": \"none\"}", &client) || exp_client_start(client, datafile, datafile_length)) {
         fprintf(stderr, "%s\n", exp_last_error());
         return 1;
     }

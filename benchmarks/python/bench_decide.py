@@ -125,7 +125,8 @@ def make_reference(datafile_text, dispatcher):
 
 
 def make_ours(datafile_text, dispatcher):
-    return experiment.Client(sdk_key="bench", datafile=datafile_text, event_dispatcher=dispatcher)
+    # Like the reference here (no user profile service): stateless decisions.
+    return experiment.Client(sdk_key="bench", datafile=datafile_text, event_dispatcher=dispatcher, profile_store="none")
 
 
 # ------------------------------------------------------------------------------------------------

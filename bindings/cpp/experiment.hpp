@@ -706,6 +706,43 @@ public:
         detail::check(exp_remove_forced_decisions(client_, user.c_str()));
     }
 
+    /* ---- sticky bucketing (user profiles) and Sigma forced memberships ---- */
+
+    /* Installs the host's profile store (see exp_client_set_profile_store); both nullptr removes it. */
+    void set_profile_store(exp_profile_lookup_fn lookup, exp_profile_save_fn save, void *user_data) {
+        detail::check(exp_client_set_profile_store(client_, lookup, save, user_data));
+    }
+
+    /* The profile store's counters as JSON: store, lookups, cache_hits, saves, errors, cached. */
+    std::string profile_stats_json() {
+        char *json = nullptr;
+        detail::check(exp_client_profile_stats(client_, &json));
+        return detail::take_optional(json).value_or("{}");
+    }
+
+    /* The user is in the experiment (id): in the variation at group_index, or the bucketed one (-1). */
+    void force_include(std::string_view user_id, std::string_view experiment_id, int group_index = -1) {
+        detail::CString user(user_id, "user id"), experiment(experiment_id, "experiment id");
+        detail::check(exp_force_include(client_, user.c_str(), experiment.c_str(), group_index));
+    }
+
+    void force_exclude(std::string_view user_id, std::string_view experiment_id) {
+        detail::CString user(user_id, "user id"), experiment(experiment_id, "experiment id");
+        detail::check(exp_force_exclude(client_, user.c_str(), experiment.c_str()));
+    }
+
+    void force_exclude_all(std::string_view user_id) {
+        detail::CString user(user_id, "user id");
+        detail::check(exp_force_exclude_all(client_, user.c_str()));
+    }
+
+    /* Removes the user's membership of one experiment, or every one (and exclude-all) when nullopt. */
+    void force_clear(std::string_view user_id, std::optional<std::string_view> experiment_id = std::nullopt) {
+        detail::CString user(user_id, "user id");
+        detail::OptionalCString experiment(experiment_id, "experiment id");
+        detail::check(exp_force_clear(client_, user.c_str(), experiment.c_str()));
+    }
+
     /* ---- user properties ---- */
 
     /* Stores a property used as an attribute by every later call for the user (per-call attributes win). */

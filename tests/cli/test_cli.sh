@@ -57,7 +57,7 @@ import experiment
 datafile, user, attributes, output = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
 flags = sys.argv[5:]
 cli = json.load(open(output))
-with experiment.Client(datafile=open(datafile).read()) as client:
+with experiment.Client(datafile=open(datafile).read(), profile_store="none") as client:
     keys = flags or list(client.decide_all(user, attributes).keys())
     assert list(cli.keys()) == keys, ("flags", list(cli.keys()), keys)
     # Known keys one by one through decide; with --flag also the batch call (unknown keys: disabled).
@@ -84,7 +84,7 @@ outs = [json.loads(line) for line in open(output)]
 lines = [line for line in open(requests)]
 assert len(outs) == len(lines), (len(outs), len(lines))
 compared, variations, errors = 0, set(), 0
-with experiment.Client(datafile=open(datafile).read()) as client:
+with experiment.Client(datafile=open(datafile).read(), profile_store="none") as client:
     for number, (line, out) in enumerate(zip(lines, outs), start=1):
         try:
             request = json.loads(line)
@@ -264,7 +264,7 @@ expect "explain shows reasons" "$TMP/out" "^  reasons:$"
 expect "explain numbers reasons" "$TMP/out" "^ +1\. .+"
 want_reasons=$("$PYTHON" -c '
 import experiment, sys
-with experiment.Client(datafile=open(sys.argv[1]).read()) as c:
+with experiment.Client(datafile=open(sys.argv[1]).read(), profile_store="none") as c:
     print(len(c.decide("alice", "free_shipping", {"country": "NL"}, options=["INCLUDE_REASONS"]).reasons))' "$DEMO")
 got_reasons=$(grep -cE '^ +[0-9]+\. ' "$TMP/out" || true)
 if [ "$want_reasons" -gt 0 ] && [ "$got_reasons" = "$want_reasons" ]; then pass

@@ -18,6 +18,12 @@ public protocol DecisionOverrides {
     func forcedDecision(flagKey: String, ruleKey: String?) -> String?
     /// The forced variation id for the experiment with id `experimentId`.
     func forcedVariation(experimentId: String) -> String?
+    /// A Sigma forced inclusion/exclusion for the experiment with id `experimentId` (exclude-all included).
+    func forcedMembership(experimentId: String) -> ForcedMembership?
+}
+
+extension DecisionOverrides {
+    public func forcedMembership(experimentId: String) -> ForcedMembership? { nil }
 }
 
 /// No overrides: for decisions of users without any.

@@ -5,26 +5,41 @@
 ///
 /// A value type built per call on the stack; generic over the runtime's attribute and override sources
 /// so the hot path is specialized and allocation-free (unless reasons are collected).
-public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOverrides> {
+public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOverrides, Sticky: StickyAssignments> {
     /// Not retained: a service lives within one call whose caller holds the config, and retaining it
     /// would write to the config's reference count, memory every deciding thread shares.
     public unowned(unsafe) let config: ProjectConfig
     public let userId: UTF8Text
     public let attributes: Attributes
     public let overrides: Overrides
+    public let sticky: Sticky
     public let reasons: ReasonLog?
 
     public init(config: ProjectConfig, userId: UTF8Text, attributes: Attributes, overrides: Overrides,
-                includeReasons: Bool)
+                sticky: Sticky, includeReasons: Bool)
     {
         self.config = config
         self.userId = userId
         self.attributes = attributes
         self.overrides = overrides
+        self.sticky = sticky
         self.reasons = includeReasons ? ReasonLog() : nil
     }
 
     var userText: String { String(decoding: userId, as: UTF8.self) }
+}
+
+extension DecisionService where Sticky == NoStickyAssignments {
+    /// A stateless decision (no sticky bucketing).
+    public init(config: ProjectConfig, userId: UTF8Text, attributes: Attributes, overrides: Overrides,
+                includeReasons: Bool)
+    {
+        self.init(config: config, userId: userId, attributes: attributes, overrides: overrides,
+                  sticky: NoStickyAssignments(), includeReasons: includeReasons)
+    }
+}
+
+extension DecisionService {
 
     // MARK: flags
 
@@ -176,11 +191,17 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
             reasons?.add("Experiment \"\(key(index))\" is not running.")
             return .notRunning
         }
-        if !overrides.isEmpty, let forced = forcedVariation(experiment: index) { return .variation(forced) }
+        if !overrides.isEmpty {
+            if let membership = overrides.forcedMembership(experimentId: config.experiments[index].id.text) {
+                return forcedMembershipOutcome(membership, experiment: index)
+            }
+            if let forced = forcedVariation(experiment: index) { return .variation(forced) }
+        }
         if experiment.hasWhitelist, let whitelisted = config.experiments[index].whitelist?.find(userId) {
             reasons?.add("User \"\(userText)\" is forced in variation \"\(config.experiments[index].variations[whitelisted].key.text)\".")
             return .variation(Int32(whitelisted))
         }
+        if sticky.isActive, let saved = savedVariation(experiment: index) { return .variation(saved) }
         guard meetsAudience(experiment.audienceRoot, label: key(index), ruleLog: "experiment") else {
             reasons?.add("User \"\(userText)\" does not meet conditions to be in experiment \"\(key(index))\".")
             return .notTargeted
@@ -203,7 +224,54 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
             return .notAllocated
         }
         reasons?.add("User \"\(userText)\" is in variation \"\(config.experiments[index].variations[Int(variation)].key.text)\" of experiment \(key(index)).")
+        if sticky.isActive {
+            sticky.record(experimentId: config.experiments[index].id.text,
+                          variationId: config.experiments[index].variations[Int(variation)].id.text)
+        }
         return .variation(variation)
+    }
+
+    /// The user's saved (sticky) variation, when the experiment still has it.
+    private func savedVariation(experiment index: Int) -> Int32? {
+        let experiment = config.experiments[index]
+        guard let variationId = sticky.savedVariation(experimentId: experiment.id.text),
+              let saved = experiment.variationIndex(id: variationId) else { return nil }
+        // The reference's words ("variation ID", though it prints the key).
+        reasons?.add("Returning previously activated variation ID \"\(experiment.variations[saved].key.text)\" of experiment \"\(experiment.key.text)\" for user \"\(userText)\" from user profile.")
+        return Int32(saved)
+    }
+
+    /// A Sigma forced inclusion or exclusion: audiences, groups and traffic do not apply.
+    private func forcedMembershipOutcome(_ membership: ForcedMembership, experiment index: Int) -> ExperimentOutcome {
+        let experiment = config.experiments[index]
+        switch membership {
+        case .excluded:
+            reasons?.add("User \"\(userText)\" is force-excluded from experiment \"\(experiment.key.text)\".")
+            return .notTargeted
+        case .included(let position?) where position >= 0 && position < experiment.variations.count:
+            reasons?.add("User \"\(userText)\" is force-included in variation \"\(experiment.variations[position].key.text)\" of experiment \"\(experiment.key.text)\".")
+            return .variation(Int32(position))
+        case .included:
+            guard !experiment.variations.isEmpty else { return .notAllocated }
+            if sticky.isActive, let saved = savedVariation(experiment: index) { return .variation(saved) }
+            let chosen = bucketIgnoringTraffic(experiment: index)
+            reasons?.add("User \"\(userText)\" is force-included in experiment \"\(experiment.key.text)\", variation \"\(experiment.variations[Int(chosen)].key.text)\".")
+            return .variation(chosen)
+        }
+    }
+
+    /// The user's bucket scaled onto the experiment's allocated ranges, so a forced inclusion lands in a
+    /// variation in the experiment's proportions even when the user falls outside its traffic.
+    private func bucketIgnoringTraffic(experiment index: Int) -> Int32 {
+        let hot = config.hot.experiments[index]
+        let ranges = hot.traffic
+        let allocated = ranges.reduce(0) { $1.entity >= 0 ? max($0, Int($1.endOfRange)) : $0 }
+        guard allocated > 0 else { return 0 }
+        let hash = MurmurHash3.x86_32(concatenating: UnsafeRawBufferPointer(bucketingId()),
+                                      UnsafeRawBufferPointer(hot.id), seed: 1)
+        let scaled = Int(Bucketing.bucketValue(hash: hash)) * allocated / 10_000
+        for range in ranges where scaled < Int(range.endOfRange) && range.entity >= 0 { return range.entity }
+        return 0
     }
 
     private func key(_ experiment: Int) -> String { config.experiments[experiment].key.text }

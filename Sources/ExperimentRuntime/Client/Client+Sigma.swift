@@ -62,8 +62,10 @@ func unwrap(_ lookup: SigmaLookup) throws(ClientError) -> SigmaValue? {
 
 /// Sigma's calls on a client: typed flag values, the user's flags, experiments and holdouts.
 extension Client {
+    // Memberships are a read-only summary: they neither read nor write sticky profiles (known gap: a user
+    // whose saved variation differs from fresh bucketing is summarized by fresh bucketing).
     private func sigmaService<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A)
-        -> DecisionService<MergedAttributes<A>, UserOverrides>
+        -> DecisionService<MergedAttributes<A>, UserOverrides, NoStickyAssignments>
     {
         DecisionService(config: config, userId: userId,
                         attributes: MergedAttributes(call: attributes, stored: properties.properties(of: userId)),

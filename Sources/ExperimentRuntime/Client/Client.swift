@@ -19,7 +19,9 @@ public struct DecideResult {
 public final class Client: @unchecked Sendable {
     public let options: ClientOptions
     public let properties: UserPropertyStore
-    public let overrides = OverrideStore()
+    public let overrides: OverrideStore
+    /// Sticky bucketing (user profiles); see Client+Profiles.swift.
+    public let profileSlot: ProfileSlot
     public let events: EventSink
     public let logger: Logger
     public let notifications = NotificationCenter()
@@ -41,6 +43,9 @@ public final class Client: @unchecked Sendable {
         self.segments = QualifiedSegmentsStore(capacity: options.userStoreCapacity)
         self.odp = ODPManager(options: options.odp, stateDir: options.stateDir, closeTimeoutMs: options.closeTimeoutMs,
                               logger: logger)
+        let state = Self.openStateDirectory(options, logger: logger)
+        self.overrides = OverrideStore(state: state, logger: logger)
+        self.profileSlot = ProfileSlot(Self.makeProfileService(options, state: state, logger: logger))
     }
 
     // MARK: lifecycle
@@ -176,9 +181,23 @@ public final class Client: @unchecked Sendable {
         _ config: ProjectConfig, _ flags: Range<Int>, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
         _ options: DecideOptions, _ body: (DecideResult) -> Void
     ) {
+        // One profile lookup and at most one save per call, as the reference's UserProfileTracker.
+        if let profiles = profileService(for: options) {
+            ProfileTracker.withTracker(service: profiles, userId: userId) { tracker in
+                decide(config, flags, userId, attributes, overrides, tracker, options, body)
+            }
+        } else {
+            decide(config, flags, userId, attributes, overrides, NoStickyAssignments(), options, body)
+        }
+    }
+
+    private func decide<A: UserAttributes, O: DecisionOverrides, S: StickyAssignments>(
+        _ config: ProjectConfig, _ flags: Range<Int>, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
+        _ sticky: S, _ options: DecideOptions, _ body: (DecideResult) -> Void
+    ) {
         for flag in flags {
             let service = DecisionService(config: config, userId: userId, attributes: attributes, overrides: overrides,
-                                          includeReasons: options.contains(.includeReasons))
+                                          sticky: sticky, includeReasons: options.contains(.includeReasons))
             let decision = service.decide(flag: flag)
             if !options.contains(.disableDecisionEvent) {
                 sendImpressions(of: decision, config: config, userId: userId, attributes: attributes)
@@ -205,9 +224,18 @@ public final class Client: @unchecked Sendable {
                                             attributes: A, sendImpression: Bool) -> ExperimentOutcome
     {
         let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
-        let service = DecisionService(config: config, userId: userId, attributes: merged,
+        let outcome: ExperimentOutcome
+        if let profiles = profileSlot.service {
+            outcome = ProfileTracker.withTracker(service: profiles, userId: userId) { tracker in
+                DecisionService(config: config, userId: userId, attributes: merged,
+                                overrides: overrides.overrides(of: userId), sticky: tracker,
+                                includeReasons: false).outcome(experiment: experiment)
+            }
+        } else {
+            outcome = DecisionService(config: config, userId: userId, attributes: merged,
                                       overrides: overrides.overrides(of: userId), includeReasons: false)
-        let outcome = service.outcome(experiment: experiment)
+                .outcome(experiment: experiment)
+        }
         if sendImpression, case .variation(let variation) = outcome {
             let subject = EventPayloads.subject(experiment: experiment, variation: variation, in: config)
             send(subject, config: config, userId: userId, attributes: merged)

@@ -6,8 +6,8 @@ public enum ProfileStoreChoice: Sendable, Equatable {
     case sqlite
     /// No sticky bucketing: purely deterministic decisions.
     case none
-    /// A Redis server shared by a fleet.
-    case redis(url: String, prefix: String, ttlSeconds: Int)
+    /// A Redis server shared by a fleet; `timeoutMs` bounds connecting and each command.
+    case redis(url: String, prefix: String, ttlSeconds: Int, timeoutMs: Int)
     /// The host's lookup/save callbacks, installed with exp_client_set_profile_store after create.
     case callbacks
 }
@@ -55,6 +55,9 @@ public struct ClientOptions: Sendable {
     /// Directory of the SQLite state file; nil means the per-user default (see `StateDirectory`).
     public var stateDir: String? = nil
     public var profileStore: ProfileStoreChoice = .sqlite
+    /// False keeps everything in memory and never touches a state directory (not a JSON option: for tools,
+    /// such as the CLI, that must leave no files behind).
+    public var usesStateFile = true
 
     // Events
     public var eventEndpoint = "https://logx.optimizely.com/v1/events"
@@ -152,31 +155,31 @@ public struct ClientOptions: Sendable {
             switch name {
             case "sqlite": return .sqlite
             case "none": return .none
+            case "callbacks": return .callbacks
             default: break
             }
         } else if value.kind == .object, value.count == 1, let redis = value.member("redis"), redis.kind == .object {
-            var url: String? = nil, prefix = "exp:profile:", ttl = 0
+            var url: String? = nil, prefix = "exp:profile:", ttl = 0, timeoutMs = 200
             for (key, member) in redis.members {
                 let field = OptionField(name: "options.profile_store.redis.\(key)", value: member)
                 switch key {
                 case "url":
                     let text = try field.string(nonEmpty: true)
-                    guard text.hasPrefix("redis://") else {
-                        throw ClientError(.invalidOption, "options.profile_store.redis.url: expected redis://host:port/db")
-                    }
+                    _ = try RedisAddress(url: text)  // refused here, not at the first decision
                     url = text
                 case "prefix": prefix = try field.string()
                 case "ttl_s": ttl = try field.integer(in: 0...(10 * 365 * 86_400))
+                case "timeout_ms": timeoutMs = try field.integer(in: 1...60_000)
                 default:
                     throw ClientError(.invalidOption,
-                                      "options.profile_store.redis: unknown key \"\(key)\" (known: url, prefix, ttl_s)")
+                                      "options.profile_store.redis: unknown key \"\(key)\" (known: url, prefix, ttl_s, timeout_ms)")
                 }
             }
             guard let url else { throw ClientError(.invalidOption, "options.profile_store.redis.url is required") }
-            return .redis(url: url, prefix: prefix, ttlSeconds: ttl)
+            return .redis(url: url, prefix: prefix, ttlSeconds: ttl, timeoutMs: timeoutMs)
         }
         throw ClientError(.invalidOption,
-                          "options.profile_store: expected \"sqlite\", \"none\" or {\"redis\": {\"url\": ...}}")
+                          "options.profile_store: expected \"sqlite\", \"none\", \"callbacks\" or {\"redis\": {\"url\": ...}}")
     }
 
     private static func odpOptions(_ value: JSONValue) throws(ClientError) -> ODPOptions {

@@ -135,6 +135,10 @@ EXP_READY_FN = CFUNCTYPE(None, c_int, c_void_p)
 #: typedef void (*exp_segments_fn)(exp_status status, const char *segments_json, const char *message,
 #:                                 void *user_data);
 EXP_SEGMENTS_FN = CFUNCTYPE(None, c_int, c_char_p, c_char_p, c_void_p)
+#: typedef int (*exp_profile_lookup_fn)(const char *user_id, exp_profile_reply *reply, void *user_data);
+EXP_PROFILE_LOOKUP_FN = CFUNCTYPE(c_int, c_char_p, c_void_p, c_void_p)
+#: typedef int (*exp_profile_save_fn)(const char *user_id, const char *profile_json, void *user_data);
+EXP_PROFILE_SAVE_FN = CFUNCTYPE(c_int, c_char_p, c_char_p, c_void_p)
 
 # Opaque handle: exp_client *
 exp_client_p = c_void_p
@@ -245,6 +249,14 @@ _PROTOTYPES += [
     ("exp_send_odp_event", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_char_p]),
     ("exp_flush_odp_events", c_int, [exp_client_p, c_int64]),
     ("exp_get_vuid", c_int, [exp_client_p, c_char_pp]),
+    # sticky bucketing (user profiles), Sigma forced memberships
+    ("exp_client_set_profile_store", c_int, [exp_client_p, EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN, c_void_p]),
+    ("exp_profile_reply_set", c_int, [c_void_p, c_char_p, c_size_t]),
+    ("exp_client_profile_stats", c_int, [exp_client_p, c_char_pp]),
+    ("exp_force_include", c_int, [exp_client_p, c_char_p, c_char_p, c_int]),
+    ("exp_force_exclude", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_force_exclude_all", c_int, [exp_client_p, c_char_p]),
+    ("exp_force_clear", c_int, [exp_client_p, c_char_p, c_char_p]),
 ]
 
 FUNCTION_NAMES = tuple(name for name, _, _ in _PROTOTYPES)

@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, EXP_READY_FN, ExpAttribute, ExpDecision, ExpValue
+from ._native import EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN
 from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
 from .segments import SegmentsMixin  # real-time segments (ODP) methods
 from .sigma import UserExperiment
@@ -506,10 +507,13 @@ class Client(SegmentsMixin):
 
     ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
     event_dispatcher=None, log_level=None, logger=None, **options)``: ``options`` are the other client
-    options under their C names (state_dir, profile_store, event_endpoint, ...). With a datafile (str or bytes) the client is
-    started synchronously. With ``start="async"`` it fetches its datafile for ``sdk_key`` in the background
-    (options datafile_url_template, datafile_access_token, polling_interval_s, cache_ttl_s, ...), ``datafile``
-    being the fallback, and calls ``on_ready(error_or_None)`` once (see :meth:`start_async`). The library's messages go to ``logger`` (a :class:`logging.Logger`; default
+    options under their C names (state_dir, profile_store, event_endpoint, ...); ``profile_store`` may also be
+    an object with ``lookup(user_id) -> dict | None`` and ``save(profile_dict)`` (sticky bucketing in the
+    host's own store). With a datafile (str or bytes) the client is started synchronously. With
+    ``start="async"`` it fetches its datafile for ``sdk_key`` in the background (options datafile_url_template,
+    datafile_access_token, polling_interval_s, cache_ttl_s, ...), ``datafile`` being the fallback, and calls
+    ``on_ready(error_or_None)`` once (see :meth:`start_async`). The library's messages go to ``logger`` (a
+    :class:`logging.Logger`; default
     ``logging.getLogger("experiment")``) at ``log_level`` ("error", "warning" (default), "info", "debug").
     Safe to use from many threads at once. ``close()`` (or leaving a ``with`` block) releases the
     native client; afterwards every call raises :class:`ClosedError`.
@@ -533,6 +537,12 @@ class Client(SegmentsMixin):
         if event_dispatcher is not None and not callable(getattr(event_dispatcher, "dispatch_event", None)):
             raise TypeError("event_dispatcher: expected an object with a dispatch_event(event) method, got %r"
                             % (event_dispatcher,))
+        profile_service = options.get("profile_store")
+        if profile_service is not None and not isinstance(profile_service, (str, dict)):
+            _check_profile_service(profile_service)
+            options["profile_store"] = "callbacks"  # installed below, before the datafile
+        else:
+            profile_service = None
         options_json = _options_json(sdk_key, default_decide_options, user_store_capacity, log_level, options)
         out = c_void_p()
         status = _lib.exp_client_create(options_json, byref(out))
@@ -549,6 +559,8 @@ class Client(SegmentsMixin):
                 _raise(status)
             if event_dispatcher is not None:
                 self._install_dispatcher(handle, event_dispatcher)
+            if profile_service is not None:
+                _install_profile_service(handle, profile_service)
             if start == "sync":
                 self._start(handle, datafile)
             elif start == "async":
@@ -887,6 +899,53 @@ class Client(SegmentsMixin):
 
     # -- forced variations and decisions -------------------------------------------------------
 
+    # -- sticky bucketing (user profiles) and Sigma forced memberships --------------------------------
+
+    def profile_stats(self) -> Dict[str, Any]:
+        """The profile store's counters: {"store", "lookups", "cache_hits", "saves", "errors", "cached"}."""
+        handle = self._live()
+        out = c_char_p()
+        status = _lib.exp_client_profile_stats(handle, byref(out))
+        if status:
+            _raise(status)
+        return json.loads(_take_string(out) or "{}")
+
+    def force_include(self, user_id: Text, experiment_id: Text, group_index: Optional[int] = None) -> None:
+        """Sigma include_force: the user is in the experiment (id), in the variation at position
+        ``group_index`` or, when None, the bucketed one, whatever the audiences and traffic. Persisted."""
+        handle = self._live()
+        index = -1 if group_index is None else group_index
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise UnsupportedTypeError("group_index: expected an int or None, got %s" % type(group_index).__name__)
+        if index < -1 or index > 0x7FFFFFFF:
+            raise InvalidArgumentError("group_index: %d is not a variation position" % index)
+        status = _lib.exp_force_include(handle, _text(user_id, "user_id"), _key(experiment_id, "experiment_id"),
+                                        index)
+        if status:
+            _raise(status)
+
+    def force_exclude(self, user_id: Text, experiment_id: Text) -> None:
+        """Sigma exclude_force: the user is kept out of the experiment (id). Persisted."""
+        handle = self._live()
+        status = _lib.exp_force_exclude(handle, _text(user_id, "user_id"), _key(experiment_id, "experiment_id"))
+        if status:
+            _raise(status)
+
+    def force_exclude_all(self, user_id: Text) -> None:
+        """Sigma exclude_force_all: the user is kept out of every experiment. Persisted."""
+        handle = self._live()
+        status = _lib.exp_force_exclude_all(handle, _text(user_id, "user_id"))
+        if status:
+            _raise(status)
+
+    def force_clear(self, user_id: Text, experiment_id: Optional[Text] = None) -> None:
+        """Removes the user's forced membership of one experiment, or all of them (and exclude-all)."""
+        handle = self._live()
+        status = _lib.exp_force_clear(handle, _text(user_id, "user_id"),
+                                      None if experiment_id is None else _key(experiment_id, "experiment_id"))
+        if status:
+            _raise(status)
+
     def set_forced_variation(self, experiment_key: Text, user_id: Text, variation_key: Optional[Text]) -> None:
         handle = self._live()
         status = _lib.exp_set_forced_variation(handle, _key(experiment_key, "experiment_key"),
@@ -1104,6 +1163,44 @@ class Client(SegmentsMixin):
         if status:
             _raise(status)
         return UserExperiment(out.value) if out.value else None
+
+
+# -- host profile store (user profile service) ----------------------------------------------------
+
+def _check_profile_service(service: Any) -> None:
+    if not callable(getattr(service, "lookup", None)) or not callable(getattr(service, "save", None)):
+        raise TypeError("profile_store: expected \"sqlite\", \"none\", {\"redis\": {...}} or an object with "
+                        "lookup(user_id) and save(profile) methods, got %r" % (service,))
+
+
+def _install_profile_service(handle: Any, service: Any) -> None:
+    """Installs `service` (lookup(user_id) -> dict | None, save(profile_dict)) as the client's profile
+    store. Profiles cross as the documented JSON; an exception in either method is logged, counted by
+    the library as a store error, and the decision goes on without sticky bucketing."""
+    def on_lookup(user_id: Optional[bytes], reply: Any, _user_data: Any) -> int:
+        try:
+            profile = service.lookup((user_id or b"").decode("utf-8"))
+            if profile is None:
+                return 0
+            data = json.dumps(profile).encode("utf-8")
+            return 0 if _lib.exp_profile_reply_set(reply, data, len(data)) == 0 else 1
+        except BaseException:  # nothing may propagate into C
+            _log.exception("profile store %r failed to look a profile up", service)
+            return 1
+
+    def on_save(_user_id: Optional[bytes], profile_json: Optional[bytes], _user_data: Any) -> int:
+        try:
+            service.save(json.loads(profile_json or b"null"))
+            return 0
+        except BaseException:  # nothing may propagate into C
+            _log.exception("profile store %r failed to save a profile", service)
+            return 1
+
+    lookup_callback, save_callback = EXP_PROFILE_LOOKUP_FN(on_lookup), EXP_PROFILE_SAVE_FN(on_save)
+    handle.callbacks.extend([lookup_callback, save_callback])  # alive as long as the library may call them
+    status = _lib.exp_client_set_profile_store(handle, lookup_callback, save_callback, None)
+    if status:
+        _raise(status)
 
 
 def validate_datafile(datafile: Text) -> None:

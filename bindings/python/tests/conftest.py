@@ -19,6 +19,13 @@ DATA_DIR = os.path.join(HERE, "data")
 DATAFILE_PATH = os.path.join(DATA_DIR, "basic_datafile.json")
 HEADER_PATH = os.path.join(REPO_ROOT, "include", "experiment.h")
 
+# Clients keep sticky bucketing and forced overrides in a state file (default: $XDG_STATE_HOME/libexperiment):
+# every test session gets its own, so no run sees another's profiles and nothing lands in the home directory.
+import tempfile  # noqa: E402
+
+STATE_HOME = tempfile.mkdtemp(prefix="exp-test-state-")
+os.environ["XDG_STATE_HOME"] = STATE_HOME
+
 if BINDING_ROOT not in sys.path:
     sys.path.insert(0, BINDING_ROOT)
 
@@ -30,6 +37,12 @@ except ImportError as exc:  # no library: say so once instead of failing every t
 
 def pytest_report_header(config: Any) -> List[str]:
     return ["libexperiment %s from %s" % (experiment.library_version(), experiment.library_path)]
+
+
+@pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path_factory: Any, monkeypatch: Any) -> None:
+    """Each test's clients default to a state file of their own (sticky assignments never leak between tests)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -238,7 +238,8 @@ def make_reference(datafile_text: str, dispatcher: RecordingDispatcher,
 
 def make_ours(datafile_text: str, dispatcher: RecordingDispatcher,
               default_decide_options: Optional[List[str]] = None) -> Any:
-    kwargs: Dict[str, Any] = {"datafile": datafile_text, "event_dispatcher": dispatcher}
+    # The reference runs without a user profile service: so do we (sticky tests are in test_profiles.py).
+    kwargs: Dict[str, Any] = {"datafile": datafile_text, "event_dispatcher": dispatcher, "profile_store": "none"}
     if default_decide_options:
         kwargs["default_decide_options"] = list(default_decide_options)
     return experiment.Client(**kwargs)

@@ -47,7 +47,7 @@ def ref(datafile_text):
 
 @pytest.fixture(scope="module")
 def lib_client(datafile_text):
-    with experiment.Client(datafile=datafile_text) as c:
+    with experiment.Client(datafile=datafile_text, profile_store="none") as c:
         yield c
 
 
@@ -122,7 +122,7 @@ FORCED = [
 @pytest.mark.parametrize("flag, rule, variation", FORCED)
 def test_forced_decisions_match_reference(datafile_text, flag, rule, variation):
     ref = optimizely_module.Optimizely(datafile=datafile_text, logger=NoOpLogger())
-    with experiment.Client(datafile=datafile_text) as c:
+    with experiment.Client(datafile=datafile_text, profile_store="none") as c:
         for user in USERS[:15]:
             for attrs in ({}, {"country": "NL", "age": 30}, {"plan": "premium", "score": 0.9}):
                 ctx = ref.create_user_context(user, dict(attrs))
@@ -139,7 +139,7 @@ def test_forced_decisions_match_reference(datafile_text, flag, rule, variation):
 
 def test_forced_variations_match_reference(datafile_text):
     ref = optimizely_module.Optimizely(datafile=datafile_text, logger=NoOpLogger())
-    with experiment.Client(datafile=datafile_text) as c:
+    with experiment.Client(datafile=datafile_text, profile_store="none") as c:
         for exp, var in [("checkout_test", "treatment"), ("checkout_test", "control"), ("search_test", "neural"),
                          ("paused_test", "a"), ("legacy_ab", "blue")]:
             for user in USERS[:10]:

@@ -409,7 +409,9 @@ def check_typed_values(client, df, user_id, attrs, decisions):
 def test_memberships_agree_with_decide(seed):
     from datafile_generator import generate_datafile, generate_users
     df = generate_datafile(seed)
-    client = experiment.Client(datafile=json.dumps(df), default_decide_options=["DISABLE_DECISION_EVENT"])
+    # Memberships summarize fresh bucketing (no sticky profiles), so decide must not use one either here.
+    client = experiment.Client(datafile=json.dumps(df), default_decide_options=["DISABLE_DECISION_EVENT"],
+                               profile_store="none")
     global_holdouts = {h["id"]: h for h in df.get("holdouts", [])}
     flag_rule_ids = {i for f in df["featureFlags"] for i in f["experimentIds"]}
     experiments = df["experiments"] + [e for g in df["groups"] for e in g["experiments"]]

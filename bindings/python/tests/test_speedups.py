@@ -1,5 +1,8 @@
 """The binding's optional C accelerator (experiment/_speedups.c) against its pure ctypes path.
 
+Clients here use profile_store="none": a sticky profile saved by the first path would change the second
+path's reasons ("returning previously stored variation").
+
 `make test-python` runs the whole suite with the accelerator built, and this file (with test_decide.py
 and test_input_errors.py) once more with EXPERIMENT_NO_SPEEDUPS=1. Here both paths run in one process:
 the decisions, the errors and the fallbacks must not depend on which path took the call.
@@ -52,7 +55,7 @@ def test_accelerator_is_built_and_loaded_unless_disabled():
 
 @pytest.mark.parametrize("options", [(), ("INCLUDE_REASONS",), ("EXCLUDE_VARIABLES", "DISABLE_DECISION_EVENT")])
 def test_both_paths_decide_the_same(datafile_text, pure, options):
-    with experiment.Client(datafile=datafile_text) as c:
+    with experiment.Client(datafile=datafile_text, profile_store="none") as c:
         fast = _decisions(c, options)
         pure()
         slow = _decisions(c, options)
@@ -61,7 +64,7 @@ def test_both_paths_decide_the_same(datafile_text, pure, options):
 
 
 def test_variation_key_equals_decide(datafile_text):
-    with experiment.Client(datafile=datafile_text) as c:
+    with experiment.Client(datafile=datafile_text, profile_store="none") as c:
         for user, attributes in _users():
             assert c.variation_key(user, "checkout_flow", attributes) == \
                 c.decide(user, "checkout_flow", attributes).variation_key
@@ -73,7 +76,7 @@ def test_impressions_are_sent_on_both_paths(datafile_text, dispatcher, pure):
             c.decide(user, "checkout_flow", attributes)
             c.variation_key(user, "checkout_flow", attributes)
 
-    with experiment.Client(datafile=datafile_text, event_dispatcher=dispatcher) as c:
+    with experiment.Client(datafile=datafile_text, event_dispatcher=dispatcher, profile_store="none") as c:
         decide_everyone(c)
         fast_count = len(dispatcher.events)
         pure()
@@ -94,7 +97,7 @@ class Country(str):
     ("user-1", "checkout_flow", {"country": b"NL"}),            # bytes value
 ])
 def test_inputs_outside_the_fast_path_fall_back_and_agree(datafile_text, pure, user, flag, attributes):
-    with experiment.Client(datafile=datafile_text) as c:
+    with experiment.Client(datafile=datafile_text, profile_store="none") as c:
         fast = c.decide(user, flag, attributes)
         pure()
         assert c.decide(user, flag, attributes) == fast
@@ -111,7 +114,7 @@ def test_inputs_outside_the_fast_path_fall_back_and_agree(datafile_text, pure, u
     (lambda c: c.decide(42, "checkout_flow"), experiment.UnsupportedTypeError),
 ])
 def test_errors_are_the_same_on_both_paths(datafile_text, pure, call, cls):
-    with experiment.Client(datafile=datafile_text) as c:
+    with experiment.Client(datafile=datafile_text, profile_store="none") as c:
         with pytest.raises(cls) as fast:
             call(c)
         pure()
@@ -125,7 +128,7 @@ def test_not_ready_and_closed(idle_client, datafile_text):
         idle_client.decide("u", "checkout_flow")
     with pytest.raises(experiment.NotReadyError):
         idle_client.variation_key("u", "checkout_flow")
-    c = experiment.Client(datafile=datafile_text)
+    c = experiment.Client(datafile=datafile_text, profile_store="none")
     c.close()
     with pytest.raises(experiment.ClosedError):
         c.variation_key("u", "checkout_flow")

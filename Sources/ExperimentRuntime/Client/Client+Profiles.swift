@@ -1,0 +1,101 @@
+import ExperimentCore
+import Synchronization
+
+/// The client's current profile service (nil: no sticky bucketing). Read lock-free on every decision;
+/// replaced rarely (a host installing its callbacks), and every service ever installed stays alive until
+/// the client goes, so a decision still holding the previous one never sees it freed.
+public final class ProfileSlot: @unchecked Sendable {
+    private let current = Atomic<UnsafeRawPointer?>(nil)
+    private let installed = Locked<[ProfileService]>([])
+
+    init(_ service: ProfileService?) {
+        if let service { install(service) }
+    }
+
+    @inline(__always)
+    public var service: ProfileService? {
+        guard let pointer = current.load(ordering: .acquiring) else { return nil }
+        return Unmanaged<ProfileService>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    func install(_ service: ProfileService?) {
+        guard let service else { return current.store(nil, ordering: .releasing) }
+        installed.withLock { $0.append(service) }
+        current.store(UnsafeRawPointer(Unmanaged.passUnretained(service).toOpaque()), ordering: .releasing)
+    }
+}
+
+extension Client {
+    /// Bound of the in-memory profile cache in front of a store.
+    static func profileCacheCapacity(_ options: ClientOptions) -> Int { options.userStoreCapacity }
+
+    /// The state directory, or nil (with a warning) when it cannot be used: the client then keeps
+    /// profiles nowhere and overrides in memory, and decides anyway.
+    static func openStateDirectory(_ options: ClientOptions, logger: Logger) -> StateDirectory? {
+        guard options.usesStateFile else { return nil }
+        do throws(ClientError) {
+            return try StateDirectory(option: options.stateDir)
+        } catch {
+            logger.log(.warning, "\(error.message): sticky bucketing and forced variations are kept in memory only")
+            return nil
+        }
+    }
+
+    /// The store the options choose (callbacks arrive later, through installProfileStore).
+    static func makeProfileService(_ options: ClientOptions, state: StateDirectory?, logger: Logger) -> ProfileService? {
+        let store: ProfileStore
+        switch options.profileStore {
+        case .none, .callbacks:
+            return nil
+        case .sqlite:
+            guard let state else { return nil }
+            do throws(ClientError) {
+                store = try SQLiteProfileStore(directory: state)
+            } catch {
+                logger.log(.warning, "\(error.message): deciding without sticky bucketing")
+                return nil
+            }
+        case .redis(let url, let prefix, let ttl, let timeoutMs):
+            do throws(ClientError) {
+                store = try RedisProfileStore(url: url, prefix: prefix, ttlSeconds: ttl, timeoutMs: timeoutMs,
+                                              logger: logger)
+            } catch {
+                logger.log(.warning, "\(error.message): deciding without sticky bucketing")
+                return nil
+            }
+        }
+        return ProfileService(store: store, cacheCapacity: profileCacheCapacity(options), logger: logger)
+    }
+
+    /// Replaces the client's profile store (nil: no sticky bucketing from now on).
+    public func installProfileStore(_ store: ProfileStore?) {
+        profileSlot.install(store.map { ProfileService(store: $0, cacheCapacity: Self.profileCacheCapacity(options),
+                                                       logger: logger) })
+    }
+
+    /// The profile service a call uses: none when the call ignores the user profile service.
+    @inline(__always)
+    func profileService(for options: DecideOptions) -> ProfileService? {
+        options.contains(.ignoreUserProfileService) ? nil : profileSlot.service
+    }
+
+    /// The profile counters as JSON: store, lookups, cache_hits, saves, errors, cached.
+    public func profileStatsJSON() -> String {
+        var writer = JSONWriter()
+        writer.beginObject()
+        guard let stats = profileSlot.service?.stats else {
+            writer.field("store", "none")
+            for name in ["lookups", "cache_hits", "saves", "errors", "cached"] { writer.key(name); writer.int(0) }
+            writer.endObject()
+            return writer.text
+        }
+        writer.field("store", stats.store)
+        writer.key("lookups"); writer.int(Int64(stats.lookups))
+        writer.key("cache_hits"); writer.int(Int64(stats.cacheHits))
+        writer.key("saves"); writer.int(Int64(stats.saves))
+        writer.key("errors"); writer.int(Int64(stats.errors))
+        writer.key("cached"); writer.int(Int64(stats.cached))
+        writer.endObject()
+        return writer.text
+    }
+}

@@ -1,0 +1,113 @@
+import ExperimentCore
+
+/// The state file's table of persisted overrides: one row per (user, experiment, kind).
+///   kind "variation": set_forced_variation, value = variation id
+///   kind "include":   Sigma include_force, value = variation position or NULL (bucketed)
+///   kind "exclude":   Sigma exclude_force; experiment_id "*" with kind "exclude_all" for exclude_force_all
+final class OverridePersistence: @unchecked Sendable {
+    private let database: SQLiteDatabase
+    private let lock = Lock()
+    static let allExperiments = "*"
+
+    init(directory: StateDirectory) throws(ClientError) {
+        database = try directory.openDatabase()
+        try wrap {
+            try database.execute("""
+                CREATE TABLE IF NOT EXISTS forced_overrides (
+                    user_id TEXT NOT NULL,
+                    experiment_id TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    value TEXT,
+                    PRIMARY KEY (user_id, experiment_id, kind)
+                )
+                """)
+        }
+    }
+
+    func loadAll() throws(ClientError) -> [String: UserOverrides] {
+        var users: [String: UserOverrides] = [:]
+        try wrap {
+            let rows = try database.prepare("SELECT user_id, experiment_id, kind, value FROM forced_overrides")
+            while try rows.step() {
+                let user = rows.text(0), experiment = rows.text(1), kind = rows.text(2)
+                let value: String? = rows.isNull(3) ? nil : rows.text(3)
+                var overrides = users[user] ?? UserOverrides()
+                switch kind {
+                case "variation": if let value { overrides.forcedVariations[experiment] = value }
+                case "include": overrides.memberships[experiment] = .included(variationIndex: value.flatMap { Int($0) })
+                case "exclude": overrides.memberships[experiment] = .excluded
+                case "exclude_all": overrides.excludedFromAll = true
+                default: continue  // a kind a newer version wrote
+                }
+                users[user] = overrides
+            }
+        }
+        return users
+    }
+
+    func setForcedVariation(userId: String, experimentId: String, variationId: String?) throws(ClientError) {
+        try replace(userId, experimentId, kinds: ["variation"], with: variationId.map { ("variation", $0) })
+    }
+
+    func setMembership(userId: String, experimentId: String, _ membership: ForcedMembership?) throws(ClientError) {
+        let row: (String, String?)?
+        switch membership {
+        case nil: row = nil
+        case .excluded: row = ("exclude", nil)
+        case .included(let position): row = ("include", position.map { String($0) })
+        }
+        try replace(userId, experimentId, kinds: ["include", "exclude"], with: row)
+    }
+
+    func setExcludedFromAll(userId: String, _ excluded: Bool) throws(ClientError) {
+        try replace(userId, Self.allExperiments, kinds: ["exclude_all"], with: excluded ? ("exclude_all", nil) : nil)
+    }
+
+    func clearMemberships(userId: String) throws(ClientError) {
+        try wrap {
+            try lock.withLock {
+                let delete = try database.prepare(
+                    "DELETE FROM forced_overrides WHERE user_id = ?1 AND kind IN ('include', 'exclude', 'exclude_all')")
+                try delete.bind(1, userId)
+                try delete.step()
+            }
+        }
+    }
+
+    /// Deletes the (user, experiment) rows of `kinds` and inserts `row`, in one transaction.
+    private func replace(_ userId: String, _ experimentId: String, kinds: [String], with row: (String, String?)?)
+        throws(ClientError)
+    {
+        try wrap {
+            try lock.withLock {
+                try database.transaction { () throws(SQLiteError) in
+                    let placeholders = kinds.indices.map { "?\($0 + 3)" }.joined(separator: ", ")
+                    let delete = try database.prepare(
+                        "DELETE FROM forced_overrides WHERE user_id = ?1 AND experiment_id = ?2 AND kind IN (\(placeholders))")
+                    try delete.bind(1, userId)
+                    try delete.bind(2, experimentId)
+                    for (offset, kind) in kinds.enumerated() { try delete.bind(Int32(offset + 3), kind) }
+                    try delete.step()
+                    guard let (kind, value) = row else { return }
+                    let insert = try database.prepare(
+                        "INSERT INTO forced_overrides (user_id, experiment_id, kind, value) VALUES (?1, ?2, ?3, ?4)")
+                    try insert.bind(1, userId)
+                    try insert.bind(2, experimentId)
+                    try insert.bind(3, kind)
+                    if let value { try insert.bind(4, value) } else { try insert.bindNull(4) }
+                    try insert.step()
+                }
+            }
+        }
+    }
+
+    private func wrap(_ body: () throws -> Void) throws(ClientError) {
+        do {
+            try body()
+        } catch let error as SQLiteError {
+            throw ClientError(.storeFailed, "override store: \(error.message)")
+        } catch {
+            throw ClientError(.storeFailed, "override store: \(error)")
+        }
+    }
+}
