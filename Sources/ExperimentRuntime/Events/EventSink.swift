@@ -4,8 +4,9 @@ import Synchronization
 import Glibc
 #endif
 
-/// Where built events go. For now the host's dispatcher callback, called synchronously; the durable
-/// batching dispatcher takes this place in the event pipeline later.
+/// Where built events go: the host's dispatcher callback when one is installed (called synchronously,
+/// exactly as before the built-in pipeline existed), otherwise the built-in durable pipeline
+/// (`EventProcessor`) unless `event_endpoint` is "none", in which case events are only counted as dropped.
 public final class EventSink: @unchecked Sendable {
     public typealias Dispatch = @Sendable (EventBatch) -> Bool
 
@@ -13,38 +14,112 @@ public final class EventSink: @unchecked Sendable {
     // (Locked<Dispatch?>) re-abstracts it on every access, wrapping it in one more thunk each time.
     private let lock = Lock()
     private var dispatcher: Dispatch?
-    private let sentCount = Atomic<Int>(0)
-    private let failedCount = Atomic<Int>(0)
-    private let droppedCount = Atomic<Int>(0)
+    /// The built-in pipeline, opened on the first event (or at creation when the state file exists, so
+    /// events an earlier run left on disk are sent).
+    private var processor: EventProcessor?
+    private var processorClosed = false
+    private let pipelineEnabled: Bool
+    private let options: ClientOptions
+    private let notifications: NotificationCenter
+    public let stats = EventStats()
 
     private let logger: Logger
 
-    public init(logger: Logger) { self.logger = logger }
+    public init(logger: Logger, options: ClientOptions = ClientOptions(), notifications: NotificationCenter = NotificationCenter()) {
+        self.logger = logger
+        self.options = options
+        self.notifications = notifications
+        pipelineEnabled = options.eventEndpoint != ClientOptions.disabledEventEndpoint
+        if pipelineEnabled, let directory = try? StateDirectory(option: options.stateDir),
+           access(directory.databasePath, F_OK) == 0
+        {
+            _ = try? pipeline()
+        }
+    }
 
     public func setDispatcher(_ dispatch: Dispatch?) { lock.withLock { dispatcher = dispatch } }
 
     public var hasDispatcher: Bool { lock.withLock { dispatcher != nil } }
 
+    /// Whether an event built now goes anywhere (else it is only counted, and not worth building).
+    public var accepting: Bool { lock.withLock { dispatcher != nil || (pipelineEnabled && !processorClosed) } }
+
     /// Counts an event that had nowhere to go.
     public func countDropped() {
-        droppedCount.add(1, ordering: .relaxed)
-        logger.log(.debug, "event dropped: no event dispatcher is installed")
+        stats.dropped.add(1, ordering: .relaxed)
+        logger.log(.debug, "event dropped: no event dispatcher is installed and event_endpoint is \"none\"")
     }
 
-    /// Hands the batch to the dispatcher outside the lock (the callback may take its time or re-enter).
-    public func send(_ batch: EventBatch) {
+    /// Hands the batch to the host's dispatcher (outside the lock: the callback may take its time or
+    /// re-enter), or appends it to the durable queue. Throws when the queue refuses it (full, store failure).
+    public func send(_ batch: EventBatch, uuid: String, eventCount: Int = 1) throws(ClientError) {
         let current: Dispatch? = lock.withLock { dispatcher }
-        guard let current else { return countDropped() }
-        if current(batch) {
-            sentCount.add(1, ordering: .relaxed)
+        guard let current else {
+            guard pipelineEnabled else { return countDropped() }
+            return try pipeline().enqueue(batch, uuid: uuid)
+        }
+        let accepted = current(batch)
+        if accepted {
+            stats.sent.add(eventCount, ordering: .relaxed)
         } else {
-            failedCount.add(1, ordering: .relaxed)
+            stats.failed.add(1, ordering: .relaxed)
             logger.log(.warning, "the event dispatcher reported a failure for an event batch to \(batch.url)")
+        }
+        if notifications.hasListeners(.logEvent) {
+            notifications.notify(.logEvent) {
+                var writer = JSONWriter()
+                writer.beginObject()
+                writer.field("url", batch.url)
+                writer.field("http_verb", batch.httpVerb)
+                writer.key("status"); writer.null()
+                writer.key("event_count"); writer.int(Int64(eventCount))
+                writer.field("outcome", accepted ? "sent" : "failed")
+                writer.endObject()
+                return writer.text
+            }
         }
     }
 
-    public var stats: (sent: Int, failed: Int, dropped: Int) {
-        (sentCount.load(ordering: .relaxed), failedCount.load(ordering: .relaxed), droppedCount.load(ordering: .relaxed))
+    /// The built-in pipeline, opened on first use.
+    private func pipeline() throws(ClientError) -> EventProcessor {
+        let result: Result<EventProcessor, ClientError> = lock.withLock {
+            if let processor { return .success(processor) }
+            if processorClosed { return .failure(ClientError(.closed, "the client is closed")) }
+            do throws(ClientError) {
+                let opened = try EventProcessor(options: options, stats: stats, logger: logger,
+                                                notifications: notifications)
+                processor = opened
+                return .success(opened)
+            } catch {
+                stats.dropped.add(1, ordering: .relaxed)
+                stats.recordError(error.message)
+                logger.log(.error, "event pipeline unavailable: \(error.message)")
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Sends what is queued now and waits up to `timeoutMs`; the number of events still queued.
+    public func flush(timeoutMs: Int) -> Int {
+        let current = lock.withLock { processor }
+        return current?.flush(timeoutMs: timeoutMs) ?? 0
+    }
+
+    /// Drains the pipeline within `timeoutMs` and stops it; later events are refused.
+    public func close(timeoutMs: Int) {
+        let current: EventProcessor? = lock.withLock {
+            processorClosed = true
+            defer { processor = nil }
+            return processor
+        }
+        current?.close(timeoutMs: timeoutMs)
+    }
+
+    /// The counters as JSON (exp_client_stats).
+    public func statsJSON() -> String {
+        let current = lock.withLock { processor }
+        return stats.json(pending: current?.pending)
     }
 }
 

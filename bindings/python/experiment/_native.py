@@ -190,6 +190,12 @@ _PROTOTYPES: List[Tuple[str, object, list]] = [
     # notification listeners
     ("exp_add_notification_listener", c_int, [exp_client_p, c_int, EXP_NOTIFICATION_FN, c_void_p, POINTER(c_int64)]),
     ("exp_remove_notification_listener", c_int, [exp_client_p, c_int64]),
+    # event pipeline and Kameleoon user data
+    ("exp_flush", c_int, [exp_client_p]),
+    ("exp_client_stats", c_int, [exp_client_p, c_char_pp]),
+    ("exp_track_conversion", c_int, [exp_client_p, c_char_p, c_int64, c_double]),
+    ("exp_add_user_data", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_flush_user", c_int, [exp_client_p, c_char_p]),
 ]
 
 FUNCTION_NAMES = tuple(name for name, _, _ in _PROTOTYPES)

@@ -19,6 +19,15 @@ DATA_DIR = os.path.join(HERE, "data")
 DATAFILE_PATH = os.path.join(DATA_DIR, "basic_datafile.json")
 HEADER_PATH = os.path.join(REPO_ROOT, "include", "experiment.h")
 
+# Hermetic event pipeline: clients that install no dispatcher and name no event_endpoint must not try to
+# reach the reference's logx endpoint, and their state files go to a private directory. Tests of the
+# pipeline pass event_endpoint (their own 127.0.0.1 server) and state_dir explicitly.
+os.environ.setdefault("EXPERIMENT_EVENT_ENDPOINT", "none")
+if not os.environ.get("EXPERIMENT_KEEP_STATE_HOME"):
+    import tempfile as _tempfile
+
+    os.environ["XDG_STATE_HOME"] = _tempfile.mkdtemp(prefix="libexperiment-test-state-")
+
 if BINDING_ROOT not in sys.path:
     sys.path.insert(0, BINDING_ROOT)
 

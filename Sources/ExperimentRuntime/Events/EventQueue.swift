@@ -1,0 +1,218 @@
+import ExperimentCore
+
+/// One queued event: a single visitor of a reference-format batch, stored apart from the batch's
+/// header so that events sharing a header (same endpoint, account, project, revision...) merge into
+/// one POST.
+public struct QueuedEvent: Sendable {
+    public let id: Int64
+    public let uuid: String
+    public let url: String
+    /// The batch text up to and including `"visitors":[` (the group key together with `url`).
+    public let batchPrefix: String
+    /// The visitor object.
+    public let visitor: String
+    public let attempts: Int
+}
+
+/// The durable event queue: table `event_queue` in the client's state file, one row per event, and
+/// `event_dead_letter` for poison events. A row leaves the queue only once a 2xx acknowledged it (or it
+/// was poisoned, or evicted by the drop_oldest policy).
+///
+/// One connection, guarded by a lock: the tracking threads' INSERTs and the dispatcher's claims and
+/// deletes queue on the mutex instead of on SQLite's file lock, whose busy handler sleeps milliseconds.
+/// `synchronous=NORMAL` in WAL mode: a committed INSERT is in the WAL (the OS page cache) when it
+/// returns, which survives the process being killed; an OS crash may lose the last commits.
+final class EventQueue: @unchecked Sendable {
+    private let lock = Lock()
+    private let database: SQLiteDatabase
+    private let insert: SQLiteStatement
+    private let deleteOldest: SQLiteStatement
+    private let selectReady: SQLiteStatement
+    private let lease: SQLiteStatement
+    private let deleteOne: SQLiteStatement
+    private let reschedule: SQLiteStatement
+    private let copyToDeadLetter: SQLiteStatement
+    private var rowCount: Int
+
+    init(database: SQLiteDatabase) throws(SQLiteError) {
+        self.database = database
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS event_queue(
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                uuid TEXT NOT NULL,
+                url TEXT NOT NULL,
+                batch_prefix TEXT NOT NULL,
+                visitor TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_ms INTEGER NOT NULL,
+                created_ms INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS event_dead_letter(
+                id INTEGER PRIMARY KEY,
+                uuid TEXT NOT NULL,
+                url TEXT NOT NULL,
+                batch_prefix TEXT NOT NULL,
+                visitor TEXT NOT NULL,
+                attempts INTEGER NOT NULL,
+                status INTEGER NOT NULL,
+                reason TEXT NOT NULL,
+                failed_ms INTEGER NOT NULL);
+            """)
+        insert = try database.prepare("""
+            INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+            """)
+        deleteOldest = try database.prepare(
+            "DELETE FROM event_queue WHERE id = (SELECT id FROM event_queue ORDER BY id LIMIT 1)")
+        selectReady = try database.prepare("""
+            SELECT id, uuid, url, batch_prefix, visitor, attempts FROM event_queue
+            WHERE next_attempt_ms <= ?1 ORDER BY id LIMIT ?2
+            """)
+        lease = try database.prepare("UPDATE event_queue SET next_attempt_ms = ?2 WHERE id = ?1")
+        deleteOne = try database.prepare("DELETE FROM event_queue WHERE id = ?1")
+        reschedule = try database.prepare(
+            "UPDATE event_queue SET next_attempt_ms = ?2, attempts = attempts + ?3 WHERE id = ?1")
+        copyToDeadLetter = try database.prepare("""
+            INSERT OR REPLACE INTO event_dead_letter(id, uuid, url, batch_prefix, visitor, attempts, status, reason, failed_ms)
+            SELECT id, uuid, url, batch_prefix, visitor, attempts + 1, ?2, ?3, ?4 FROM event_queue WHERE id = ?1
+            """)
+        let count = try database.prepare("SELECT COUNT(*) FROM event_queue")
+        try count.step()
+        rowCount = Int(count.int64(0))
+    }
+
+    /// Runs `body` under the queue's lock, keeping its typed error.
+    private func locked<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        let result: Result<T, SQLiteError> = lock.withLock {
+            do throws(SQLiteError) { return .success(try body()) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Events waiting on disk (as this process counts them).
+    var count: Int { lock.withLock { rowCount } }
+
+    enum AppendOutcome { case appended, appendedAfterDroppingOldest, full }
+
+    /// Appends one event, committed before returning. At `capacity`, `dropOldest` evicts the oldest row
+    /// first; otherwise the event is refused.
+    func append(uuid: String, url: String, batchPrefix: String, visitor: String, capacity: Int,
+                dropOldest: Bool, now: Int64) throws(SQLiteError) -> AppendOutcome
+    {
+        try locked { () throws(SQLiteError) -> AppendOutcome in
+            var outcome = AppendOutcome.appended
+            if rowCount >= capacity {
+                guard dropOldest else { return .full }
+                deleteOldest.reset()
+                try deleteOldest.step()
+                rowCount -= database.changes
+                outcome = .appendedAfterDroppingOldest
+            }
+            insert.reset()
+            try insert.bind(1, uuid)
+            try insert.bind(2, url)
+            try insert.bind(3, batchPrefix)
+            try insert.bind(4, visitor)
+            try insert.bind(5, now)
+            try insert.step()
+            rowCount += 1
+            return outcome
+        }
+    }
+
+    /// Takes up to `limit` events due at `now` (all of them when `ignoringSchedule`), oldest first, and
+    /// leases them until `leaseUntil` so another process on the same file does not send them too.
+    func claim(limit: Int, now: Int64, ignoringSchedule: Bool, leaseUntil: Int64) throws(SQLiteError) -> [QueuedEvent] {
+        try locked { () throws(SQLiteError) -> [QueuedEvent] in
+            try database.transaction { () throws(SQLiteError) -> [QueuedEvent] in
+                selectReady.reset()
+                try selectReady.bind(1, ignoringSchedule ? Int64.max : now)
+                try selectReady.bind(2, Int64(limit))
+                var events: [QueuedEvent] = []
+                while try selectReady.step() {
+                    events.append(QueuedEvent(id: selectReady.int64(0), uuid: selectReady.text(1),
+                                              url: selectReady.text(2), batchPrefix: selectReady.text(3),
+                                              visitor: selectReady.text(4), attempts: Int(selectReady.int64(5))))
+                }
+                selectReady.reset()
+                for event in events {
+                    lease.reset()
+                    try lease.bind(1, event.id)
+                    try lease.bind(2, leaseUntil)
+                    try lease.step()
+                }
+                return events
+            }
+        }
+    }
+
+    /// Removes delivered events.
+    func remove(_ ids: [Int64]) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                for id in ids {
+                    deleteOne.reset()
+                    try deleteOne.bind(1, id)
+                    try deleteOne.step()
+                    rowCount -= database.changes
+                }
+            }
+        }
+    }
+
+    /// Schedules events for another attempt at `at`; `countAttempt` adds one to their attempt count
+    /// (false when only a lease is released).
+    func retry(_ ids: [Int64], at: Int64, countAttempt: Bool) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                for id in ids {
+                    reschedule.reset()
+                    try reschedule.bind(1, id)
+                    try reschedule.bind(2, at)
+                    try reschedule.bind(3, countAttempt ? 1 : 0)
+                    try reschedule.step()
+                }
+            }
+        }
+    }
+
+    /// Moves events the endpoint refused for good into the dead-letter table.
+    func poison(_ ids: [Int64], status: Int, reason: String, now: Int64) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                for id in ids {
+                    copyToDeadLetter.reset()
+                    try copyToDeadLetter.bind(1, id)
+                    try copyToDeadLetter.bind(2, Int64(status))
+                    try copyToDeadLetter.bind(3, reason)
+                    try copyToDeadLetter.bind(4, now)
+                    try copyToDeadLetter.step()
+                    deleteOne.reset()
+                    try deleteOne.bind(1, id)
+                    try deleteOne.step()
+                    rowCount -= database.changes
+                }
+            }
+        }
+    }
+}
+
+extension EventBatch {
+    /// Splits a one-visitor batch into its header (through `"visitors":[`) and its visitor object. The
+    /// header's keys are fixed and its values are escaped strings, so the first `"visitors":[` is the key.
+    func splitVisitor() -> (prefix: String, visitor: String)? {
+        let utf8 = Array(body.utf8)
+        let marker = Array("\"visitors\":[".utf8)
+        guard utf8.count > marker.count + 2, utf8.suffix(2).elementsEqual("]}".utf8) else { return nil }
+        var index = 0
+        let last = utf8.count - marker.count
+        while index <= last {
+            if utf8[index] == marker[0] && utf8[index..<(index + marker.count)].elementsEqual(marker) {
+                let end = index + marker.count
+                return (String(decoding: utf8[..<end], as: UTF8.self),
+                        String(decoding: utf8[end..<(utf8.count - 2)], as: UTF8.self))
+            }
+            index += 1
+        }
+        return nil
+    }
+}
