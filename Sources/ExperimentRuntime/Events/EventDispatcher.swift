@@ -89,13 +89,16 @@ final class EventDispatcher: @unchecked Sendable {
         return deadline != 0 && monotonicMillis() >= deadline
     }
 
-    /// Sends batches until nothing is due, a transient failure stops the round, or the client closes.
+    /// Sends batches until nothing is due or the client closes. A transient failure ends an ordinary
+    /// round (the endpoint is likely down; backoff spaces the retries); a forced round (flush, close) gives
+    /// every queued event one attempt. A cursor keeps a round from taking an event twice.
     private func deliverRound(forced: Bool, worker: BackgroundWorker) {
+        var cursor: Int64 = 0
         while !pastCloseDeadline() && (!worker.isStopping || closing) {
             let now = EventIdentity.timestampMillis()
             let events: [QueuedEvent]
             do {
-                events = try queue.claim(limit: settings.batchSize, now: now, ignoringSchedule: forced,
+                events = try queue.claim(limit: settings.batchSize, afterId: cursor, now: now, ignoringSchedule: forced,
                                          leaseUntil: now + Int64(settings.requestTimeoutMs) + 5_000)
             } catch {
                 stats.recordError("event queue: \(error.message)")
@@ -103,11 +106,16 @@ final class EventDispatcher: @unchecked Sendable {
                 return
             }
             if events.isEmpty { return }
+            cursor = events[events.count - 1].id
             let groups = Self.groups(of: events)
             for (position, group) in groups.enumerated() {
-                if pastCloseDeadline() || send(group) == .transientFailure {
-                    // Leave the rest for the next round, due now rather than at the end of their lease.
+                if pastCloseDeadline() {
                     release(groups[position...].flatMap { $0 }.map(\.id))
+                    return
+                }
+                if send(group) == .transientFailure && !forced {
+                    // Leave the rest for the next round, due now rather than at the end of their lease.
+                    release(groups[(position + 1)...].flatMap { $0 }.map(\.id))
                     return
                 }
             }

@@ -65,7 +65,7 @@ final class EventQueue: @unchecked Sendable {
             "DELETE FROM event_queue WHERE id = (SELECT id FROM event_queue ORDER BY id LIMIT 1)")
         selectReady = try database.prepare("""
             SELECT id, uuid, url, batch_prefix, visitor, attempts FROM event_queue
-            WHERE next_attempt_ms <= ?1 ORDER BY id LIMIT ?2
+            WHERE next_attempt_ms <= ?1 AND id > ?3 ORDER BY id LIMIT ?2
             """)
         lease = try database.prepare("UPDATE event_queue SET next_attempt_ms = ?2 WHERE id = ?1")
         deleteOne = try database.prepare("DELETE FROM event_queue WHERE id = ?1")
@@ -119,14 +119,17 @@ final class EventQueue: @unchecked Sendable {
         }
     }
 
-    /// Takes up to `limit` events due at `now` (all of them when `ignoringSchedule`), oldest first, and
-    /// leases them until `leaseUntil` so another process on the same file does not send them too.
-    func claim(limit: Int, now: Int64, ignoringSchedule: Bool, leaseUntil: Int64) throws(SQLiteError) -> [QueuedEvent] {
+    /// Takes up to `limit` events after id `afterId` due at `now` (all of them when `ignoringSchedule`),
+    /// oldest first, and leases them until `leaseUntil` so another process on the same file does not send
+    /// them too.
+    func claim(limit: Int, afterId: Int64, now: Int64, ignoringSchedule: Bool,
+               leaseUntil: Int64) throws(SQLiteError) -> [QueuedEvent] {
         try locked { () throws(SQLiteError) -> [QueuedEvent] in
             try database.transaction { () throws(SQLiteError) -> [QueuedEvent] in
                 selectReady.reset()
                 try selectReady.bind(1, ignoringSchedule ? Int64.max : now)
                 try selectReady.bind(2, Int64(limit))
+                try selectReady.bind(3, afterId)
                 var events: [QueuedEvent] = []
                 while try selectReady.step() {
                     events.append(QueuedEvent(id: selectReady.int64(0), uuid: selectReady.text(1),
