@@ -70,15 +70,18 @@ final class EventDispatcher: @unchecked Sendable {
 
     // MARK: the thread
 
+    /// Sleeps first: a batch starts with the first event, and goes out a flush interval later (or when
+    /// full, or flushed).
     private func run(_ worker: BackgroundWorker) {
+        var stopping = !worker.sleep(milliseconds: Int64(settings.flushIntervalMs))
         while true {
             let requested = flushRequested.load(ordering: .acquiring)
             let forced = requested > flushCompleted.load(ordering: .acquiring)
-            deliverRound(forced: forced, worker: worker)
+            if !stopping || forced { deliverRound(forced: forced, worker: worker) }
             if forced { flushCompleted.store(requested, ordering: .releasing) }
-            if worker.isStopping { return }
+            if stopping || worker.isStopping { return }
             if flushRequested.load(ordering: .acquiring) > requested { continue }
-            if !worker.sleep(milliseconds: Int64(settings.flushIntervalMs)) { return }
+            stopping = !worker.sleep(milliseconds: Int64(settings.flushIntervalMs))
         }
     }
 

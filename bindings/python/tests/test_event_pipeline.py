@@ -461,7 +461,9 @@ def test_batched_payload_equals_optimizely_batch_event_processor(datafile_text, 
 
     calls(lambda u, f, a: ref.create_user_context(u, a).decide(f), ref.activate, ref.track)
     processor.stop()  # flushes the batch
-    with pipeline_client(datafile_text, tmp_path, server.url, event_batch_size=100) as c:
+    # one batch: no timer round in between (flush sends it)
+    with pipeline_client(datafile_text, tmp_path, server.url, event_batch_size=100,
+                         event_flush_interval_ms=3_600_000) as c:
         calls(lambda u, f, a: c.decide(u, f, a), c.activate, c.track)
         assert c.flush()
     assert len(rec.events) == 1 and len(server.batches) == 1
