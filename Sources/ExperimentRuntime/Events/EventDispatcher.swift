@@ -22,6 +22,7 @@ final class EventDispatcher: @unchecked Sendable {
     }
 
     private let queue: EventQueue
+    private let journal: EventJournal?
     private let settings: Settings
     private let stats: EventStats
     private let logger: Logger
@@ -34,8 +35,9 @@ final class EventDispatcher: @unchecked Sendable {
     /// While closing: the monotonic deadline POSTs must finish by (0: not closing).
     private let closeDeadline = Atomic<Int64>(0)
 
-    init(queue: EventQueue, settings: Settings, stats: EventStats, logger: Logger, notifications: NotificationCenter) {
+    init(queue: EventQueue, journal: EventJournal?, settings: Settings, stats: EventStats, logger: Logger, notifications: NotificationCenter) {
         self.queue = queue
+        self.journal = journal
         self.settings = settings
         self.stats = stats
         self.logger = logger
@@ -97,6 +99,12 @@ final class EventDispatcher: @unchecked Sendable {
     /// every queued event one attempt. A cursor keeps a round from taking an event twice.
     private func deliverRound(forced: Bool, worker: BackgroundWorker) {
         var cursor: Int64 = 0
+        do {
+            try journal?.ingest(into: queue)
+        } catch {
+            stats.recordError("event queue: \(error.message)")
+            logger.log(.error, "event queue: cannot move journaled events into the state file: \(error.message)")
+        }
         while !pastCloseDeadline() && (!worker.isStopping || closing) {
             let now = EventIdentity.timestampMillis()
             let events: [QueuedEvent]

@@ -43,6 +43,8 @@ public final class EventStats: @unchecked Sendable {
 /// in the state file and a dispatcher thread POSTing batches to `event_endpoint`.
 public final class EventProcessor: @unchecked Sendable {
     private let queue: EventQueue
+    /// The fast front of the queue (nil when it cannot be created: events then go to SQLite directly).
+    private let journal: EventJournal?
     private let dispatcher: EventDispatcher
     private let options: ClientOptions
     private let stats: EventStats
@@ -60,13 +62,20 @@ public final class EventProcessor: @unchecked Sendable {
         } catch {
             throw ClientError(.storeFailed, "event queue: \(error.message)")
         }
+        EventJournal.recoverAbandoned(in: directory.path, into: queue, logger: logger)
+        do {
+            journal = try EventJournal(directory: directory.path, segmentBytes: Self.journalSegmentBytes)
+        } catch {
+            journal = nil
+            logger.log(.warning, "\(error.message); events are written to the state file one by one (slower)")
+        }
         self.options = options
         self.stats = stats
         self.logger = logger
         let settings = EventDispatcher.Settings(batchSize: options.eventBatchSize,
                                                 flushIntervalMs: options.eventFlushIntervalMs,
                                                 requestTimeoutMs: options.requestTimeoutMs)
-        dispatcher = EventDispatcher(queue: queue, settings: settings, stats: stats, logger: logger,
+        dispatcher = EventDispatcher(queue: queue, journal: journal, settings: settings, stats: stats, logger: logger,
                                      notifications: notifications)
         let waiting = queue.count
         if waiting > 0 {
@@ -75,12 +84,73 @@ public final class EventProcessor: @unchecked Sendable {
         }
     }
 
-    /// Appends the batch's event to the queue, committed to the state file before returning.
+    /// 4 MB: about 6,000 typical events per segment between two ingests.
+    static let journalSegmentBytes = 4 << 20
+
+    /// Appends the batch's event to the queue (the journal, else the SQLite table): on disk or in the page
+    /// cache, so it survives the process being killed, before returning.
     public func enqueue(_ batch: EventBatch, uuid: String) throws(ClientError) {
         guard let parts = batch.splitVisitor() else {
             stats.dropped.add(1, ordering: .relaxed)
             throw ClientError(.internalError, "event batch not in the expected format")
         }
+        guard let journal else { return try enqueueDirectly(parts, uuid: uuid) }
+        var evicted = false
+        if queue.count + journal.count >= options.eventQueueCapacity {
+            guard options.eventQueueFullPolicy == .dropOldest else { return try refuseFull() }
+            evicted = try storeOperation { () throws(SQLiteError) in
+                try journal.ingest(into: queue)
+                _ = try queue.removeOldest()
+            }
+        }
+        var outcome = journal.append(uuid: uuid, url: options.eventEndpoint, batchPrefix: parts.prefix,
+                                     visitor: parts.visitor)
+        if outcome == .noRoom {
+            // The dispatcher has not kept up: ingest here, once.
+            _ = try storeOperation { () throws(SQLiteError) in try journal.ingest(into: queue) }
+            outcome = journal.append(uuid: uuid, url: options.eventEndpoint, batchPrefix: parts.prefix,
+                                     visitor: parts.visitor)
+            if outcome == .noRoom {
+                stats.dropped.add(1, ordering: .relaxed)
+                throw ClientError(.tooLarge, "event too large for the event journal")
+            }
+        }
+        accepted(evictedOldest: evicted, wake: outcome == .appendedHalfFull)
+    }
+
+    private func refuseFull() throws(ClientError) {
+        stats.dropped.add(1, ordering: .relaxed)
+        throw ClientError(.queueFull, "the event queue holds \(options.eventQueueCapacity) events "
+                          + "(event_queue_capacity) and its policy is \"reject\"")
+    }
+
+    /// Runs a state-file operation for an event being accepted; a failure drops the event, reported.
+    private func storeOperation(_ body: () throws(SQLiteError) -> Void) throws(ClientError) -> Bool {
+        do {
+            try body()
+            return true
+        } catch {
+            stats.dropped.add(1, ordering: .relaxed)
+            stats.recordError("event queue: \(error.message)")
+            logger.log(.error, "event queue: cannot store an event: \(error.message)")
+            throw ClientError(.storeFailed, "event queue: \(error.message)")
+        }
+    }
+
+    private func accepted(evictedOldest: Bool, wake: Bool) {
+        if evictedOldest {
+            stats.dropped.add(1, ordering: .relaxed)
+            logger.log(.warning, "event queue full (\(options.eventQueueCapacity)): dropped the oldest event")
+        }
+        stats.queued.add(1, ordering: .relaxed)
+        if wake || sinceWake.add(1, ordering: .relaxed).newValue >= options.eventBatchSize {
+            sinceWake.store(0, ordering: .relaxed)
+            dispatcher.wake()
+        }
+    }
+
+    /// Without a journal: one SQLite transaction per event.
+    private func enqueueDirectly(_ parts: (prefix: String, visitor: String), uuid: String) throws(ClientError) {
         let outcome: EventQueue.AppendOutcome
         do {
             outcome = try queue.append(uuid: uuid, url: options.eventEndpoint, batchPrefix: parts.prefix,
@@ -93,37 +163,24 @@ public final class EventProcessor: @unchecked Sendable {
             logger.log(.error, "event queue: cannot store an event: \(error.message)")
             throw ClientError(.storeFailed, "event queue: \(error.message)")
         }
-        switch outcome {
-        case .full:
-            stats.dropped.add(1, ordering: .relaxed)
-            throw ClientError(.queueFull, "the event queue holds \(options.eventQueueCapacity) events "
-                              + "(event_queue_capacity) and its policy is \"reject\"")
-        case .appendedAfterDroppingOldest:
-            stats.dropped.add(1, ordering: .relaxed)
-            logger.log(.warning, "event queue full (\(options.eventQueueCapacity)): dropped the oldest event")
-        case .appended:
-            break
-        }
-        stats.queued.add(1, ordering: .relaxed)
-        if sinceWake.add(1, ordering: .relaxed).newValue >= options.eventBatchSize {
-            sinceWake.store(0, ordering: .relaxed)
-            dispatcher.wake()
-        }
+        if outcome == .full { return try refuseFull() }
+        accepted(evictedOldest: outcome == .appendedAfterDroppingOldest, wake: false)
     }
 
-    /// Events on disk now.
-    public var pending: Int { queue.count }
+    /// Events on disk now (journal and queue).
+    public var pending: Int { queue.count + (journal?.count ?? 0) }
 
     /// Sends everything now (backoff ignored) and waits up to `timeoutMs`; the events still queued after.
     public func flush(timeoutMs: Int) -> Int {
         _ = dispatcher.flush(timeoutMs: timeoutMs)
-        return queue.count
+        return pending
     }
 
     /// Drains within `timeoutMs` and stops the dispatcher; the rest stays on disk for the next client.
     public func close(timeoutMs: Int) {
         dispatcher.close(timeoutMs: timeoutMs)
-        let left = queue.count
+        journal?.close(into: queue)
+        let left = pending
         if left > 0 {
             logger.log(.warning, "event queue: \(left) events not delivered within close_timeout_ms; "
                        + "they stay in the state file and the next client sends them")

@@ -1,4 +1,5 @@
 import ExperimentCore
+import Synchronization
 
 /// One queued event: a single visitor of a reference-format batch, stored apart from the batch's
 /// header so that events sharing a header (same endpoint, account, project, revision...) merge into
@@ -32,7 +33,9 @@ final class EventQueue: @unchecked Sendable {
     private let deleteOne: SQLiteStatement
     private let reschedule: SQLiteStatement
     private let copyToDeadLetter: SQLiteStatement
-    private var rowCount: Int
+    private let insertJournaled: SQLiteStatement
+    /// Rows in event_queue as this process counts them (read without the lock by producers).
+    private let rowCount = Atomic<Int>(0)
 
     init(database: SQLiteDatabase) throws(SQLiteError) {
         self.database = database
@@ -56,9 +59,15 @@ final class EventQueue: @unchecked Sendable {
                 status INTEGER NOT NULL,
                 reason TEXT NOT NULL,
                 failed_ms INTEGER NOT NULL);
+            CREATE UNIQUE INDEX IF NOT EXISTS event_queue_uuid ON event_queue(uuid);
             """)
         insert = try database.prepare("""
             INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+            """)
+        // A journal ingested twice (its owner died between commit and clearing it) adds nothing new.
+        insertJournaled = try database.prepare("""
+            INSERT OR IGNORE INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms)
             VALUES (?1, ?2, ?3, ?4, ?5, ?5)
             """)
         deleteOldest = try database.prepare(
@@ -77,7 +86,7 @@ final class EventQueue: @unchecked Sendable {
             """)
         let count = try database.prepare("SELECT COUNT(*) FROM event_queue")
         try count.step()
-        rowCount = Int(count.int64(0))
+        rowCount.store(Int(count.int64(0)), ordering: .relaxed)
     }
 
     /// Runs `body` under the queue's lock, keeping its typed error.
@@ -89,7 +98,7 @@ final class EventQueue: @unchecked Sendable {
     }
 
     /// Events waiting on disk (as this process counts them).
-    var count: Int { lock.withLock { rowCount } }
+    var count: Int { rowCount.load(ordering: .relaxed) }
 
     enum AppendOutcome { case appended, appendedAfterDroppingOldest, full }
 
@@ -100,11 +109,9 @@ final class EventQueue: @unchecked Sendable {
     {
         try locked { () throws(SQLiteError) -> AppendOutcome in
             var outcome = AppendOutcome.appended
-            if rowCount >= capacity {
+            if rowCount.load(ordering: .relaxed) >= capacity {
                 guard dropOldest else { return .full }
-                deleteOldest.reset()
-                try deleteOldest.step()
-                rowCount -= database.changes
+                try removeOldestLocked()
                 outcome = .appendedAfterDroppingOldest
             }
             insert.reset()
@@ -114,9 +121,46 @@ final class EventQueue: @unchecked Sendable {
             try insert.bind(4, visitor)
             try insert.bind(5, now)
             try insert.step()
-            rowCount += 1
+            rowCount.add(1, ordering: .relaxed)
             return outcome
         }
+    }
+
+    /// Appends journaled events in one transaction.
+    func appendJournaled(_ records: [EventJournal.Record]) throws(SQLiteError) {
+        guard !records.isEmpty else { return }
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                let now = EventIdentity.timestampMillis()
+                var added = 0
+                for record in records {
+                    insertJournaled.reset()
+                    try insertJournaled.bind(1, record.uuid)
+                    try insertJournaled.bind(2, record.url)
+                    try insertJournaled.bind(3, record.batchPrefix)
+                    try insertJournaled.bind(4, record.visitor)
+                    try insertJournaled.bind(5, now)
+                    try insertJournaled.step()
+                    added += database.changes
+                }
+                rowCount.add(added, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// Evicts the oldest queued event (drop_oldest policy); false when the table is empty.
+    func removeOldest() throws(SQLiteError) -> Bool {
+        try locked { () throws(SQLiteError) -> Bool in
+            let before = rowCount.load(ordering: .relaxed)
+            try removeOldestLocked()
+            return rowCount.load(ordering: .relaxed) < before
+        }
+    }
+
+    private func removeOldestLocked() throws(SQLiteError) {
+        deleteOldest.reset()
+        try deleteOldest.step()
+        rowCount.add(-database.changes, ordering: .relaxed)
     }
 
     /// Takes up to `limit` events after id `afterId` due at `now` (all of them when `ignoringSchedule`),
@@ -156,7 +200,7 @@ final class EventQueue: @unchecked Sendable {
                     deleteOne.reset()
                     try deleteOne.bind(1, id)
                     try deleteOne.step()
-                    rowCount -= database.changes
+                    rowCount.add(-database.changes, ordering: .relaxed)
                 }
             }
         }
@@ -192,7 +236,7 @@ final class EventQueue: @unchecked Sendable {
                     deleteOne.reset()
                     try deleteOne.bind(1, id)
                     try deleteOne.step()
-                    rowCount -= database.changes
+                    rowCount.add(-database.changes, ordering: .relaxed)
                 }
             }
         }
