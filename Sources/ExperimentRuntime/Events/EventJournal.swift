@@ -74,8 +74,8 @@ final class EventJournal: @unchecked Sendable {
     struct Record {
         let uuid: String
         let url: String
-        let batchPrefix: String
-        let visitor: String
+        /// The whole one-visitor batch (split into header and visitor when ingested, off the caller's path).
+        let body: String
     }
 
     private let appendLock = Lock()
@@ -103,15 +103,15 @@ final class EventJournal: @unchecked Sendable {
 
     /// Copies one event into the active segment. `.appendedHalfFull`: time to ingest; `.noRoom`: ingest,
     /// then retry.
-    func append(uuid: String, url: String, batchPrefix: String, visitor: String) -> AppendOutcome {
-        var uuid = uuid, url = url, prefix = batchPrefix, visitor = visitor
-        let length = uuid.utf8.count + url.utf8.count + prefix.utf8.count + visitor.utf8.count + 3
+    func append(uuid: String, url: String, body: String) -> AppendOutcome {
+        var uuid = uuid, url = url, body = body
+        let length = uuid.utf8.count + url.utf8.count + body.utf8.count + 2
         let recordBytes = (8 + length + 7) & ~7
         return appendLock.withLock {
             let segment = active
             guard segment.used + recordBytes + 8 <= segment.size else { return .noRoom }
             var cursor = segment.base + segment.used + 8
-            for field in [0, 1, 2, 3] {
+            for field in 0..<3 {
                 if field > 0 { cursor.storeBytes(of: 0, as: UInt8.self); cursor += 1 }
                 let copy: (UnsafeBufferPointer<UInt8>) -> Void = { bytes in
                     if bytes.count > 0 { cursor.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
@@ -120,8 +120,7 @@ final class EventJournal: @unchecked Sendable {
                 switch field {
                 case 0: uuid.withUTF8(copy)
                 case 1: url.withUTF8(copy)
-                case 2: prefix.withUTF8(copy)
-                default: visitor.withUTF8(copy)
+                default: body.withUTF8(copy)
                 }
             }
             // Header last: until it is stored, the record does not exist.
@@ -183,10 +182,10 @@ final class EventJournal: @unchecked Sendable {
             let magic = base.load(fromByteOffset: offset + 4, as: UInt32.self)
             guard length > 0, magic == Self.magic, offset + 8 + length <= size else { break }
             let fields = UnsafeBufferPointer(start: (base + offset + 8).assumingMemoryBound(to: UInt8.self), count: length)
-                .split(separator: 0, maxSplits: 3, omittingEmptySubsequences: false)
-            if fields.count == 4 {
+                .split(separator: 0, maxSplits: 2, omittingEmptySubsequences: false)
+            if fields.count == 3 {
                 let text = fields.map { String(decoding: $0, as: UTF8.self) }
-                records.append(Record(uuid: text[0], url: text[1], batchPrefix: text[2], visitor: text[3]))
+                records.append(Record(uuid: text[0], url: text[1], body: text[2]))
             }
             offset += (8 + length + 7) & ~7
         }

@@ -90,11 +90,13 @@ public final class EventProcessor: @unchecked Sendable {
     /// Appends the batch's event to the queue (the journal, else the SQLite table): on disk or in the page
     /// cache, so it survives the process being killed, before returning.
     public func enqueue(_ batch: EventBatch, uuid: String) throws(ClientError) {
-        guard let parts = batch.splitVisitor() else {
-            stats.dropped.add(1, ordering: .relaxed)
-            throw ClientError(.internalError, "event batch not in the expected format")
+        guard let journal else {
+            guard let parts = batch.splitVisitor() else {
+                stats.dropped.add(1, ordering: .relaxed)
+                throw ClientError(.internalError, "event batch not in the expected format")
+            }
+            return try enqueueDirectly(parts, uuid: uuid)
         }
-        guard let journal else { return try enqueueDirectly(parts, uuid: uuid) }
         var evicted = false
         if queue.count + journal.count >= options.eventQueueCapacity {
             guard options.eventQueueFullPolicy == .dropOldest else { return try refuseFull() }
@@ -103,13 +105,11 @@ public final class EventProcessor: @unchecked Sendable {
                 _ = try queue.removeOldest()
             }
         }
-        var outcome = journal.append(uuid: uuid, url: options.eventEndpoint, batchPrefix: parts.prefix,
-                                     visitor: parts.visitor)
+        var outcome = journal.append(uuid: uuid, url: options.eventEndpoint, body: batch.body)
         if outcome == .noRoom {
             // The dispatcher has not kept up: ingest here, once.
             _ = try storeOperation { () throws(SQLiteError) in try journal.ingest(into: queue) }
-            outcome = journal.append(uuid: uuid, url: options.eventEndpoint, batchPrefix: parts.prefix,
-                                     visitor: parts.visitor)
+            outcome = journal.append(uuid: uuid, url: options.eventEndpoint, body: batch.body)
             if outcome == .noRoom {
                 stats.dropped.add(1, ordering: .relaxed)
                 throw ClientError(.tooLarge, "event too large for the event journal")

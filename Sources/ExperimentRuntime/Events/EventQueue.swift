@@ -31,6 +31,7 @@ final class EventQueue: @unchecked Sendable {
     private let selectReady: SQLiteStatement
     private let lease: SQLiteStatement
     private let deleteOne: SQLiteStatement
+    private let deleteRange: SQLiteStatement
     private let reschedule: SQLiteStatement
     private let copyToDeadLetter: SQLiteStatement
     private let insertJournaled: SQLiteStatement
@@ -59,15 +60,15 @@ final class EventQueue: @unchecked Sendable {
                 status INTEGER NOT NULL,
                 reason TEXT NOT NULL,
                 failed_ms INTEGER NOT NULL);
-            CREATE UNIQUE INDEX IF NOT EXISTS event_queue_uuid ON event_queue(uuid);
             """)
         insert = try database.prepare("""
             INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms)
             VALUES (?1, ?2, ?3, ?4, ?5, ?5)
             """)
-        // A journal ingested twice (its owner died between commit and clearing it) adds nothing new.
+        // A journal whose owner died between this commit and clearing the journal is ingested again at
+        // the next start: those events are sent twice, with the same uuids (at-least-once).
         insertJournaled = try database.prepare("""
-            INSERT OR IGNORE INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms)
+            INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms)
             VALUES (?1, ?2, ?3, ?4, ?5, ?5)
             """)
         deleteOldest = try database.prepare(
@@ -76,8 +77,12 @@ final class EventQueue: @unchecked Sendable {
             SELECT id, uuid, url, batch_prefix, visitor, attempts FROM event_queue
             WHERE next_attempt_ms <= ?1 AND id > ?3 ORDER BY id LIMIT ?2
             """)
-        lease = try database.prepare("UPDATE event_queue SET next_attempt_ms = ?2 WHERE id = ?1")
+        // The claimed rows are exactly those between the first and last claimed id that were due.
+        lease = try database.prepare("""
+            UPDATE event_queue SET next_attempt_ms = ?3 WHERE id BETWEEN ?1 AND ?2 AND next_attempt_ms <= ?4
+            """)
         deleteOne = try database.prepare("DELETE FROM event_queue WHERE id = ?1")
+        deleteRange = try database.prepare("DELETE FROM event_queue WHERE id BETWEEN ?1 AND ?2")
         reschedule = try database.prepare(
             "UPDATE event_queue SET next_attempt_ms = ?2, attempts = attempts + ?3 WHERE id = ?1")
         copyToDeadLetter = try database.prepare("""
@@ -134,11 +139,12 @@ final class EventQueue: @unchecked Sendable {
                 let now = EventIdentity.timestampMillis()
                 var added = 0
                 for record in records {
+                    guard let parts = EventBatch.split(record.body) else { continue }  // not written by us
                     insertJournaled.reset()
                     try insertJournaled.bind(1, record.uuid)
                     try insertJournaled.bind(2, record.url)
-                    try insertJournaled.bind(3, record.batchPrefix)
-                    try insertJournaled.bind(4, record.visitor)
+                    try insertJournaled.bind(3, parts.prefix)
+                    try insertJournaled.bind(4, parts.visitor)
                     try insertJournaled.bind(5, now)
                     try insertJournaled.step()
                     added += database.changes
@@ -181,10 +187,12 @@ final class EventQueue: @unchecked Sendable {
                                               visitor: selectReady.text(4), attempts: Int(selectReady.int64(5))))
                 }
                 selectReady.reset()
-                for event in events {
+                if let first = events.first, let last = events.last {
                     lease.reset()
-                    try lease.bind(1, event.id)
-                    try lease.bind(2, leaseUntil)
+                    try lease.bind(1, first.id)
+                    try lease.bind(2, last.id)
+                    try lease.bind(3, leaseUntil)
+                    try lease.bind(4, ignoringSchedule ? Int64.max : now)
                     try lease.step()
                 }
                 return events
@@ -192,9 +200,18 @@ final class EventQueue: @unchecked Sendable {
         }
     }
 
-    /// Removes delivered events.
+    /// Removes delivered events (`ids` ascending).
     func remove(_ ids: [Int64]) throws(SQLiteError) {
         try locked { () throws(SQLiteError) in
+            if let first = ids.first, let last = ids.last, last - first + 1 == Int64(ids.count) {
+                // Contiguous ids (the usual batch): one range delete.
+                deleteRange.reset()
+                try deleteRange.bind(1, first)
+                try deleteRange.bind(2, last)
+                try deleteRange.step()
+                rowCount.add(-database.changes, ordering: .relaxed)
+                return
+            }
             try database.transaction { () throws(SQLiteError) in
                 for id in ids {
                     deleteOne.reset()
@@ -246,7 +263,9 @@ final class EventQueue: @unchecked Sendable {
 extension EventBatch {
     /// Splits a one-visitor batch into its header (through `"visitors":[`) and its visitor object. The
     /// header's keys are fixed and its values are escaped strings, so the first `"visitors":[` is the key.
-    func splitVisitor() -> (prefix: String, visitor: String)? {
+    func splitVisitor() -> (prefix: String, visitor: String)? { Self.split(body) }
+
+    static func split(_ body: String) -> (prefix: String, visitor: String)? {
         let utf8 = Array(body.utf8)
         let marker = Array("\"visitors\":[".utf8)
         guard utf8.count > marker.count + 2, utf8.suffix(2).elementsEqual("]}".utf8) else { return nil }

@@ -125,23 +125,43 @@ public final class EventSink: @unchecked Sendable {
 
 /// Unique event ids and timestamps.
 public enum EventIdentity {
-    /// A random (version 4) UUID in its canonical text form (two draws from the system generator).
+    /// A random (version 4) UUID in its canonical text form. The bits come from a per-process 128-bit
+    /// seed drawn once from the system generator, mixed with a counter through splitmix64 (a bijection),
+    /// so ids never repeat within a process and collide across processes only as random UUIDs do,
+    /// without a system call per event.
     public static func uuid() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        let count = uuidCounter.add(1, ordering: .relaxed).newValue
+        var bytes = (mix(uuidSeed.0 &+ count), mix(uuidSeed.1 ^ (count &* 0x9E37_79B9_7F4A_7C15)))
         return withUnsafeMutableBytes(of: &bytes) { raw -> String in
             raw[6] = (raw[6] & 0x0F) | 0x40
             raw[8] = (raw[8] & 0x3F) | 0x80
-            let hex = Array("0123456789abcdef".utf8)
-            var text = [UInt8]()
-            text.reserveCapacity(36)
-            for index in 0..<16 {
-                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-                text.append(hex[Int(raw[index] >> 4)])
-                text.append(hex[Int(raw[index] & 0x0F)])
+            return String(unsafeUninitializedCapacity: 36) { text in
+                let hex: StaticString = "0123456789abcdef"
+                var position = 0
+                for index in 0..<16 {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[position] = UInt8(ascii: "-"); position += 1
+                    }
+                    text[position] = hex.utf8Start[Int(raw[index] >> 4)]
+                    text[position + 1] = hex.utf8Start[Int(raw[index] & 0x0F)]
+                    position += 2
+                }
+                return position
             }
-            return String(decoding: text, as: UTF8.self)
         }
+    }
+
+    private static let uuidSeed: (UInt64, UInt64) = {
+        var generator = SystemRandomNumberGenerator()
+        return (generator.next(), generator.next())
+    }()
+    private static let uuidCounter = Atomic<UInt64>(0)
+
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 
     /// Milliseconds since the Unix epoch.
