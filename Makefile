@@ -70,6 +70,13 @@ demo: $(RELEASE_DIR)/quickstart
 test: test-deps lib test-abi test-c test-cpp test-cli test-install test-swift test-python test-fuzz test-sanitize
 	@echo "make test: all suites passed"
 
+# Event pipeline: test programs that install no event dispatcher and name no event_endpoint must never reach
+# the internet (the built-in pipeline is off by default in tests; the pipeline tests pass their own 127.0.0.1
+# endpoint), and their state files go to a private directory.
+TEST_STATE_HOME := $(CURDIR)/.build/test-state
+test test-swift test-c test-cpp test-cli test-install test-python test-fuzz test-sanitize: export EXPERIMENT_EVENT_ENDPOINT = none
+test test-swift test-c test-cpp test-cli test-install test-python test-fuzz test-sanitize: export XDG_STATE_HOME = $(TEST_STATE_HOME)
+
 test-swift:
 	swift test
 

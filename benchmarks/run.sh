@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# benchmarks/run.sh — builds and runs the C and Python decide benchmarks and prints one summary.
+# benchmarks/run.sh — builds and runs the C and Python decide benchmarks and the C events benchmark, and prints one summary.
 #
 #   benchmarks/run.sh [--callgrind] [--quick]
 #
@@ -74,6 +74,12 @@ echo "== C threads: one client, 1/2/4/8 deciding threads, datafile replaced ever
 "$out/bench_threads" benchmarks/data/bench_ab_rollout.json || failed+=("C threads benchmark (exit status $?)")
 
 echo
+echo "== C events: exp_track with the durable queue, sustained delivery to a local HTTP server"
+"$cc" -O2 -std=gnu11 -Wall -Wextra -Iinclude benchmarks/c/bench_events.c -o "$out/bench_events" \
+    -L"$linkdir" -lexperiment -Wl,-rpath,"$linkdir" -lpthread
+"$out/bench_events" --data-dir benchmarks/data --results "$results" || failed+=("C events benchmark (exit status $?)")
+
+echo
 echo "== Python benchmark"
 py_args=(--results "$results")
 if [ "$quick" = 1 ]; then py_args+=(--users 300 --all-users 30 --repeats 3); fi
@@ -128,6 +134,11 @@ echo "--------------------------------------------------------------------------
             ir = ($2 == "a") ? a : ($2 == "b") ? b : ""
             printf "%s (%s)\t%s\t%s\t%.2f M\t%s\t%s\t%s\n", $2, $3, $4, $5, $6 / 1e6, $7, $8, (ir == "" ? "-" : ir)
         }' "$results"
+} | column -t -s $'\t'
+echo "--------------------------------------------------------------------------------------------------"
+{
+    printf 'Events (durable queue)\tvalue\n'
+    awk -F'\t' '$1 == "ev" { printf "%s\t%s %s\n", $2, $3, $4 }' "$results"
 } | column -t -s $'\t'
 echo "--------------------------------------------------------------------------------------------------"
 {

@@ -134,16 +134,18 @@ final class EventDispatcher: @unchecked Sendable {
         }
     }
 
-    /// Events sharing endpoint and batch header, in queue order.
+    /// Events sharing endpoint and batch header, in queue order. There are few groups (usually one: a
+    /// new datafile revision starts another), so a linear search beats hashing long headers.
     private static func groups(of events: [QueuedEvent]) -> [[QueuedEvent]] {
-        var order: [String] = []
-        var members: [String: [QueuedEvent]] = [:]
+        var groups: [[QueuedEvent]] = []
         for event in events {
-            let key = event.url + "\n" + event.batchPrefix
-            if members[key] == nil { order.append(key) }
-            members[key, default: []].append(event)
+            if let index = groups.firstIndex(where: { $0[0].batchPrefix == event.batchPrefix && $0[0].url == event.url }) {
+                groups[index].append(event)
+            } else {
+                groups.append([event])
+            }
         }
-        return order.map { members[$0]! }
+        return groups
     }
 
     private enum Outcome { case delivered, transientFailure, poisoned }
