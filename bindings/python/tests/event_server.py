@@ -8,6 +8,7 @@ import http.server
 import json
 import random
 import socket
+import struct
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -27,6 +28,8 @@ class EventServer:
         self.stall_s = 0.0
         #: a body containing this text is refused with 400
         self.poison_marker: Optional[str] = None
+        #: this many next requests get their connection reset after half the body was read
+        self.resets = 0
         #: answers 200 without recording (a benchmark sink): counts visitors only
         self.count_only = False
         self.visitor_count = 0
@@ -48,6 +51,15 @@ class EventServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
+                if owner._take_reset():
+                    self.rfile.read(length // 2)
+                    # SO_LINGER 0: close() sends a TCP reset instead of a clean end.
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+                    self.close_connection = True
+                    with owner.lock:
+                        owner.requests.append({"status": "reset", "body": b"", "content_type": None})
+                    return
                 body = self.rfile.read(length)
                 status = owner._answer(body, self.headers.get("Content-Type"))
                 self.send_response(status)
@@ -71,6 +83,13 @@ class EventServer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+    def _take_reset(self) -> bool:
+        with self.lock:
+            if self.resets > 0:
+                self.resets -= 1
+                return True
+            return False
 
     def _answer(self, body: bytes, content_type: Optional[str]) -> int:
         if self.count_only:

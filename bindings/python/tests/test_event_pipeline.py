@@ -163,6 +163,29 @@ def test_429_and_408_are_retried_not_poisoned(datafile_text, tmp_path, server):
     assert stats["poisoned"] == 0 and stats["retried"] == 2
 
 
+def test_connection_reset_mid_body_is_retried(datafile_text, tmp_path, server):
+    server.resets = 2
+    with pipeline_client(datafile_text, tmp_path, server.url) as c:
+        for i in range(3):
+            c.track("purchase", "u%d" % i, tags={"seq": i})
+        for _ in range(5):
+            if c.flush():
+                break
+        stats = c.stats()
+    assert sorted(seqs(server.events())) == [0, 1, 2]
+    assert [r["status"] for r in server.requests][:2] == ["reset", "reset"]
+    assert stats["failed"] == 2 and stats["poisoned"] == 0
+
+
+def test_unresolvable_endpoint_keeps_events(datafile_text, tmp_path):
+    with pipeline_client(datafile_text, tmp_path, "http://nonexistent-host.invalid/v1/events",
+                         request_timeout_ms=500, close_timeout_ms=1000) as c:
+        c.track("purchase", "u1")
+        assert c.flush() is False
+        stats = c.stats()
+    assert stats["pending"] == 1 and stats["failed"] >= 1 and stats["last_error"]
+
+
 # ------------------------------------------------------------------------------------------------
 # capacity, flush, close, restart
 # ------------------------------------------------------------------------------------------------
