@@ -42,7 +42,8 @@ final class EventDispatcher: @unchecked Sendable {
         self.stats = stats
         self.logger = logger
         self.notifications = notifications
-        worker = BackgroundWorker(name: "exp-events") { [unowned self] worker in run(worker) }
+        // The thread holds the dispatcher until close() stops it (EventSink closes on deinit too).
+        worker = BackgroundWorker(name: "exp-events") { worker in self.run(worker) }
     }
 
     /// Ends the next sleep early (enough events for a batch arrived).

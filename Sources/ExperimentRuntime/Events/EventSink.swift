@@ -37,6 +37,9 @@ public final class EventSink: @unchecked Sendable {
         }
     }
 
+    /// A client released without close: stop the dispatcher thread (events stay on disk).
+    deinit { processor?.close(timeoutMs: 0) }
+
     public func setDispatcher(_ dispatch: Dispatch?) { lock.withLock { dispatcher = dispatch } }
 
     public var hasDispatcher: Bool { lock.withLock { dispatcher != nil } }
