@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import textwrap
@@ -326,6 +327,55 @@ def test_sigkill_loses_no_accepted_event(datafile_text, tmp_path, server):
                 break
     delivered = set(seqs(server.events()))
     assert set(accepted) <= delivered
+
+
+def _journal_record(uuid, url, body):
+    payload = b"\0".join([uuid.encode(), url.encode(), body.encode()])
+    record = struct.pack("<II", len(payload), 0x4A455645) + payload
+    return record + b"\0" * (-len(record) % 8)
+
+
+def test_abandoned_journal_with_a_torn_record_is_recovered(datafile_text, tmp_path, server):
+    """A journal left by a dead process: whole records are sent, a record whose header was never
+    written (the process died copying it) ends the journal."""
+    # one real event body, captured through a host dispatcher
+    bodies = []
+
+    class Host:
+        def dispatch_event(self, event):
+            bodies.append(event.body if isinstance(event.body, str) else event.body.decode())
+
+    with experiment.Client(datafile=datafile_text, event_dispatcher=Host()) as c:
+        c.track("purchase", "journal-user", tags={"seq": 7})
+    body = bodies[0]
+    uuid = json.loads(body)["visitors"][0]["snapshots"][0]["events"][0]["uuid"]
+    journal = _journal_record(uuid, server.url, body)
+    torn = b"\0" * 8 + b"partial payload without its header"
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    (state_dir / "event-journal-999999-1-a.bin").write_bytes(journal + torn + b"\0" * 4096)
+    sqlite3.connect(str(state_dir / "state.sqlite")).close()  # a state file exists: the client opens the queue
+    with pipeline_client(datafile_text, state_dir, server.url) as c:
+        assert server.wait_for(lambda: len(server.events()) == 1)
+        assert c.flush()
+    (event,) = server.events()
+    assert event["uuid"] == uuid and event["tags"] == {"seq": 7}
+    assert not (state_dir / "event-journal-999999-1-a.bin").exists()
+
+
+def test_two_clients_on_one_state_dir(datafile_text, tmp_path, server):
+    """A live client's journal is not taken by another (it holds a lock); both deliver, once each."""
+    a = pipeline_client(datafile_text, tmp_path, server.url, event_flush_interval_ms=3_600_000)
+    for i in range(10):
+        a.track("purchase", "a%d" % i, tags={"seq": i})
+    b = pipeline_client(datafile_text, tmp_path, server.url)
+    for i in range(10, 20):
+        b.track("purchase", "b%d" % i, tags={"seq": i})
+    assert b.flush()
+    a.close()
+    b.close()
+    events = server.events()
+    assert sorted(seqs(events)) == list(range(20))
 
 
 # ------------------------------------------------------------------------------------------------
