@@ -544,10 +544,11 @@ exp_status exp_client_set_event_dispatcher(exp_client *client, exp_event_dispatc
  * Without a host dispatcher, events go to the built-in pipeline:
  * - exp_track (and every impression) copies the event into the client's event journal before returning
  *   EXP_OK: files <state_dir>/event-journal-*.bin mapped into memory, so the event is in the kernel's page
- *   cache and survives the process being killed (not an OS crash). The dispatcher thread moves journaled
- *   events into <state_dir>/state.sqlite (table event_queue, WAL) in one transaction per round; a client
- *   ingests journals left by dead processes at start. Each event carries its own "uuid": receivers
- *   deduplicate by it (a retry repeats the uuid).
+ *   cache and survives the process being killed (not an OS crash). The dispatcher thread sends journaled
+ *   events and clears them once acknowledged; events that fail (or are left at close) move to
+ *   <state_dir>/state.sqlite (table event_queue, WAL) for their retries; a client moves journals left by
+ *   dead processes there at start. Each event carries its own "uuid": receivers deduplicate by it (a
+ *   retry repeats the uuid).
  * - A background thread POSTs batches of up to "event_batch_size" events every "event_flush_interval_ms"
  *   (sooner once a batch is full) to "event_endpoint" (default "https://logx.optimizely.com/v1/events";
  *   "none" turns the pipeline off, and events without a host dispatcher are then dropped and counted;

@@ -100,12 +100,8 @@ final class EventDispatcher: @unchecked Sendable {
     /// every queued event one attempt. A cursor keeps a round from taking an event twice.
     private func deliverRound(forced: Bool, worker: BackgroundWorker) {
         var cursor: Int64 = 0
-        do {
-            try journal?.ingest(into: queue)
-        } catch {
-            stats.recordError("event queue: \(error.message)")
-            logger.log(.error, "event queue: cannot move journaled events into the state file: \(error.message)")
-        }
+        let endpointUp = deliverJournal(forced: forced, worker: worker)
+        if !endpointUp && !forced { return }
         while !pastCloseDeadline() && (!worker.isStopping || closing) {
             let now = EventIdentity.timestampMillis()
             let events: [QueuedEvent]
@@ -135,6 +131,55 @@ final class EventDispatcher: @unchecked Sendable {
         }
     }
 
+    /// Sends the journaled events straight from the journal (the common path: SQLite is not touched when
+    /// the endpoint answers 2xx); those that fail go to the SQLite queue to be retried. False when a POST
+    /// failed transiently (the endpoint is likely down).
+    private func deliverJournal(forced: Bool, worker: BackgroundWorker) -> Bool {
+        guard let journal else { return true }
+        var endpointUp = true
+        do {
+            try journal.drain { (records) throws(SQLiteError) in
+                endpointUp = try sendJournaled(records, forced: forced, worker: worker) && endpointUp
+            }
+        } catch {
+            stats.recordError("event queue: \(error.message)")
+            logger.log(.error, "event queue: cannot move journaled events into the state file: \(error.message)")
+        }
+        return endpointUp
+    }
+
+    private func sendJournaled(_ records: [EventJournal.Record], forced: Bool,
+                               worker: BackgroundWorker) throws(SQLiteError) -> Bool {
+        let events = records.compactMap { record -> QueuedEvent? in
+            guard let parts = EventBatch.split(record.body) else { return nil }
+            return QueuedEvent(id: 0, uuid: record.uuid, url: record.url, batchPrefix: parts.prefix,
+                               visitor: parts.visitor, attempts: 0)
+        }
+        journalStoreError = nil
+        var endpointUp = true
+        var start = 0
+        while start < events.count {
+            let stopping = pastCloseDeadline() || (worker.isStopping && !closing)
+            if stopping || (!endpointUp && !forced) {
+                // Keep the rest in the SQLite queue: due now when stopping, after a backoff when failing.
+                let due = EventIdentity.timestampMillis() + (stopping ? 0 : backoff(afterAttempts: 1))
+                try queue.insert(Array(events[start...]), attempts: 0, at: due)
+                break
+            }
+            let end = min(start + settings.batchSize, events.count)
+            for group in Self.groups(of: Array(events[start..<end]))
+            where send(group, journaled: true) == .transientFailure {
+                endpointUp = false
+            }
+            if let error = journalStoreError { throw error }
+            start = end
+        }
+        return endpointUp
+    }
+
+    /// A SQLite failure while settling journaled events: the journal keeps them.
+    private var journalStoreError: SQLiteError?
+
     /// Events sharing endpoint and batch header, in queue order. There are few groups (usually one: a
     /// new datafile revision starts another), so a linear search beats hashing long headers.
     private static func groups(of events: [QueuedEvent]) -> [[QueuedEvent]] {
@@ -151,7 +196,9 @@ final class EventDispatcher: @unchecked Sendable {
 
     private enum Outcome { case delivered, transientFailure, poisoned }
 
-    private func send(_ group: [QueuedEvent]) -> Outcome {
+    /// POSTs one merged batch and settles its events: `journaled` ones are not in the SQLite table yet
+    /// (delivered: nothing to do; failed: inserted for a retry; refused: into the dead letters).
+    private func send(_ group: [QueuedEvent], journaled: Bool = false) -> Outcome {
         let first = group[0]
         var body = first.batchPrefix
         for (index, event) in group.enumerated() {
@@ -167,8 +214,8 @@ final class EventDispatcher: @unchecked Sendable {
         let ids = group.map(\.id)
         switch HTTPClient.perform(request) {
         case .success(let response) where response.isSuccess:
-            return settle(ids) { () throws(SQLiteError) in
-                try queue.remove(ids)
+            return settle(ids, journaled: journaled) { () throws(SQLiteError) in
+                if !journaled { try queue.remove(ids) }
                 stats.sent.add(ids.count, ordering: .relaxed)
                 stats.batches.add(1, ordering: .relaxed)
                 reportBatch(url: first.url, status: response.status, count: ids.count, outcome: "sent")
@@ -177,12 +224,18 @@ final class EventDispatcher: @unchecked Sendable {
         case .success(let response) where Self.isPermanent(response.status):
             if group.count > 1 {
                 // Find the bad ones: each event alone.
-                for event in group where send([event]) == .transientFailure { return .transientFailure }
+                for event in group where send([event], journaled: journaled) == .transientFailure {
+                    return .transientFailure
+                }
                 return .delivered
             }
             let reason = "HTTP \(response.status) from \(first.url): " + Self.snippet(response.body)
-            return settle(ids) { () throws(SQLiteError) in
-                try queue.poison(ids, status: response.status, reason: reason, now: EventIdentity.timestampMillis())
+            return settle(ids, journaled: journaled) { () throws(SQLiteError) in
+                if journaled {
+                    try queue.poisonNew(first, status: response.status, reason: reason, now: EventIdentity.timestampMillis())
+                } else {
+                    try queue.poison(ids, status: response.status, reason: reason, now: EventIdentity.timestampMillis())
+                }
                 stats.poisoned.add(1, ordering: .relaxed)
                 stats.failed.add(1, ordering: .relaxed)
                 stats.recordError(reason)
@@ -191,10 +244,11 @@ final class EventDispatcher: @unchecked Sendable {
                 return .poisoned
             }
         case .success(let response):
-            retryLater(group, reason: "HTTP \(response.status) from \(first.url)", status: response.status)
+            retryLater(group, reason: "HTTP \(response.status) from \(first.url)", status: response.status,
+                       journaled: journaled)
             return .transientFailure
         case .failure(let error):
-            retryLater(group, reason: error.message, status: 0)
+            retryLater(group, reason: error.message, status: 0, journaled: journaled)
             return .transientFailure
         }
     }
@@ -204,7 +258,7 @@ final class EventDispatcher: @unchecked Sendable {
         (400..<500).contains(status) && status != 408 && status != 429
     }
 
-    private func retryLater(_ group: [QueuedEvent], reason: String, status: Int) {
+    private func retryLater(_ group: [QueuedEvent], reason: String, status: Int, journaled: Bool) {
         let attempts = group.map(\.attempts).max() ?? 0
         let delay = backoff(afterAttempts: attempts + 1)
         let ids = group.map(\.id)
@@ -213,8 +267,12 @@ final class EventDispatcher: @unchecked Sendable {
         stats.recordError(reason)
         logger.log(.warning, "event batch of \(ids.count) not delivered (\(reason)); retrying in \(delay) ms")
         reportBatch(url: group[0].url, status: status, count: ids.count, outcome: "retry")
-        _ = settle(ids) { () throws(SQLiteError) in
-            try queue.retry(ids, at: EventIdentity.timestampMillis() + delay, countAttempt: true)
+        _ = settle(ids, journaled: journaled) { () throws(SQLiteError) in
+            if journaled {
+                try queue.insert(group, attempts: 1, at: EventIdentity.timestampMillis() + delay)
+            } else {
+                try queue.retry(ids, at: EventIdentity.timestampMillis() + delay, countAttempt: true)
+            }
             return .transientFailure
         }
     }
@@ -237,10 +295,12 @@ final class EventDispatcher: @unchecked Sendable {
 
     /// Runs a queue update; a failing state file leaves the events where they are (they will be sent
     /// again: at-least-once) and is reported.
-    private func settle(_ ids: [Int64], _ update: () throws(SQLiteError) -> Outcome) -> Outcome {
+    private func settle(_ ids: [Int64], journaled: Bool = false,
+                        _ update: () throws(SQLiteError) -> Outcome) -> Outcome {
         do {
             return try update()
         } catch {
+            if journaled { journalStoreError = error }
             stats.recordError("event queue: \(error.message)")
             logger.log(.error, "event queue: cannot update \(ids.count) events: \(error.message)")
             return .transientFailure

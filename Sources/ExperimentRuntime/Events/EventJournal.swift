@@ -137,22 +137,28 @@ final class EventJournal: @unchecked Sendable {
     /// Moves every journaled record into `queue`: swaps the segments, ingests the retired one in one
     /// transaction, clears it. Serialized; producers keep appending meanwhile.
     func ingest(into queue: EventQueue) throws(SQLiteError) {
+        try drain { (records) throws(SQLiteError) in try queue.appendJournaled(records) }
+    }
+
+    /// Swaps the segments and hands the retired one's records to `take`, which must deliver them or put
+    /// them in the SQLite queue; the segment is cleared only when `take` returns (on a throw the records
+    /// stay journaled and are offered again next time). Serialized; producers keep appending meanwhile.
+    func drain(_ take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {
         try ingestLock.withLockTyped { () throws(SQLiteError) in
-            // The standby may still hold records whose ingest failed earlier.
-            if standby.records > 0 { try move(standby, into: queue) }
+            // The standby may still hold records a failed drain left.
+            if standby.records > 0 { try hand(standby, to: take) }
             let retired: Segment = appendLock.withLock {
                 let full = active
                 active = standby
                 standby = full
                 return full
             }
-            if retired.records > 0 { try move(retired, into: queue) }
+            if retired.records > 0 { try hand(retired, to: take) }
         }
     }
 
-    private func move(_ segment: Segment, into queue: EventQueue) throws(SQLiteError) {
-        let records = Self.read(segment.base, size: segment.used)
-        try queue.appendJournaled(records)
+    private func hand(_ segment: Segment, to take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {
+        try take(Self.read(segment.base, size: segment.used))
         recordCount.add(-segment.records, ordering: .relaxed)
         segment.reset()
     }

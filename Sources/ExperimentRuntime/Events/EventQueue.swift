@@ -32,6 +32,8 @@ final class EventQueue: @unchecked Sendable {
     private let lease: SQLiteStatement
     private let deleteOne: SQLiteStatement
     private let deleteRange: SQLiteStatement
+    private let insertFailed: SQLiteStatement
+    private let insertDeadLetter: SQLiteStatement
     private let reschedule: SQLiteStatement
     private let copyToDeadLetter: SQLiteStatement
     private let insertJournaled: SQLiteStatement
@@ -83,6 +85,14 @@ final class EventQueue: @unchecked Sendable {
             """)
         deleteOne = try database.prepare("DELETE FROM event_queue WHERE id = ?1")
         deleteRange = try database.prepare("DELETE FROM event_queue WHERE id BETWEEN ?1 AND ?2")
+        insertFailed = try database.prepare("""
+            INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms, attempts)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
+            """)
+        insertDeadLetter = try database.prepare("""
+            INSERT INTO event_dead_letter(uuid, url, batch_prefix, visitor, attempts, status, reason, failed_ms)
+            VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)
+            """)
         reschedule = try database.prepare(
             "UPDATE event_queue SET next_attempt_ms = ?2, attempts = attempts + ?3 WHERE id = ?1")
         copyToDeadLetter = try database.prepare("""
@@ -151,6 +161,41 @@ final class EventQueue: @unchecked Sendable {
                 }
                 rowCount.add(added, ordering: .relaxed)
             }
+        }
+    }
+
+    /// Inserts events that never were in the table (journaled events whose first POST failed), due at `at`.
+    func insert(_ events: [QueuedEvent], attempts: Int, at: Int64) throws(SQLiteError) {
+        guard !events.isEmpty else { return }
+        try locked { () throws(SQLiteError) in
+            try database.transaction { () throws(SQLiteError) in
+                for event in events {
+                    insertFailed.reset()
+                    try insertFailed.bind(1, event.uuid)
+                    try insertFailed.bind(2, event.url)
+                    try insertFailed.bind(3, event.batchPrefix)
+                    try insertFailed.bind(4, event.visitor)
+                    try insertFailed.bind(5, at)
+                    try insertFailed.bind(6, Int64(attempts))
+                    try insertFailed.step()
+                }
+                rowCount.add(events.count, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// Sets aside a journaled event the endpoint refused for good.
+    func poisonNew(_ event: QueuedEvent, status: Int, reason: String, now: Int64) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            insertDeadLetter.reset()
+            try insertDeadLetter.bind(1, event.uuid)
+            try insertDeadLetter.bind(2, event.url)
+            try insertDeadLetter.bind(3, event.batchPrefix)
+            try insertDeadLetter.bind(4, event.visitor)
+            try insertDeadLetter.bind(5, Int64(status))
+            try insertDeadLetter.bind(6, reason)
+            try insertDeadLetter.bind(7, now)
+            try insertDeadLetter.step()
         }
     }
 

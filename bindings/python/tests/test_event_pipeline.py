@@ -228,7 +228,7 @@ def test_close_leaves_undelivered_events_for_the_next_client(datafile_text, tmp_
     # the next client on the same state_dir sends them without being asked
     with pipeline_client(datafile_text, tmp_path, server.url) as again:
         assert server.wait_for(lambda: len(server.events()) == 20)
-        assert again.stats()["pending"] == 0
+        assert server.wait_for(lambda: again.stats()["pending"] == 0)
     assert sorted(seqs(server.events())) == list(range(20))
 
 
