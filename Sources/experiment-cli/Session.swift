@@ -8,7 +8,7 @@ import ExperimentRuntime
 #endif
 
 /// A started client over one datafile. The CLI never sends events: DISABLE_DECISION_EVENT is a default
-/// option and no dispatcher is installed.
+/// option, no dispatcher is installed and the built-in event pipeline is off.
 struct Session {
     let client: Client
     let config: ProjectConfig
@@ -17,6 +17,7 @@ struct Session {
         let bytes = try InputFile.readAll(path, limit: DatafileCompiler.maxBytes)
         var options = ClientOptions()
         options.defaultDecideOptions = [.disableDecisionEvent]
+        options.eventEndpoint = ClientOptions.disabledEventEndpoint  // nor opens the event queue
         let client = Client(options: options)
         // The failure is reported below with the file's name; the library's own log line would repeat it.
         client.logger.setSink { _, _ in }
