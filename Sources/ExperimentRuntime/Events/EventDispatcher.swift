@@ -160,9 +160,11 @@ final class EventDispatcher: @unchecked Sendable {
         var start = 0
         while start < events.count {
             let stopping = pastCloseDeadline() || (worker.isStopping && !closing)
-            if stopping || (!endpointUp && !forced) {
-                // Keep the rest in the SQLite queue: due now when stopping, after a backoff when failing.
-                let due = EventIdentity.timestampMillis() + (stopping ? 0 : backoff(afterAttempts: 1))
+            if stopping || !endpointUp {
+                // Keep the rest in the SQLite queue, so producers are not held up behind failing POSTs (they
+                // wait for this drain when the journal is full): due now when stopping or flushing (the
+                // flush tries them next, from the queue), after a backoff otherwise.
+                let due = EventIdentity.timestampMillis() + (stopping || forced ? 0 : backoff(afterAttempts: 1))
                 try queue.insert(Array(events[start...]), attempts: 0, at: due)
                 break
             }
