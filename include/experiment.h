@@ -562,6 +562,10 @@ exp_status exp_client_set_event_dispatcher(exp_client *client, exp_event_dispatc
  *   to their decision: one that does not fit is dropped. Every dropped event is counted.
  * - exp_client_close (and exp_client_free) drain for up to "close_timeout_ms"; what is not delivered by
  *   then stays on disk and the next client on the same state_dir sends it.
+ * - EXP_NOTIFY_LOG_EVENT listeners and the log callback may run on the dispatcher's thread: they must not
+ *   call exp_flush, exp_client_close or exp_client_free on this client (the drain would wait for itself).
+ * - Disk: two 4 MB journal files per client with an event pipeline (mapped; the page cache holds what is
+ *   in use), plus the event_queue rows of undelivered events.
  */
 
 /*
