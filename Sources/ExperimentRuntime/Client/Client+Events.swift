@@ -1,4 +1,5 @@
 import ExperimentCore
+import Synchronization
 
 /// Kameleoon user data per user, held in memory until the user's next trigger_experiment, conversion or
 /// exp_flush_user. Bounded: at most `maxUsers` users and `maxEntriesPerUser` entries each.
@@ -6,6 +7,8 @@ public final class UserDataStore: @unchecked Sendable {
     public static let maxUsers = 100_000
     public static let maxEntriesPerUser = 1_000
     private let pending = Locked<[String: UserData]>([:])
+    /// Users with pending data, read without the lock: tracks of users without data (nearly all) skip it.
+    private let users = Atomic<Int>(0)
 
     public init() {}
 
@@ -17,14 +20,20 @@ public final class UserDataStore: @unchecked Sendable {
             change(&data)
             guard data.count <= Self.maxEntriesPerUser else { return false }
             table[userId] = data
+            users.store(table.count, ordering: .releasing)
             return true
         }
     }
 
     /// Removes and returns `userId`'s pending data.
     func take(_ userId: String) -> UserData? {
-        pending.withLock { $0.removeValue(forKey: userId) }
+        pending.withLock { table in
+            defer { users.store(table.count, ordering: .releasing) }
+            return table.removeValue(forKey: userId)
+        }
     }
+
+    var isEmpty: Bool { users.load(ordering: .acquiring) == 0 }
 
     /// Puts data back (its send failed) in front of anything added since.
     func restore(_ userId: String, _ data: UserData) {
@@ -97,6 +106,7 @@ extension Client {
     /// After a trigger or a conversion: the user's pending data goes along (failures are logged; the data
     /// stays pending for the next try).
     func sendPendingUserData(config: ProjectConfig, userId: UTF8Text) {
+        if userData.isEmpty { return }
         let user = String(decoding: userId, as: UTF8.self)
         do {
             try flushUserData(config: config, userId: user)

@@ -111,18 +111,11 @@ final class EventJournal: @unchecked Sendable {
             let segment = active
             guard segment.used + recordBytes + 8 <= segment.size else { return .noRoom }
             var cursor = segment.base + segment.used + 8
-            for field in 0..<3 {
-                if field > 0 { cursor.storeBytes(of: 0, as: UInt8.self); cursor += 1 }
-                let copy: (UnsafeBufferPointer<UInt8>) -> Void = { bytes in
-                    if bytes.count > 0 { cursor.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
-                    cursor += bytes.count
-                }
-                switch field {
-                case 0: uuid.withUTF8(copy)
-                case 1: url.withUTF8(copy)
-                default: body.withUTF8(copy)
-                }
-            }
+            cursor = Self.copy(&uuid, to: cursor)
+            cursor.storeBytes(of: 0, as: UInt8.self)
+            cursor = Self.copy(&url, to: cursor + 1)
+            cursor.storeBytes(of: 0, as: UInt8.self)
+            _ = Self.copy(&body, to: cursor + 1)
             // Header last: until it is stored, the record does not exist.
             let header = segment.base + segment.used
             (header + 4).storeBytes(of: Self.magic, as: UInt32.self)
@@ -131,6 +124,15 @@ final class EventJournal: @unchecked Sendable {
             segment.records += 1
             recordCount.add(1, ordering: .relaxed)
             return segment.used * 2 > segment.size ? .appendedHalfFull : .appended
+        }
+    }
+
+    /// Copies the text's UTF-8 bytes to `destination`; returns the end.
+    @inline(__always)
+    private static func copy(_ text: inout String, to destination: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        text.withUTF8 { bytes in
+            if bytes.count > 0 { destination.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+            return destination + bytes.count
         }
     }
 
