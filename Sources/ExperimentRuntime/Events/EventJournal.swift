@@ -36,14 +36,24 @@ final class EventJournal: @unchecked Sendable {
             self.path = path
             let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else { throw Self.failure("cannot create", path) }
-            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0, ftruncate(descriptor, off_t(size)) == 0 else {
-                let error = Self.failure("cannot lock or size", path)
+            // Blocks reserved up front: a store into a mapped hole on a full disk would raise SIGBUS.
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+                let error = Self.failure("cannot lock", path)
+                Glibc.close(descriptor)
+                throw error
+            }
+            let reserved = posix_fallocate(descriptor, 0, off_t(size))  // returns the error number
+            guard reserved == 0 else {
+                errno = reserved
+                let error = Self.failure("cannot reserve \(size) bytes for", path)
+                unlink(path)
                 Glibc.close(descriptor)
                 throw error
             }
             guard let mapped = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0),
                   mapped != MAP_FAILED else {
                 let error = Self.failure("cannot map", path)
+                unlink(path)
                 Glibc.close(descriptor)
                 throw error
             }
