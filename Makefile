@@ -73,10 +73,13 @@ demo: $(RELEASE_DIR)/quickstart
 test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-swift test-python test-fuzz test-sanitize
 	@echo "make test: all suites passed"
 
-# Clients keep sticky bucketing and forced overrides in a state file ($$XDG_STATE_HOME/libexperiment by
-# default): the test suites use one under .build, emptied per run, never the user's own.
+# Test programs keep sticky bucketing, overrides and queued events in a private state directory under
+# .build (never the user's own), and a test that installs no event dispatcher and names no event_endpoint
+# never reaches the internet (the pipeline tests pass their own 127.0.0.1 endpoint).
 TEST_STATE_HOME := $(CURDIR)/.build/test-state
-test test-c test-cpp test-cli test-install test-python test-fuzz test-sanitize bench: export XDG_STATE_HOME := $(TEST_STATE_HOME)
+TEST_TARGETS := test test-swift test-c test-cpp test-segments-c test-cli test-install test-python test-fuzz test-sanitize
+$(TEST_TARGETS) bench: export XDG_STATE_HOME = $(TEST_STATE_HOME)
+$(TEST_TARGETS): export EXPERIMENT_EVENT_ENDPOINT = none
 
 test-swift:
 	swift test

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# benchmarks/run.sh — builds and runs the C and Python decide benchmarks and prints one summary.
+# benchmarks/run.sh — builds and runs the C and Python decide benchmarks and the C events benchmark, and prints one summary.
 #
 #   benchmarks/run.sh [--callgrind] [--quick]
 #
@@ -95,6 +95,10 @@ echo "== C datafile load: ~10 KB, 1 MB, 10 MB datafiles (generated), against jso
     -o "$out/bench_load" -L"$linkdir" -lexperiment -Wl,-rpath,"$linkdir" $(pkg-config --libs json-c)
 "$out/bench_load" "$out/load_10k.json" "$out/load_1m.json" "$out/load_10m.json" \
     || failed+=("C datafile load benchmark (exit status $?)")
+echo "== C events: exp_track with the durable queue, sustained delivery to a local HTTP server"
+"$cc" -O2 -std=gnu11 -Wall -Wextra -Iinclude benchmarks/c/bench_events.c -o "$out/bench_events" \
+    -L"$linkdir" -lexperiment -Wl,-rpath,"$linkdir" -lpthread
+"$out/bench_events" --data-dir benchmarks/data --results "$results" || failed+=("C events benchmark (exit status $?)")
 
 echo
 echo "== Python benchmark"
@@ -151,6 +155,11 @@ echo "--------------------------------------------------------------------------
             ir = ($2 == "a") ? a : ($2 == "b") ? b : ""
             printf "%s (%s)\t%s\t%s\t%.2f M\t%s\t%s\t%s\n", $2, $3, $4, $5, $6 / 1e6, $7, $8, (ir == "" ? "-" : ir)
         }' "$results"
+} | column -t -s $'\t'
+echo "--------------------------------------------------------------------------------------------------"
+{
+    printf 'Events (durable queue)\tvalue\n'
+    awk -F'\t' '$1 == "ev" { printf "%s\t%s %s\n", $2, $3, $4 }' "$results"
 } | column -t -s $'\t'
 echo "--------------------------------------------------------------------------------------------------"
 {

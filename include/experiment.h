@@ -530,7 +530,7 @@ typedef int (*exp_event_dispatch_fn)(const exp_event *event, void *user_data);
 /*
  * Installs a custom event dispatcher: every impression and conversion is handed to `dispatch` with
  * `user_data`, synchronously on the thread whose call produced it. NULL `dispatch` removes it (events are
- * then dropped and counted). The callback must not call exp_client_free on this client.
+ * then go to the built-in pipeline, see below). The callback must not call exp_client_free on this client.
  * Errors: EXP_ERR_INVALID_ARGUMENT (client NULL), EXP_ERR_CLOSED. Thread-safe.
  *
  *     static int post(const exp_event *e, void *queue) { return enqueue(queue, e->url, e->body) ? 0 : 1; }
@@ -538,6 +538,110 @@ typedef int (*exp_event_dispatch_fn)(const exp_event *event, void *user_data);
  */
 exp_status exp_client_set_event_dispatcher(exp_client *client, exp_event_dispatch_fn dispatch,
                                            void *user_data);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Event pipeline: durable queue, batching, delivery, stats                                         */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Without a host dispatcher, events go to the built-in pipeline:
+ * - exp_track (and every impression) copies the event into the client's event journal before returning
+ *   EXP_OK: files <state_dir>/event-journal-*.bin mapped into memory, so the event is in the kernel's page
+ *   cache and survives the process being killed (not an OS crash). The dispatcher thread sends journaled
+ *   events and clears them once acknowledged; events that fail (or are left at close) move to
+ *   <state_dir>/state.sqlite (table event_queue, WAL) for their retries; a client moves journals left by
+ *   dead processes there at start. Each event carries its own "uuid": receivers deduplicate by it (a
+ *   retry repeats the uuid).
+ * - A background thread POSTs batches of up to "event_batch_size" events every "event_flush_interval_ms"
+ *   (sooner once a batch is full) to "event_endpoint" (default "https://logx.optimizely.com/v1/events";
+ *   "none" turns the pipeline off, and events without a host dispatcher are then dropped and counted;
+ *   the EXPERIMENT_EVENT_ENDPOINT environment variable changes the default). Events sharing account,
+ *   project, revision and anonymize_ip are merged into one reference-format payload, one visitor each.
+ * - An event leaves the queue only after a 2xx. 5xx, 408, 429 and transport errors are retried with
+ *   exponential backoff (200 ms doubling to 60 s, with jitter); other 4xx make the event poison: it is
+ *   moved to table event_dead_letter, counted, logged, and reported to EXP_NOTIFY_LOG_EVENT listeners.
+ * - "event_queue_capacity" bounds the queue; "event_queue_full_policy" "reject" (default) makes exp_track
+ *   fail with EXP_ERR_QUEUE_FULL, "drop_oldest" evicts the oldest event. Impressions are never refused
+ *   to their decision: one that does not fit is dropped. Every dropped event is counted.
+ * - exp_client_close (and exp_client_free) drain for up to "close_timeout_ms"; what is not delivered by
+ *   then stays on disk and the next client on the same state_dir sends it.
+ * - EXP_NOTIFY_LOG_EVENT listeners and the log callback may run on the dispatcher's thread: they must not
+ *   call exp_flush, exp_client_close or exp_client_free on this client (the drain would wait for itself).
+ * - Disk: two 4 MB journal files per client with an event pipeline (mapped; the page cache holds what is
+ *   in use), plus the event_queue rows of undelivered events.
+ */
+
+/*
+ * Sends every queued event now (backoff delays are skipped) and waits for the attempt, at most
+ * "close_timeout_ms". EXP_OK when the queue is empty afterwards; EXP_ERR_TIMEOUT when events remain (the
+ * endpoint is failing or slow: they stay queued and are retried). With a host dispatcher (or
+ * event_endpoint "none") there is nothing to flush: EXP_OK. Errors: EXP_ERR_INVALID_ARGUMENT,
+ * EXP_ERR_CLOSED, EXP_ERR_TIMEOUT. Thread-safe; blocks the caller.
+ *
+ *     if (exp_flush(c) == EXP_ERR_TIMEOUT) fprintf(stderr, "events pending: %s\n", exp_last_error());
+ */
+exp_status exp_flush(exp_client *client);
+
+/*
+ * The event counters of this client as a JSON object through *out_json (free with exp_free()):
+ * {"queued": accepted into the durable queue, "sent": delivered (2xx, or accepted by the host
+ *  dispatcher), "retried": events rescheduled after a failed attempt, "failed": failed deliveries (POSTs
+ *  and host-dispatcher refusals), "dropped": events not kept (no dispatcher, queue full, evicted, state
+ *  file failure), "poisoned": events refused for good (4xx), "batches_sent": successful POSTs,
+ *  "pending": events on disk now, "last_error": the latest delivery problem or null}.
+ * Errors: EXP_ERR_INVALID_ARGUMENT. Thread-safe; works after close.
+ *
+ *     char *stats; exp_client_stats(c, &stats); puts(stats); exp_free(stats);
+ */
+exp_status exp_client_stats(exp_client *client, char **out_json);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Kameleoon conversions and user data                                                               */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Kameleoon's user data, kept per user in memory until it is sent with the user's next
+ * exp_trigger_experiment, exp_activate, exp_track or exp_track_conversion, or by exp_flush_user.
+ * On the wire it is one visitor in the reference batch format (so it shares the queue, batching and
+ * retries of every other event):
+ * - custom data -> attribute {"entity_id": "kameleoon_custom_<index>", "key": same, "type": "custom",
+ *   "value": the string (or array of strings)}; a later value for the same index replaces the earlier;
+ * - interest -> attribute {"entity_id": "kameleoon_interest_<index>", ..., "value": true};
+ * - conversion -> snapshot event {"entity_id": "<goal_id>", "key": the datafile event key with that id or
+ *   "goal_<goal_id>", "uuid", "timestamp", "value": revenue (when given), "tags": {"goal_id", "revenue",
+ *   "negative"}}; data without a conversion travels in one event with key "kameleoon_data".
+ * Bounds: 1,000 pending entries per user and 100,000 users with pending data (EXP_ERR_TOO_LARGE past them).
+ */
+
+/*
+ * Adds user data for `user_id`. `data_json` is one entry or an array of entries:
+ *   {"type": "custom", "index": 1, "value": "gold"}      (value: a string or a non-empty array of strings)
+ *   {"type": "interest", "index": 2}
+ *   {"type": "conversion", "goal_id": 32, "revenue": 10.0, "negative": false}   (revenue, negative optional)
+ * Nothing is sent yet. Both strings are borrowed (copied). Errors: EXP_ERR_INVALID_ARGUMENT (unknown type
+ * or key, wrong value), EXP_ERR_INVALID_JSON, EXP_ERR_TOO_LARGE, EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     exp_add_user_data(c, "user-1", "[{\"type\": \"interest\", \"index\": 2},"
+ *                                    " {\"type\": \"custom\", \"index\": 1, \"value\": \"gold\"}]");
+ */
+exp_status exp_add_user_data(exp_client *client, const char *user_id, const char *data_json);
+
+/*
+ * Kameleoon trackConversion: records goal `goal_id` for `user_id` with `revenue` (NAN for none) and sends
+ * it now, together with the user's pending user data. Errors: EXP_ERR_INVALID_ARGUMENT (negative goal,
+ * infinite revenue), EXP_ERR_NOT_READY, EXP_ERR_QUEUE_FULL, EXP_ERR_STORE, EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     exp_track_conversion(c, "user-1", 128763, 10.0);
+ */
+exp_status exp_track_conversion(exp_client *client, const char *user_id, int64_t goal_id, double revenue);
+
+/*
+ * Kameleoon flush(user): sends `user_id`'s pending user data now (EXP_OK with nothing when there is none).
+ * Errors: EXP_ERR_NOT_READY, EXP_ERR_QUEUE_FULL, EXP_ERR_STORE, EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     exp_flush_user(c, "user-1");
+ */
+exp_status exp_flush_user(exp_client *client, const char *user_id);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Logging                                                                                          */
@@ -577,9 +681,15 @@ exp_status exp_client_set_log_level(exp_client *client, int level);
 
 /* What a listener hears about. */
 typedef enum exp_notification_type {
-    EXP_NOTIFY_DECISION = 1,       /* a decision: {"type":"flag"|"experiment", "user_id", "flag_key"|"experiment_key", ...} */
-    EXP_NOTIFY_TRACK = 2,          /* a tracked conversion: {"event_key", "user_id", "attributes", "tags"} */
-    EXP_NOTIFY_LOG_EVENT = 3,      /* an event batch left the dispatcher: {"url", "status", "event_count", ...} */
+    /* a decision: {"type": "flag", "user_id", "attributes", "decision_info": {"flag_key", "enabled",
+       "variables", "variation_key", "rule_key", "reasons", "decision_event_dispatched"}} from decide, or
+       {"type": "ab-test", ..., "decision_info": {"experiment_key", "experiment_id", "variation_key",
+       "variation_id"}} from get_variation / activate / trigger_experiment */
+    EXP_NOTIFY_DECISION = 1,
+    EXP_NOTIFY_TRACK = 2,          /* a tracked conversion: {"event_key", "user_id", "attributes", "event_tags"} */
+    /* an event batch was handed on: {"url", "http_verb", "status" (HTTP status; 0 for a transport error;
+       null for a host dispatcher), "event_count", "outcome": "sent" | "retry" | "poisoned" | "failed"} */
+    EXP_NOTIFY_LOG_EVENT = 3,
     EXP_NOTIFY_CONFIG_UPDATE = 4   /* the datafile changed: {"revision", "project_id", "sdk_key"} */
 } exp_notification_type;
 

@@ -8,7 +8,7 @@ import ExperimentRuntime
 #endif
 
 /// A started client over one datafile. The CLI never sends events: DISABLE_DECISION_EVENT is a default
-/// option and no dispatcher is installed.
+/// option, no dispatcher is installed and the built-in event pipeline is off.
 struct Session {
     let client: Client
     let config: ProjectConfig
@@ -20,6 +20,7 @@ struct Session {
         // A command-line run decides deterministically: no sticky state carried between runs.
         options.profileStore = .none
         options.usesStateFile = false
+        options.eventEndpoint = ClientOptions.disabledEventEndpoint  // nor opens the event queue
         let client = Client(options: options)
         // The failure is reported below with the file's name; the library's own log line would repeat it.
         client.logger.setSink { _, _ in }

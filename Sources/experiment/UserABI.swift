@@ -94,7 +94,7 @@ public func abiTrack(_ handle: OpaquePointer?, _ eventKey: UnsafePointer<CChar>?
             throw ClientError(.unknownEvent, "unknown event \"\(key)\"")
         }
         try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
-            client.track(config: config, event: event, userId: user, attributes: attributes, tags: tags)
+            try client.track(config: config, event: event, userId: user, attributes: attributes, tags: tags)
         }
     }
 }

@@ -40,6 +40,7 @@
 #include "experiment.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -870,6 +871,41 @@ public:
         detail::OptionalCString tags(tags_json, "event tags");
         detail::check(exp_track(client_, event.c_str(), user.c_str(), attributes.data(), attributes.size(),
                                 tags.c_str()));
+    }
+
+    /* ---- event pipeline and Kameleoon user data (see experiment.h) ---- */
+
+    /* Sends every queued event now; false when events remain queued after close_timeout_ms. */
+    bool flush() {
+        exp_status status = exp_flush(client_);
+        if (status == EXP_ERR_TIMEOUT) return false;
+        detail::check(status);
+        return true;
+    }
+
+    /* The event counters as a JSON object (queued, sent, retried, failed, dropped, poisoned, pending, ...). */
+    std::string stats_json() const {
+        char *json = nullptr;
+        detail::check(exp_client_stats(client_, &json));
+        return detail::take(json);
+    }
+
+    /* Kameleoon trackConversion; revenue NAN (the default) for none. */
+    void track_conversion(std::string_view user_id, int64_t goal_id, double revenue = NAN) {
+        detail::CString user(user_id, "user id");
+        detail::check(exp_track_conversion(client_, user.c_str(), goal_id, revenue));
+    }
+
+    /* Kameleoon addData: one entry or an array, e.g. R"({"type": "interest", "index": 2})". */
+    void add_user_data(std::string_view user_id, std::string_view data_json) {
+        detail::CString user(user_id, "user id"), data(data_json, "user data");
+        detail::check(exp_add_user_data(client_, user.c_str(), data.c_str()));
+    }
+
+    /* Kameleoon flush(user): sends the user's pending data now. */
+    void flush_user(std::string_view user_id) {
+        detail::CString user(user_id, "user id");
+        detail::check(exp_flush_user(client_, user.c_str()));
     }
 
     /*

@@ -53,6 +53,16 @@ for sanitizer in thread address; do
         echo "sanitizer report under $sanitizer (ODP stress):"; head -60 "$out/odp-stress-$sanitizer.log"; exit 1
     fi
     echo "   real-time segments from 4 threads, close with fetches in flight: no $sanitizer sanitizer report"
+    # The event pipeline: 4 tracking threads + flush/stats, a 127.0.0.1 server failing every third POST.
+    "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/events.c -o "$out/events-$sanitizer" \
+        -L"$lib" -lexperiment -Wl,-rpath,"$lib" -L"$runtime" -ldispatch -lBlocksRuntime -Wl,-rpath,"$runtime" -lpthread
+    TSAN_OPTIONS="halt_on_error=1 exitcode=66" ASAN_OPTIONS="detect_leaks=1" \
+        "$out/events-$sanitizer" examples/datafiles/demo.json > "$out/events-$sanitizer.log" 2>&1 || {
+            echo "event pipeline under $sanitizer sanitizer failed:"; head -60 "$out/events-$sanitizer.log"; exit 1; }
+    if grep -q "ThreadSanitizer\|AddressSanitizer\|LeakSanitizer\|runtime error" "$out/events-$sanitizer.log"; then
+        echo "sanitizer report in the event pipeline under $sanitizer:"; head -60 "$out/events-$sanitizer.log"; exit 1
+    fi
+    echo "   event pipeline ($(grep -o '[0-9]* accepted, [0-9]* received' "$out/events-$sanitizer.log")): no $sanitizer sanitizer report"
     if [ "$sanitizer" = address ]; then
         "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/lifecycle.c -o "$out/lifecycle" \
             -L"$lib" -lexperiment -Wl,-rpath,"$lib"

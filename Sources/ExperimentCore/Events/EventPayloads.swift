@@ -152,7 +152,7 @@ public enum EventPayloads {
         return batchEpilogue(writer, config: config, userId: userId, attributes: attributes)
     }
 
-    private static func batchPrologue(config: ProjectConfig, client: EventClient) -> JSONWriter {
+    static func batchPrologue(config: ProjectConfig, client: EventClient) -> JSONWriter {
         var writer = JSONWriter(reservingCapacity: 640)
         writer.beginObject()
         writer.field("account_id", config.accountId)

@@ -24,7 +24,9 @@ public final class Client: @unchecked Sendable {
     public let profileSlot: ProfileSlot
     public let events: EventSink
     public let logger: Logger
-    public let notifications = NotificationCenter()
+    public let notifications: NotificationCenter
+    /// Kameleoon user data waiting for the user's next trigger / conversion / flush (Client+Events.swift).
+    public let userData = UserDataStore()
     public let eventClient = EventClient(name: "libexperiment", version: LibraryVersion.string)
     /// Real-time segments (ODP): per-user qualified segments, fetching, ODP events (see Client+ODP.swift).
     public let segments: QualifiedSegmentsStore
@@ -39,7 +41,9 @@ public final class Client: @unchecked Sendable {
         self.options = options
         self.properties = UserPropertyStore(capacity: options.userStoreCapacity)
         self.logger = Logger(level: options.logLevel)
-        self.events = EventSink(logger: logger)
+        let notifications = NotificationCenter()
+        self.notifications = notifications
+        self.events = EventSink(logger: logger, options: options, notifications: notifications)
         self.segments = QualifiedSegmentsStore(capacity: options.userStoreCapacity)
         self.odp = ODPManager(options: options.odp, stateDir: options.stateDir, closeTimeoutMs: options.closeTimeoutMs,
                               logger: logger)
@@ -106,11 +110,13 @@ public final class Client: @unchecked Sendable {
     /// The config decisions should use now.
     public func config() throws(ClientError) -> ProjectConfig { try lease().config }
 
-    /// Closes the client: stops the datafile poller, releases its tag, stops the ODP threads. Idempotent.
+    /// Closes the client: refuses further calls, stops the datafile poller and releases its tag, stops the ODP
+    /// threads, and drains the event queue within close_timeout_ms (the rest stays on disk). Idempotent.
     public func close() {
         isClosed.store(true, ordering: .releasing)
         closeDatafileLifecycle()
         odp.close()
+        events.close(timeoutMs: options.closeTimeoutMs)
     }
 
     public var closed: Bool { isClosed.load(ordering: .acquiring) }
@@ -199,10 +205,15 @@ public final class Client: @unchecked Sendable {
             let service = DecisionService(config: config, userId: userId, attributes: attributes, overrides: overrides,
                                           sticky: sticky, includeReasons: options.contains(.includeReasons))
             let decision = service.decide(flag: flag)
+            var dispatched = false
             if !options.contains(.disableDecisionEvent) {
-                sendImpressions(of: decision, config: config, userId: userId, attributes: attributes)
+                dispatched = sendImpressions(of: decision, config: config, userId: userId, attributes: attributes)
             }
-            body(DecideResult(decision: decision, reasons: service.reasons?.messages ?? []))
+            let result = DecideResult(decision: decision, reasons: service.reasons?.messages ?? [])
+            if notifications.hasListeners(.decision) {
+                notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, dispatched: dispatched)
+            }
+            body(result)
         }
     }
 
@@ -240,43 +251,70 @@ public final class Client: @unchecked Sendable {
             let subject = EventPayloads.subject(experiment: experiment, variation: variation, in: config)
             send(subject, config: config, userId: userId, attributes: merged)
         }
+        if notifications.hasListeners(.decision) {
+            notifyExperimentDecision(outcome, config: config, experiment: experiment, userId: userId, attributes: merged)
+        }
+        if sendImpression { sendPendingUserData(config: config, userId: userId) }
         return outcome
     }
 
     /// A conversion for `event` (an index into the config's events).
+    /// Throws when the event queue refuses the event (full with policy "reject", state file failure).
     public func track<A: UserAttributes>(config: ProjectConfig, event: Int, userId: UTF8Text, attributes: A,
-                                         tags: EventTags?)
+                                         tags: EventTags?) throws(ClientError)
     {
-        guard events.hasDispatcher else { return events.countDropped() }
         let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
-        let batch = EventPayloads.conversion(event: config.events[event], tags: tags, config: config,
-                                             userId: String(decoding: userId, as: UTF8.self), attributes: merged,
-                                             uuid: EventIdentity.uuid(), timestamp: EventIdentity.timestampMillis(),
-                                             client: eventClient)
-        events.send(batch)
+        if events.accepting {
+            let uuid = EventIdentity.uuid()
+            let batch = EventPayloads.conversion(event: config.events[event], tags: tags, config: config,
+                                                 userId: String(decoding: userId, as: UTF8.self), attributes: merged,
+                                                 uuid: uuid, timestamp: EventIdentity.timestampMillis(),
+                                                 client: eventClient)
+            try events.send(batch, uuid: uuid)
+        } else {
+            events.countDropped()
+        }
+        if notifications.hasListeners(.track) {
+            notifyTrack(event: config.events[event].key, userId: userId, attributes: merged, tags: tags)
+        }
+        sendPendingUserData(config: config, userId: userId)
     }
 
     // MARK: events
 
+    /// True when an impression was sent.
+    @discardableResult
     private func sendImpressions<A: UserAttributes>(of decision: FlagDecision, config: ProjectConfig,
-                                                    userId: UTF8Text, attributes: A)
+                                                    userId: UTF8Text, attributes: A) -> Bool
     {
+        var sent = false
         if let holdout = EventPayloads.exclusionHoldoutSubject(of: decision, in: config) {
-            send(holdout, config: config, userId: userId, attributes: attributes)
+            sent = send(holdout, config: config, userId: userId, attributes: attributes) || sent
         }
         if decision.sendsImpression(in: config) {
-            send(EventPayloads.subject(of: decision, in: config), config: config, userId: userId, attributes: attributes)
+            sent = send(EventPayloads.subject(of: decision, in: config), config: config, userId: userId,
+                        attributes: attributes) || sent
         }
+        return sent
     }
 
+    /// An impression cannot fail its decision: one the queue refuses is counted as dropped and logged.
+    @discardableResult
     private func send<A: UserAttributes>(_ subject: ImpressionSubject, config: ProjectConfig, userId: UTF8Text,
-                                         attributes: A)
+                                         attributes: A) -> Bool
     {
         // With nobody to receive it, an event is only counted as dropped: building it would be wasted.
-        guard events.hasDispatcher else { return events.countDropped() }
+        guard events.accepting else { events.countDropped(); return false }
+        let uuid = EventIdentity.uuid()
         let batch = EventPayloads.impression(subject, config: config, userId: String(decoding: userId, as: UTF8.self),
-                                             attributes: attributes, uuid: EventIdentity.uuid(),
+                                             attributes: attributes, uuid: uuid,
                                              timestamp: EventIdentity.timestampMillis(), client: eventClient)
-        events.send(batch)
+        do {
+            try events.send(batch, uuid: uuid)
+            return true
+        } catch {
+            logger.log(.warning, "impression not queued: \(error.message)")
+            return false
+        }
     }
 }

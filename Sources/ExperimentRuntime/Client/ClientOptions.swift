@@ -1,4 +1,7 @@
 import ExperimentCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where sticky bucketing (user profiles) is kept.
 public enum ProfileStoreChoice: Sendable, Equatable {
@@ -60,7 +63,10 @@ public struct ClientOptions: Sendable {
     public var usesStateFile = true
 
     // Events
-    public var eventEndpoint = "https://logx.optimizely.com/v1/events"
+    /// Where the built-in dispatcher POSTs batches; "none" turns the built-in pipeline off (events with no
+    /// host dispatcher are then only counted as dropped). Default: the reference's logx endpoint, or the
+    /// EXPERIMENT_EVENT_ENDPOINT environment variable when set (test suites set it to "none").
+    public var eventEndpoint = ClientOptions.defaultEventEndpoint()
     public var eventBatchSize = 10
     public var eventFlushIntervalMs = 1_000
     public var eventQueueCapacity = 100_000
@@ -85,6 +91,13 @@ public struct ClientOptions: Sendable {
     ]
 
     public init() {}
+
+    public static let disabledEventEndpoint = "none"
+
+    static func defaultEventEndpoint() -> String {
+        if let value = getenv("EXPERIMENT_EVENT_ENDPOINT"), value.pointee != 0 { return String(cString: value) }
+        return "https://logx.optimizely.com/v1/events"
+    }
 
     public static func parse(json text: UnsafeRawBufferPointer?) throws(ClientError) -> ClientOptions {
         var options = ClientOptions()
@@ -132,7 +145,13 @@ public struct ClientOptions: Sendable {
         case "cache_ttl_s": cacheTTLSeconds = try field.integer(in: 0...(365 * 86_400))
         case "state_dir": stateDir = try field.string(nonEmpty: true)
         case "profile_store": profileStore = try Self.profileStore(value)
-        case "event_endpoint": eventEndpoint = try field.string(nonEmpty: true)
+        case "event_endpoint":
+            let endpoint = try field.string(nonEmpty: true)
+            guard endpoint == Self.disabledEventEndpoint || endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")
+            else {
+                throw ClientError(.invalidOption, "options.event_endpoint: expected an http(s):// URL or \"none\"")
+            }
+            eventEndpoint = endpoint
         case "event_batch_size": eventBatchSize = try field.integer(in: 1...10_000)
         case "event_flush_interval_ms": eventFlushIntervalMs = try field.integer(in: 1...3_600_000)
         case "event_queue_capacity": eventQueueCapacity = try field.integer(in: 1...100_000_000)

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What a notification listener hears about; the raw values are the C API's EXP_NOTIFY_* numbers.
 public enum NotificationType: Int32, Sendable, CaseIterable {
     /// A decision was made (decide, activate, get_variation, trigger_experiment).
@@ -34,7 +36,8 @@ public final class NotificationCenter: @unchecked Sendable {
     private let lock = Lock()
     private var entries: [Entry] = []
     private var nextId: Int64 = 1
-    private var typesInUse: UInt32 = 0
+    /// One bit per type with listeners, read without the lock on the decision path.
+    private let typesInUse = Atomic<UInt32>(0)
 
     public init() {}
 
@@ -43,7 +46,7 @@ public final class NotificationCenter: @unchecked Sendable {
         lock.withLock {
             defer { nextId += 1 }
             entries.append(Entry(id: nextId, type: type, listener: listener))
-            typesInUse |= 1 << UInt32(type.rawValue)
+            typesInUse.store(entries.reduce(0) { $0 | 1 << UInt32($1.type.rawValue) }, ordering: .releasing)
             return nextId
         }
     }
@@ -54,16 +57,16 @@ public final class NotificationCenter: @unchecked Sendable {
         lock.withLock {
             guard let index = entries.firstIndex(where: { $0.id == id }) else { return false }
             entries.remove(at: index)
-            typesInUse = entries.reduce(0) { $0 | 1 << UInt32($1.type.rawValue) }
+            typesInUse.store(entries.reduce(0) { $0 | 1 << UInt32($1.type.rawValue) }, ordering: .releasing)
             return true
         }
     }
 
-    public func removeAll() { lock.withLock { entries.removeAll(); typesInUse = 0 } }
+    public func removeAll() { lock.withLock { entries.removeAll(); typesInUse.store(0, ordering: .releasing) } }
 
     /// Whether anyone listens for `type`: callers skip building payloads nobody receives.
     public func hasListeners(_ type: NotificationType) -> Bool {
-        lock.withLock { typesInUse & (1 << UInt32(type.rawValue)) != 0 }
+        typesInUse.load(ordering: .acquiring) & (1 << UInt32(type.rawValue)) != 0
     }
 
     /// Calls every listener of `type` with the payload `payload()` builds (built once, only when needed).

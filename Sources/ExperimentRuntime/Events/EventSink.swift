@@ -4,8 +4,9 @@ import Synchronization
 import Glibc
 #endif
 
-/// Where built events go. For now the host's dispatcher callback, called synchronously; the durable
-/// batching dispatcher takes this place in the event pipeline later.
+/// Where built events go: the host's dispatcher callback when one is installed (called synchronously,
+/// exactly as before the built-in pipeline existed), otherwise the built-in durable pipeline
+/// (`EventProcessor`) unless `event_endpoint` is "none", in which case events are only counted as dropped.
 public final class EventSink: @unchecked Sendable {
     public typealias Dispatch = @Sendable (EventBatch) -> Bool
 
@@ -13,60 +14,157 @@ public final class EventSink: @unchecked Sendable {
     // (Locked<Dispatch?>) re-abstracts it on every access, wrapping it in one more thunk each time.
     private let lock = Lock()
     private var dispatcher: Dispatch?
-    private let sentCount = Atomic<Int>(0)
-    private let failedCount = Atomic<Int>(0)
-    private let droppedCount = Atomic<Int>(0)
+    /// The built-in pipeline, opened on the first event (or at creation when the state file exists, so
+    /// events an earlier run left on disk are sent).
+    private var processor: EventProcessor?
+    private var processorClosed = false
+    private let pipelineEnabled: Bool
+    private let options: ClientOptions
+    private let notifications: NotificationCenter
+    public let stats = EventStats()
 
     private let logger: Logger
 
-    public init(logger: Logger) { self.logger = logger }
+    public init(logger: Logger, options: ClientOptions = ClientOptions(), notifications: NotificationCenter = NotificationCenter()) {
+        self.logger = logger
+        self.options = options
+        self.notifications = notifications
+        pipelineEnabled = options.eventEndpoint != ClientOptions.disabledEventEndpoint
+        if pipelineEnabled, let directory = try? StateDirectory(option: options.stateDir),
+           access(directory.databasePath, F_OK) == 0
+        {
+            _ = try? pipeline()
+        }
+    }
+
+    /// A client released without close: stop the dispatcher thread (events stay on disk).
+    deinit { processor?.close(timeoutMs: 0) }
 
     public func setDispatcher(_ dispatch: Dispatch?) { lock.withLock { dispatcher = dispatch } }
 
     public var hasDispatcher: Bool { lock.withLock { dispatcher != nil } }
 
+    /// Whether an event built now goes anywhere (else it is only counted, and not worth building).
+    public var accepting: Bool { lock.withLock { dispatcher != nil || (pipelineEnabled && !processorClosed) } }
+
     /// Counts an event that had nowhere to go.
     public func countDropped() {
-        droppedCount.add(1, ordering: .relaxed)
-        logger.log(.debug, "event dropped: no event dispatcher is installed")
+        stats.dropped.add(1, ordering: .relaxed)
+        logger.log(.debug, "event dropped: no event dispatcher is installed and event_endpoint is \"none\"")
     }
 
-    /// Hands the batch to the dispatcher outside the lock (the callback may take its time or re-enter).
-    public func send(_ batch: EventBatch) {
+    /// Hands the batch to the host's dispatcher (outside the lock: the callback may take its time or
+    /// re-enter), or appends it to the durable queue. Throws when the queue refuses it (full, store failure).
+    public func send(_ batch: EventBatch, uuid: String, eventCount: Int = 1) throws(ClientError) {
         let current: Dispatch? = lock.withLock { dispatcher }
-        guard let current else { return countDropped() }
-        if current(batch) {
-            sentCount.add(1, ordering: .relaxed)
+        guard let current else {
+            guard pipelineEnabled else { return countDropped() }
+            return try pipeline().enqueue(batch, uuid: uuid)
+        }
+        let accepted = current(batch)
+        if accepted {
+            stats.sent.add(eventCount, ordering: .relaxed)
         } else {
-            failedCount.add(1, ordering: .relaxed)
+            stats.failed.add(1, ordering: .relaxed)
             logger.log(.warning, "the event dispatcher reported a failure for an event batch to \(batch.url)")
+        }
+        if notifications.hasListeners(.logEvent) {
+            notifications.notify(.logEvent) {
+                var writer = JSONWriter()
+                writer.beginObject()
+                writer.field("url", batch.url)
+                writer.field("http_verb", batch.httpVerb)
+                writer.key("status"); writer.null()
+                writer.key("event_count"); writer.int(Int64(eventCount))
+                writer.field("outcome", accepted ? "sent" : "failed")
+                writer.endObject()
+                return writer.text
+            }
         }
     }
 
-    public var stats: (sent: Int, failed: Int, dropped: Int) {
-        (sentCount.load(ordering: .relaxed), failedCount.load(ordering: .relaxed), droppedCount.load(ordering: .relaxed))
+    /// The built-in pipeline, opened on first use.
+    private func pipeline() throws(ClientError) -> EventProcessor {
+        let result: Result<EventProcessor, ClientError> = lock.withLock {
+            if let processor { return .success(processor) }
+            if processorClosed { return .failure(ClientError(.closed, "the client is closed")) }
+            do throws(ClientError) {
+                let opened = try EventProcessor(options: options, stats: stats, logger: logger,
+                                                notifications: notifications)
+                processor = opened
+                return .success(opened)
+            } catch {
+                stats.dropped.add(1, ordering: .relaxed)
+                stats.recordError(error.message)
+                logger.log(.error, "event pipeline unavailable: \(error.message)")
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Sends what is queued now and waits up to `timeoutMs`; the number of events still queued.
+    public func flush(timeoutMs: Int) -> Int {
+        let current = lock.withLock { processor }
+        return current?.flush(timeoutMs: timeoutMs) ?? 0
+    }
+
+    /// Drains the pipeline within `timeoutMs` and stops it; later events are refused.
+    public func close(timeoutMs: Int) {
+        let current: EventProcessor? = lock.withLock {
+            processorClosed = true
+            defer { processor = nil }
+            return processor
+        }
+        current?.close(timeoutMs: timeoutMs)
+    }
+
+    /// The counters as JSON (exp_client_stats).
+    public func statsJSON() -> String {
+        let current = lock.withLock { processor }
+        return stats.json(pending: current?.pending)
     }
 }
 
 /// Unique event ids and timestamps.
 public enum EventIdentity {
-    /// A random (version 4) UUID in its canonical text form (two draws from the system generator).
+    /// A random (version 4) UUID in its canonical text form. The bits come from a per-process 128-bit
+    /// seed drawn once from the system generator, mixed with a counter through splitmix64 (a bijection),
+    /// so ids never repeat within a process and collide across processes only as random UUIDs do,
+    /// without a system call per event.
     public static func uuid() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        let count = uuidCounter.add(1, ordering: .relaxed).newValue
+        var bytes = (mix(uuidSeed.0 &+ count), mix(uuidSeed.1 ^ (count &* 0x9E37_79B9_7F4A_7C15)))
         return withUnsafeMutableBytes(of: &bytes) { raw -> String in
             raw[6] = (raw[6] & 0x0F) | 0x40
             raw[8] = (raw[8] & 0x3F) | 0x80
-            let hex = Array("0123456789abcdef".utf8)
-            var text = [UInt8]()
-            text.reserveCapacity(36)
-            for index in 0..<16 {
-                if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-                text.append(hex[Int(raw[index] >> 4)])
-                text.append(hex[Int(raw[index] & 0x0F)])
+            return String(unsafeUninitializedCapacity: 36) { text in
+                let hex: StaticString = "0123456789abcdef"
+                var position = 0
+                for index in 0..<16 {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[position] = UInt8(ascii: "-"); position += 1
+                    }
+                    text[position] = hex.utf8Start[Int(raw[index] >> 4)]
+                    text[position + 1] = hex.utf8Start[Int(raw[index] & 0x0F)]
+                    position += 2
+                }
+                return position
             }
-            return String(decoding: text, as: UTF8.self)
         }
+    }
+
+    private static let uuidSeed: (UInt64, UInt64) = {
+        var generator = SystemRandomNumberGenerator()
+        return (generator.next(), generator.next())
+    }()
+    private static let uuidCounter = Atomic<UInt64>(0)
+
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 
     /// Milliseconds since the Unix epoch.

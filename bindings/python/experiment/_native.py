@@ -257,6 +257,12 @@ _PROTOTYPES += [
     ("exp_force_exclude", c_int, [exp_client_p, c_char_p, c_char_p]),
     ("exp_force_exclude_all", c_int, [exp_client_p, c_char_p]),
     ("exp_force_clear", c_int, [exp_client_p, c_char_p, c_char_p]),
+    # event pipeline and Kameleoon user data
+    ("exp_flush", c_int, [exp_client_p]),
+    ("exp_client_stats", c_int, [exp_client_p, c_char_pp]),
+    ("exp_track_conversion", c_int, [exp_client_p, c_char_p, c_int64, c_double]),
+    ("exp_add_user_data", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_flush_user", c_int, [exp_client_p, c_char_p]),
 ]
 
 FUNCTION_NAMES = tuple(name for name, _, _ in _PROTOTYPES)

@@ -20,6 +20,7 @@ from .segments import SegmentsMixin  # real-time segments (ODP) methods
 from .sigma import UserExperiment
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
+    ERR_TIMEOUT,
     ClosedError,
     InvalidArgumentError,
     InvalidOptionError,
@@ -1166,6 +1167,57 @@ class Client(SegmentsMixin):
 
 
 # -- host profile store (user profile service) ----------------------------------------------------
+
+    # -- event pipeline and Kameleoon user data -----------------------------------------------------
+
+    def flush(self) -> bool:
+        """Sends every queued event now and waits for the attempt (at most the client's close_timeout_ms).
+        True when the queue is empty afterwards; False when events remain queued (they are retried)."""
+        status = _lib.exp_flush(self._live())
+        if status == ERR_TIMEOUT:
+            return False
+        if status:
+            _raise(status)
+        return True
+
+    def stats(self) -> Dict[str, Any]:
+        """The event counters: queued, sent, retried, failed, dropped, poisoned, batches_sent, pending,
+        last_error (see exp_client_stats)."""
+        out = c_char_p()
+        status = _lib.exp_client_stats(self._live(), byref(out))
+        if status:
+            _raise(status)
+        return json.loads(_take_string(out) or "{}")
+
+    def track_conversion(self, user_id: Text, goal_id: int, revenue: Optional[float] = None) -> None:
+        """Kameleoon trackConversion: goal ``goal_id`` for the user, sent now with the user's pending data."""
+        if isinstance(goal_id, bool) or not isinstance(goal_id, int):
+            raise UnsupportedTypeError("goal_id: expected an int, got %s" % type(goal_id).__name__)
+        if not -(1 << 63) <= goal_id < (1 << 63):
+            raise InvalidArgumentError("goal_id: %d is out of range" % goal_id)
+        amount = float("nan") if revenue is None else float(revenue)
+        status = _lib.exp_track_conversion(self._live(), _text(user_id, "user_id"), goal_id, amount)
+        if status:
+            _raise(status)
+
+    def add_user_data(self, user_id: Text, *entries: Dict[str, Any]) -> None:
+        """Kameleoon addData: entries such as ``{"type": "custom", "index": 1, "value": "gold"}``,
+        ``{"type": "interest", "index": 2}``, ``{"type": "conversion", "goal_id": 32, "revenue": 10.0}``;
+        sent with the user's next trigger / conversion or by :meth:`flush_user`."""
+        try:
+            data = json.dumps(list(entries), allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError("user data: %s" % exc) from None
+        status = _lib.exp_add_user_data(self._live(), _text(user_id, "user_id"), data)
+        if status:
+            _raise(status)
+
+    def flush_user(self, user_id: Text) -> None:
+        """Kameleoon flush(user): sends the user's pending user data now."""
+        status = _lib.exp_flush_user(self._live(), _text(user_id, "user_id"))
+        if status:
+            _raise(status)
+
 
 def _check_profile_service(service: Any) -> None:
     if not callable(getattr(service, "lookup", None)) or not callable(getattr(service, "save", None)):

@@ -19,12 +19,14 @@ DATA_DIR = os.path.join(HERE, "data")
 DATAFILE_PATH = os.path.join(DATA_DIR, "basic_datafile.json")
 HEADER_PATH = os.path.join(REPO_ROOT, "include", "experiment.h")
 
-# Clients keep sticky bucketing and forced overrides in a state file (default: $XDG_STATE_HOME/libexperiment):
-# every test session gets its own, so no run sees another's profiles and nothing lands in the home directory.
-import tempfile  # noqa: E402
+# Hermetic runs: clients that install no event dispatcher and name no event_endpoint must not try to reach
+# the reference's logx endpoint (tests of the pipeline pass their own 127.0.0.1 server), and sticky profiles,
+# overrides and queued events go to a private state directory, never the user's own.
+os.environ.setdefault("EXPERIMENT_EVENT_ENDPOINT", "none")
+if not os.environ.get("EXPERIMENT_KEEP_STATE_HOME"):
+    import tempfile as _tempfile
 
-STATE_HOME = tempfile.mkdtemp(prefix="exp-test-state-")
-os.environ["XDG_STATE_HOME"] = STATE_HOME
+    os.environ["XDG_STATE_HOME"] = _tempfile.mkdtemp(prefix="libexperiment-test-state-")
 
 if BINDING_ROOT not in sys.path:
     sys.path.insert(0, BINDING_ROOT)

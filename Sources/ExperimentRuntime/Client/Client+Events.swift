@@ -1,0 +1,197 @@
+import ExperimentCore
+import Synchronization
+
+/// Kameleoon user data per user, held in memory until the user's next trigger_experiment, conversion or
+/// exp_flush_user. Bounded: at most `maxUsers` users and `maxEntriesPerUser` entries each.
+public final class UserDataStore: @unchecked Sendable {
+    public static let maxUsers = 100_000
+    public static let maxEntriesPerUser = 1_000
+    private let pending = Locked<[String: UserData]>([:])
+    /// Users with pending data, read without the lock: tracks of users without data (nearly all) skip it.
+    private let users = Atomic<Int>(0)
+
+    public init() {}
+
+    /// Applies `change` to `userId`'s pending data; false (nothing changed) past the bounds.
+    func update(_ userId: String, _ change: (inout UserData) -> Void) -> Bool {
+        pending.withLock { table in
+            if table[userId] == nil && table.count >= Self.maxUsers { return false }
+            var data = table[userId] ?? UserData()
+            change(&data)
+            guard data.count <= Self.maxEntriesPerUser else { return false }
+            table[userId] = data
+            users.store(table.count, ordering: .releasing)
+            return true
+        }
+    }
+
+    /// Removes and returns `userId`'s pending data.
+    func take(_ userId: String) -> UserData? {
+        pending.withLock { table in
+            defer { users.store(table.count, ordering: .releasing) }
+            return table.removeValue(forKey: userId)
+        }
+    }
+
+    var isEmpty: Bool { users.load(ordering: .acquiring) == 0 }
+
+    /// Puts data back (its send failed) in front of anything added since.
+    func restore(_ userId: String, _ data: UserData) {
+        _ = update(userId) { current in
+            var merged = data
+            for entry in current.custom { merged.setCustom(index: entry.index, values: entry.values) }
+            current.interests.forEach { merged.addInterest($0) }
+            merged.conversions += current.conversions
+            current = merged
+        }
+    }
+
+    public var userCount: Int { pending.withLock { $0.count } }
+}
+
+/// One piece of Kameleoon user data (exp_add_user_data).
+public enum UserDataEntry: Sendable {
+    case custom(index: Int64, values: [String])
+    case interest(index: Int64)
+    case conversion(UserData.Conversion)
+}
+
+extension Client {
+    // MARK: Kameleoon user data and conversions
+
+    /// Adds data to `userId`'s pending user data (sent with the next trigger / conversion / flush).
+    public func addUserData(userId: String, _ entries: [UserDataEntry]) throws(ClientError) {
+        try ensureOpen()
+        let stored = userData.update(userId) { data in
+            for entry in entries {
+                switch entry {
+                case .custom(let index, let values): data.setCustom(index: index, values: values)
+                case .interest(let index): data.addInterest(index)
+                case .conversion(let conversion): data.conversions.append(conversion)
+                }
+            }
+        }
+        guard stored else {
+            throw ClientError(.tooLarge, "user data: at most \(UserDataStore.maxEntriesPerUser) pending entries per user "
+                              + "and \(UserDataStore.maxUsers) users with pending data; flush first")
+        }
+    }
+
+    /// Kameleoon trackConversion: a goal conversion, sent now with the user's pending data.
+    public func trackConversion(config: ProjectConfig, userId: String, goalId: Int64, revenue: Double?,
+                                negative: Bool = false) throws(ClientError)
+    {
+        try addUserData(userId: userId, [.conversion(.init(goalId: goalId, revenue: revenue, negative: negative))])
+        try flushUserData(config: config, userId: userId)
+    }
+
+    /// Kameleoon flush(user): sends the user's pending data now (nothing when there is none).
+    public func flushUserData(config: ProjectConfig, userId: String) throws(ClientError) {
+        guard let data = userData.take(userId), !data.isEmpty else { return }
+        guard events.accepting else { return events.countDropped() }
+        var firstUUID: String? = nil
+        let batch = EventPayloads.userData(data, config: config, userId: userId, uuid: {
+            let uuid = EventIdentity.uuid()
+            if firstUUID == nil { firstUUID = uuid }
+            return uuid
+        }, timestamp: EventIdentity.timestampMillis(), client: eventClient)
+        do {
+            try events.send(batch, uuid: firstUUID ?? EventIdentity.uuid())
+        } catch {
+            userData.restore(userId, data)
+            throw error
+        }
+    }
+
+    /// After a trigger or a conversion: the user's pending data goes along (failures are logged; the data
+    /// stays pending for the next try).
+    func sendPendingUserData(config: ProjectConfig, userId: UTF8Text) {
+        if userData.isEmpty { return }
+        let user = String(decoding: userId, as: UTF8.self)
+        do {
+            try flushUserData(config: config, userId: user)
+        } catch {
+            logger.log(.warning, "user data of a user not queued (kept for the next flush): \(error.message)")
+        }
+    }
+
+    // MARK: notifications (built only when someone listens)
+
+    func notifyFlagDecision<A: UserAttributes>(_ result: DecideResult, config: ProjectConfig, userId: UTF8Text,
+                                               attributes: A, dispatched: Bool)
+    {
+        let decision = result.decision
+        notifications.notify(.decision) {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("type", "flag")
+            writer.field("user_id", String(decoding: userId, as: UTF8.self))
+            writer.key("attributes"); Self.write(attributes, to: &writer)
+            writer.key("decision_info"); writer.beginObject()
+            writer.field("flag_key", config.flags[Int(decision.flag)].key.text)
+            writer.field("enabled", decision.enabled(in: config))
+            writer.key("variables"); writer.raw(String(cString: decision.variablesJSON(in: config)))
+            writer.field("variation_key", decision.variationKeyCString(in: config).map { String(cString: $0) })
+            writer.field("rule_key", decision.ruleKeyCString(in: config).map { String(cString: $0) })
+            writer.key("reasons"); writer.beginArray(); result.reasons.forEach { writer.string($0) }; writer.endArray()
+            writer.field("decision_event_dispatched", dispatched)
+            writer.endObject()
+            writer.endObject()
+            return writer.text
+        }
+    }
+
+    func notifyExperimentDecision<A: UserAttributes>(_ outcome: ExperimentOutcome, config: ProjectConfig,
+                                                     experiment: Int, userId: UTF8Text, attributes: A)
+    {
+        notifications.notify(.decision) {
+            let definition = config.experiments[experiment]
+            var variation: (key: String, id: String)? = nil
+            if case .variation(let index) = outcome {
+                variation = (definition.variations[Int(index)].key.text, definition.variations[Int(index)].id.text)
+            }
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("type", "ab-test")
+            writer.field("user_id", String(decoding: userId, as: UTF8.self))
+            writer.key("attributes"); Self.write(attributes, to: &writer)
+            writer.key("decision_info"); writer.beginObject()
+            writer.field("experiment_key", definition.key.text)
+            writer.field("experiment_id", definition.id.text)
+            writer.field("variation_key", variation?.key)
+            writer.field("variation_id", variation?.id)
+            writer.endObject()
+            writer.endObject()
+            return writer.text
+        }
+    }
+
+    func notifyTrack<A: UserAttributes>(event: String, userId: UTF8Text, attributes: A, tags: EventTags?) {
+        notifications.notify(.track) {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("event_key", event)
+            writer.field("user_id", String(decoding: userId, as: UTF8.self))
+            writer.key("attributes"); Self.write(attributes, to: &writer)
+            writer.key("event_tags")
+            if let tags { writer.raw(tags.json) } else { writer.null() }
+            writer.endObject()
+            return writer.text
+        }
+    }
+
+    private static func write<A: UserAttributes>(_ attributes: A, to writer: inout JSONWriter) {
+        writer.beginObject()
+        attributes.forEach { key, value in
+            writer.key(String(decoding: key, as: UTF8.self))
+            switch value {
+            case .null: writer.null()
+            case .bool(let flag): writer.bool(flag)
+            case .int(let number): writer.int(number)
+            case .double(let number): writer.double(number)
+            case .string(let bytes): writer.string(String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        writer.endObject()
+    }
+}

@@ -1,0 +1,273 @@
+/*
+ * bench_events.c — the event pipeline with the durable queue on: what exp_track (and a decide that sends
+ * an impression) costs the caller, and how many events per second reach a local HTTP server.
+ *
+ * A minimal HTTP/1.1 server runs in this process on 127.0.0.1 (its own thread): it reads each request,
+ * counts the visitors in the body ("visitor_id" occurrences) and answers 200. The client writes its state
+ * file to a fresh temporary directory and POSTs to that server.
+ *
+ * Scenarios:
+ *   track        exp_track("purchase", user, 2 attributes, no tags) into the SQLite queue (WAL,
+ *                synchronous=NORMAL), the dispatcher thread delivering in the background; ns per call
+ *                (median and p99 of per-call samples over 20,000 calls).
+ *   decide-imp   exp_decide of a flag whose decision sends an impression (the same queue).
+ *   delivery     200,000 exp_track calls as fast as the caller can go, batch size 500: events per second
+ *                from the first call until the server has counted every event, and the caller's rate.
+ *
+ * Usage: bench_events [--data-dir DIR] [--results FILE]   (TSV rows: ev<TAB>scenario<TAB>value<TAB>unit)
+ * Build (benchmarks/run.sh does this):
+ *   cc -O2 -std=gnu11 -Wall -Wextra -Iinclude benchmarks/c/bench_events.c -o bench_events \
+ *      -L.build/release -lexperiment -Wl,-rpath,$PWD/.build/release -lpthread
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "experiment.h"
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The local event endpoint                                                                        */
+/* ---------------------------------------------------------------------------------------------- */
+
+static atomic_long g_visitors_received;
+static atomic_long g_requests;
+static int g_listen_fd = -1;
+
+static long count_visitors(const char *body, size_t length) {
+    static const char needle[] = "\"visitor_id\"";
+    long count = 0;
+    const char *cursor = body, *end = body + length;
+    while ((cursor = memmem(cursor, (size_t)(end - cursor), needle, sizeof needle - 1)) != NULL) {
+        ++count;
+        cursor += sizeof needle - 1;
+    }
+    return count;
+}
+
+/* Serves one connection: requests until the client closes it. */
+static void serve_connection(int fd) {
+    size_t capacity = 1 << 20, filled = 0;
+    char *buffer = malloc(capacity);
+    for (;;) {
+        char *header_end = NULL;
+        while ((header_end = memmem(buffer, filled, "\r\n\r\n", 4)) == NULL) {
+            if (filled == capacity) buffer = realloc(buffer, capacity *= 2);
+            ssize_t got = read(fd, buffer + filled, capacity - filled);
+            if (got <= 0) goto done;
+            filled += (size_t)got;
+        }
+        size_t header_length = (size_t)(header_end - buffer) + 4;
+        size_t body_length = 0;
+        char *length_field = memmem(buffer, header_length, "Content-Length:", 15);
+        if (!length_field) length_field = memmem(buffer, header_length, "content-length:", 15);
+        if (length_field) body_length = strtoul(length_field + 15, NULL, 10);
+        while (filled < header_length + body_length) {
+            if (filled == capacity) buffer = realloc(buffer, capacity *= 2);
+            ssize_t got = read(fd, buffer + filled, capacity - filled);
+            if (got <= 0) goto done;
+            filled += (size_t)got;
+        }
+        atomic_fetch_add(&g_visitors_received, count_visitors(buffer + header_length, body_length));
+        atomic_fetch_add(&g_requests, 1);
+        static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        if (write(fd, reply, sizeof reply - 1) < 0) goto done;
+        size_t used = header_length + body_length;
+        memmove(buffer, buffer + used, filled - used);
+        filled -= used;
+    }
+done:
+    free(buffer);
+    close(fd);
+}
+
+static void *serve(void *unused) {
+    (void)unused;
+    for (;;) {
+        int fd = accept(g_listen_fd, NULL, NULL);
+        if (fd < 0) return NULL;
+        serve_connection(fd);
+    }
+}
+
+static int start_server(void) {
+    g_listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t length = sizeof address;
+    if (bind(g_listen_fd, (struct sockaddr *)&address, sizeof address) || listen(g_listen_fd, 64) ||
+        getsockname(g_listen_fd, (struct sockaddr *)&address, &length)) {
+        perror("bench_events: server");
+        exit(1);
+    }
+    pthread_t thread;
+    pthread_create(&thread, NULL, serve, NULL);
+    pthread_detach(thread);
+    return ntohs(address.sin_port);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Helpers                                                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static int compare_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static char *read_file(const char *path, size_t *length) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { perror(path); exit(1); }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *data = malloc((size_t)size + 1);
+    if (fread(data, 1, (size_t)size, f) != (size_t)size) { perror(path); exit(1); }
+    fclose(f);
+    data[size] = 0;
+    *length = (size_t)size;
+    return data;
+}
+
+static void check(exp_status status, const char *what) {
+    if (status != EXP_OK) {
+        fprintf(stderr, "bench_events: %s: %s (%s)\n", what, exp_status_str(status), exp_last_error());
+        exit(1);
+    }
+}
+
+static exp_client *make_client(const char *datafile, size_t length, int port, int batch_size) {
+    char state_dir[] = "/tmp/bench-events-XXXXXX";
+    if (!mkdtemp(state_dir)) { perror("mkdtemp"); exit(1); }
+    char options[512];
+    snprintf(options, sizeof options,
+             "{\"state_dir\": \"%s\", \"event_endpoint\": \"http://127.0.0.1:%d/v1/events\", "
+             "\"event_batch_size\": %d, \"event_flush_interval_ms\": 100, \"event_queue_capacity\": 10000000, "
+             "\"close_timeout_ms\": 60000}",
+             state_dir, port, batch_size);
+    exp_client *client = NULL;
+    check(exp_client_create(options, &client), "exp_client_create");
+    check(exp_client_start(client, datafile, length), "exp_client_start");
+    return client;
+}
+
+static FILE *g_results;
+
+static void report(const char *scenario, double value, const char *unit) {
+    printf("  %-34s %12.0f %s\n", scenario, value, unit);
+    if (g_results) fprintf(g_results, "ev\t%s\t%.0f\t%s\n", scenario, value, unit);
+}
+
+/* Median and p99 of per-call times of `calls` calls of `body(i)`. */
+#define TIME_CALLS(calls, samples, body)                                      \
+    do {                                                                      \
+        for (int i_ = 0; i_ < (calls); ++i_) {                                \
+            uint64_t start_ = now_ns();                                       \
+            body;                                                             \
+            (samples)[i_] = now_ns() - start_;                                \
+        }                                                                     \
+        qsort((samples), (size_t)(calls), sizeof(uint64_t), compare_u64);     \
+    } while (0)
+
+int main(int argc, char **argv) {
+    const char *data_dir = "benchmarks/data";
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--data-dir") && i + 1 < argc) data_dir = argv[++i];
+        else if (!strcmp(argv[i], "--results") && i + 1 < argc) g_results = fopen(argv[++i], "a");
+        else { fprintf(stderr, "usage: bench_events [--data-dir DIR] [--results FILE]\n"); return 2; }
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/bench_ab_rollout.json", data_dir);
+    size_t length;
+    char *datafile = read_file(path, &length);
+    int port = start_server();
+
+    enum { CALLS = 20000, WARMUP = 2000 };
+    static uint64_t samples[CALLS];
+    char users[1000][16];
+    for (int i = 0; i < 1000; ++i) snprintf(users[i], sizeof users[i], "user-%d", i);
+    exp_attribute attributes[2];
+    attributes[0] = exp_attr_string("country", "NL");
+    attributes[1] = exp_attr_int("age", 30);
+
+    printf("== events: durable queue (SQLite WAL, synchronous=NORMAL) and delivery to 127.0.0.1:%d\n", port);
+
+    /* exp_track caller cost */
+    exp_client *client = make_client(datafile, length, port, 100);
+    for (int i = 0; i < WARMUP; ++i) check(exp_track(client, "purchase", users[i % 1000], attributes, 2, NULL), "exp_track");
+    TIME_CALLS(CALLS, samples, check(exp_track(client, "purchase", users[i_ % 1000], attributes, 2, NULL), "exp_track"));
+    report("exp_track median (ns/call)", (double)samples[CALLS / 2], "ns");
+    report("exp_track p99 (ns/call)", (double)samples[CALLS * 99 / 100], "ns");
+
+    /* decide with an impression */
+    for (int i = 0; i < WARMUP; ++i) {
+        exp_decision d;
+        check(exp_decide(client, users[i % 1000], "checkout_flow", attributes, 2, 0, &d), "exp_decide");
+    }
+    long impressions_before = 0;
+    {
+        char *stats = NULL;
+        check(exp_client_stats(client, &stats), "exp_client_stats");
+        char *queued = strstr(stats, "\"queued\":");
+        impressions_before = queued ? atol(queued + 9) : 0;
+        exp_free(stats);
+    }
+    TIME_CALLS(CALLS, samples, {
+        exp_decision d;
+        check(exp_decide(client, users[i_ % 1000], "checkout_flow", attributes, 2, 0, &d), "exp_decide");
+    });
+    char *stats = NULL;
+    check(exp_client_stats(client, &stats), "exp_client_stats");
+    char *queued = strstr(stats, "\"queued\":");
+    long impressions = (queued ? atol(queued + 9) : 0) - impressions_before;
+    exp_free(stats);
+    report("decide + impression median (ns)", (double)samples[CALLS / 2], "ns");
+    report("decide + impression p99 (ns)", (double)samples[CALLS * 99 / 100], "ns");
+    printf("  (%ld of %d decisions sent an impression)\n", impressions, CALLS);
+    TIME_CALLS(CALLS, samples, {
+        exp_decision d;
+        check(exp_decide(client, users[i_ % 1000], "checkout_flow", attributes, 2,
+                         EXP_DECIDE_DISABLE_DECISION_EVENT, &d), "exp_decide");
+    });
+    report("decide, DISABLE_DECISION_EVENT (ns)", (double)samples[CALLS / 2], "ns");
+    check(exp_client_close(client), "exp_client_close");
+    exp_client_free(client);
+
+    /* sustained delivery */
+    enum { EVENTS = 200000 };
+    client = make_client(datafile, length, port, 500);
+    long base = atomic_load(&g_visitors_received);
+    uint64_t start = now_ns();
+    for (int i = 0; i < EVENTS; ++i) check(exp_track(client, "purchase", users[i % 1000], attributes, 2, NULL), "exp_track");
+    uint64_t tracked = now_ns();
+    while (atomic_load(&g_visitors_received) - base < EVENTS) {
+        if (now_ns() - start > 120ull * 1000000000ull) {
+            fprintf(stderr, "bench_events: only %ld of %d events arrived within 120 s\n",
+                    atomic_load(&g_visitors_received) - base, EVENTS);
+            return 1;
+        }
+        usleep(1000);
+    }
+    uint64_t delivered = now_ns();
+    report("caller rate, exp_track (events/s)", EVENTS / ((tracked - start) / 1e9), "events/s");
+    report("delivered to 127.0.0.1 (events/s)", EVENTS / ((delivered - start) / 1e9), "events/s");
+    printf("  (%d events, batch size 500, %ld POSTs in all)\n", EVENTS, atomic_load(&g_requests));
+    check(exp_client_close(client), "exp_client_close");
+    exp_client_free(client);
+    free(datafile);
+    if (g_results) fclose(g_results);
+    return 0;
+}
