@@ -120,12 +120,16 @@ private func membershipDatafile(holdoutStatus: String) -> String { #"""
    "trafficAllocation": [{"entityId": "92", "endOfRange": 10000}]}]}
 """# }
 
-private func withService<R>(_ datafile: String, _ body: (DecisionService<NoAttributes, NoOverrides>) -> R) throws -> R {
+private func withService<R>(_ datafile: String,
+                            _ body: (DecisionService<NoAttributes, NoOverrides, NoStickyAssignments>) -> R) throws -> R {
     let config = try DatafileCompiler.compile(datafile)
     let user = Array("user-1".utf8)
-    return user.withUnsafeBufferPointer { userId in
-        body(DecisionService(config: config, userId: userId, attributes: NoAttributes(), overrides: NoOverrides(),
-                             includeReasons: false))
+    // The service does not retain its config: keep it alive for the body.
+    return withExtendedLifetime(config) {
+        user.withUnsafeBufferPointer { userId in
+            body(DecisionService(config: config, userId: userId, attributes: NoAttributes(), overrides: NoOverrides(),
+                                 includeReasons: false))
+        }
     }
 }
 

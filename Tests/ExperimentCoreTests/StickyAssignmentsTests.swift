@@ -58,9 +58,12 @@ private func outcome<O: DecisionOverrides>(_ key: String, user: String, sticky: 
     let config = try DatafileCompiler.compile(datafile)
     let index = try #require(config.experimentKeyIndex.find(key))
     var userBytes = Array(user.utf8)
-    return userBytes.withUnsafeMutableBufferPointer { buffer in
-        DecisionService(config: config, userId: UnsafeBufferPointer(buffer), attributes: NoAttributes(),
-                        overrides: overrides, sticky: sticky, includeReasons: true).outcome(experiment: index)
+    // The service does not retain its config: keep it alive for the call.
+    return withExtendedLifetime(config) {
+        userBytes.withUnsafeMutableBufferPointer { buffer in
+            DecisionService(config: config, userId: UnsafeBufferPointer(buffer), attributes: NoAttributes(),
+                            overrides: overrides, sticky: sticky, includeReasons: true).outcome(experiment: index)
+        }
     }
 }
 
