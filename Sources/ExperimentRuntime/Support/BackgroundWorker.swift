@@ -16,8 +16,8 @@ public func monotonicMillis() -> Int64 {
 /// leaves nothing running after `exp_client_free`.
 public final class BackgroundWorker: @unchecked Sendable {
     public let name: String
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let gate = ConditionGate()
+    // Guarded by the gate's mutex.
     private var thread: pthread_t? = nil
     private var stopping = false
     private var wakeRequested = false
@@ -26,13 +26,6 @@ public final class BackgroundWorker: @unchecked Sendable {
     /// answers false.
     public init(name: String, _ body: @escaping @Sendable (BackgroundWorker) -> Void) {
         self.name = name
-        pthread_mutex_init(mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
-
         let start = Unmanaged.passRetained(ThreadStart(worker: self, body: body)).toOpaque()
         var created = pthread_t()
         let status = pthread_create(&created, nil, { context in
@@ -41,62 +34,39 @@ public final class BackgroundWorker: @unchecked Sendable {
             return nil
         }, start)
         if status == 0 {
-            thread = created
+            gate.update { thread = created }
         } else {
             Unmanaged<ThreadStart>.fromOpaque(start).release()
         }
     }
 
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
-    }
-
     /// Sleeps up to `milliseconds` or until `wake()`; false once `stop()` was called (the body should return).
     public func sleep(milliseconds: Int64) -> Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        let deadline = monotonicMillis() + max(0, milliseconds)
-        while !stopping && !wakeRequested {
-            let remaining = deadline - monotonicMillis()
-            if remaining <= 0 { break }
-            var until = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &until)
-            let nanos = Int64(until.tv_nsec) + (remaining % 1000) * 1_000_000
-            until.tv_sec += Int(remaining / 1000) + Int(nanos / 1_000_000_000)
-            until.tv_nsec = Int(nanos % 1_000_000_000)
-            pthread_cond_timedwait(condition, mutex, &until)
+        var stopped = false
+        _ = gate.wait(timeoutMs: milliseconds) {
+            stopped = stopping
+            guard stopping || wakeRequested else { return false }
+            wakeRequested = false  // consumed under the mutex: a wake is never lost between two sleeps
+            return true
         }
-        wakeRequested = false
-        return !stopping
+        return !stopped
     }
 
     /// True once `stop()` was called.
-    public var isStopping: Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return stopping
-    }
+    public var isStopping: Bool { gate.read { stopping } }
 
     /// Ends the current or next sleep early.
-    public func wake() {
-        pthread_mutex_lock(mutex)
-        wakeRequested = true
-        pthread_cond_broadcast(condition)
-        pthread_mutex_unlock(mutex)
-    }
+    public func wake() { gate.update { wakeRequested = true } }
 
     /// Asks the body to return and waits for the thread to end. Idempotent; must not be called from the
     /// worker's own thread.
     public func stop() {
-        pthread_mutex_lock(mutex)
-        stopping = true
-        pthread_cond_broadcast(condition)
-        let running = thread
-        thread = nil
-        pthread_mutex_unlock(mutex)
+        var running: pthread_t? = nil
+        gate.update {
+            stopping = true
+            running = thread
+            thread = nil
+        }
         if let running { pthread_join(running, nil) }
     }
 }

@@ -3,7 +3,8 @@ import Glibc
 #endif
 
 /// A mutex and condition variable pair (monotonic clock) for threads that wait for a state change:
-/// readiness (exp_client_wait_ready) and interruptible back-off sleeps that must end when the client closes.
+/// readiness (exp_client_wait_ready), interruptible back-off sleeps that must end when the client closes, and
+/// the sleeps of every BackgroundWorker.
 final class ConditionGate: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -22,6 +23,13 @@ final class ConditionGate: @unchecked Sendable {
         pthread_mutex_destroy(mutex)
         condition.deallocate()
         mutex.deallocate()
+    }
+
+    /// Reads state under the mutex (no waiter is woken).
+    func read<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
     }
 
     /// Runs `change` under the mutex and wakes every waiter so it re-checks its predicate.
