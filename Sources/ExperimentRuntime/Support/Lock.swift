@@ -32,7 +32,7 @@ public final class Locked<Value>: @unchecked Sendable {
 
     public init(_ value: Value) { self.value = value }
 
-    @inline(__always)
+    @inline(__always) @discardableResult
     public func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         try lock.withLock { try body(&value) }
     }
