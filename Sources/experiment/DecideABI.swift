@@ -78,21 +78,28 @@ public func abiDecide(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
     api { () throws(ClientError) in
         guard let handle else { throw ClientError(.invalidArgument, "client is NULL") }
         // The client and its config are borrowed, not retained: the caller's handle keeps the client alive
-        // and the thread's lease keeps the config alive (see ConfigLease).
-        try borrowing(Unmanaged<Client>.fromOpaque(UnsafeRawPointer(handle))) { (client) throws(ClientError) in
-            let out = try required(out, "out")
-            let user = try text(userId, "user_id")
-            let options = try decideOptions(rawOptions).subtracting(.enabledFlagsOnly)
-            let lease = try client.lease()
-            try borrowing(Unmanaged.passUnretained(lease.config)) { (config) throws(ClientError) in
-                let flag = try flagIndex(flagKey, in: config)
-                try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+        // and the thread's lease keeps the config alive (see ConfigLease). The closures capture only
+        // `Unmanaged` references: a captured class reference would be retained into the closure context,
+        // and a retain of the shared Client or ProjectConfig is a write to a cache line every thread reads.
+        let clientRef = Unmanaged<Client>.fromOpaque(UnsafeRawPointer(handle))
+        let out = try required(out, "out")
+        let user = try text(userId, "user_id")
+        let options = try decideOptions(rawOptions).subtracting(.enabledFlagsOnly)
+        let lease = try borrowing(clientRef) { (client) throws(ClientError) in try client.lease() }
+        let configRef = Unmanaged.passUnretained(lease.config)
+        let leaseRef = Unmanaged.passUnretained(lease)
+        let flag = try borrowing(configRef) { (config) throws(ClientError) in try flagIndex(flagKey, in: config) }
+        try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+            try borrowing(clientRef) { (client) throws(ClientError) in
+                try borrowing(configRef) { (config) throws(ClientError) in
                     let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes,
                                                options: options)
-                    fill(out, result, lease: lease, options: options.union(client.options.defaultDecideOptions))
+                    fill(out, result, lease: leaseRef.takeUnretainedValue(),
+                         options: options.union(client.options.defaultDecideOptions))
                 }
             }
         }
+        withExtendedLifetime(lease) {}
     }
 }
 
