@@ -18,6 +18,11 @@ public final class ProfileSlot: @unchecked Sendable {
         return Unmanaged<ProfileService>.fromOpaque(pointer).takeUnretainedValue()
     }
 
+    @inline(__always)
+    var unretainedService: Unmanaged<ProfileService>? {
+        current.load(ordering: .acquiring).map { Unmanaged<ProfileService>.fromOpaque($0) }
+    }
+
     func install(_ service: ProfileService?) {
         guard let service else { return current.store(nil, ordering: .releasing) }
         installed.withLock { $0.append(service) }
@@ -77,6 +82,13 @@ extension Client {
     @inline(__always)
     func profileService(for options: DecideOptions) -> ProfileService? {
         options.contains(.ignoreUserProfileService) ? nil : profileSlot.service
+    }
+
+    /// As `profileService(for:)`, unretained (the slot keeps every installed service alive): a decision
+    /// holding it writes nothing to the shared service object.
+    @inline(__always)
+    func unretainedProfileService(for options: DecideOptions) -> Unmanaged<ProfileService>? {
+        options.contains(.ignoreUserProfileService) ? nil : profileSlot.unretainedService
     }
 
     /// The profile counters as JSON: store, lookups, cache_hits, saves, errors, cached.

@@ -188,7 +188,7 @@ public final class Client: @unchecked Sendable {
         _ options: DecideOptions, _ body: (DecideResult) -> Void
     ) {
         // One profile lookup and at most one save per call, as the reference's UserProfileTracker.
-        if let profiles = profileService(for: options) {
+        if let profiles = unretainedProfileService(for: options) {
             ProfileTracker.withTracker(service: profiles, userId: userId) { tracker in
                 decide(config, flags, userId, attributes, overrides, tracker, options, body)
             }
@@ -236,7 +236,7 @@ public final class Client: @unchecked Sendable {
     {
         let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
         let outcome: ExperimentOutcome
-        if let profiles = profileSlot.service {
+        if let profiles = profileSlot.unretainedService {
             outcome = ProfileTracker.withTracker(service: profiles, userId: userId) { tracker in
                 DecisionService(config: config, userId: userId, attributes: merged,
                                 overrides: overrides.overrides(of: userId), sticky: tracker,

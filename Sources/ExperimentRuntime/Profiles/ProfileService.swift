@@ -17,28 +17,22 @@ public struct ProfileStats: Sendable {
 public final class ProfileService: @unchecked Sendable {
     public let store: ProfileStore
     private let logger: Logger
-    private let cache: Locked<LRUCache<BucketMap>>
-    private let lookups = Atomic<Int>(0)
-    private let cacheHits = Atomic<Int>(0)
+    private let cache: ProfileCache
     private let saves = Atomic<Int>(0)
     private let errors = Atomic<Int>(0)
 
     public init(store: ProfileStore, cacheCapacity: Int, logger: Logger) {
         self.store = store
         self.logger = logger
-        self.cache = Locked(LRUCache(capacity: cacheCapacity))
+        self.cache = ProfileCache(capacity: cacheCapacity)
     }
 
     /// The user's bucket map (empty when the user has none), or nil when the store failed.
     func load(userId: String) -> BucketMap? {
-        lookups.add(1, ordering: .relaxed)
-        if let cached = cache.withLock({ $0.value(for: userId) }) {
-            cacheHits.add(1, ordering: .relaxed)
-            return cached
-        }
+        if let cached = cache.lookup(userId) { return cached }
         do throws(ClientError) {
             let map = try store.lookup(userId: userId) ?? [:]
-            cache.withLock { $0.set(map, for: userId) }
+            cache.set(map, for: userId)
             return map
         } catch {
             failed("lookup", userId: userId, error)
@@ -65,7 +59,7 @@ public final class ProfileService: @unchecked Sendable {
             merged[experimentId] = variationId
         }
         // The cache first: this process stays sticky even when the store write fails.
-        cache.withLock { $0.set(merged, for: userId) }
+        cache.set(merged, for: userId)
         do throws(ClientError) {
             try store.save(userId: userId, map: merged)
         } catch {
@@ -74,15 +68,15 @@ public final class ProfileService: @unchecked Sendable {
     }
 
     /// Forgets cached profiles (a store shared with other processes is read again).
-    public func clearCache() { cache.withLock { $0 = LRUCache(capacity: $0.capacity) } }
+    public func clearCache() { cache.removeAll() }
 
     public var stats: ProfileStats {
         var stats = ProfileStats(store: store.name)
-        stats.lookups = lookups.load(ordering: .relaxed)
-        stats.cacheHits = cacheHits.load(ordering: .relaxed)
+        stats.lookups = cache.lookups
+        stats.cacheHits = cache.cacheHits
         stats.saves = saves.load(ordering: .relaxed)
         stats.errors = errors.load(ordering: .relaxed)
-        stats.cached = cache.withLock { $0.count }
+        stats.cached = cache.count
         return stats
     }
 
@@ -99,7 +93,9 @@ public final class ProfileService: @unchecked Sendable {
 /// for it.
 struct ProfileTracker: StickyAssignments {
     struct State {
-        let service: ProfileService
+        // Not retained: a retain would write to the service every deciding thread reads. The client keeps
+        // every service it ever installed alive until it goes (ProfileSlot).
+        let service: Unmanaged<ProfileService>
         let userId: UTF8Text
         var userKey = ""
         var map = BucketMap()
@@ -114,7 +110,8 @@ struct ProfileTracker: StickyAssignments {
 
     /// Runs `body` with a tracker for `userId`, then saves what it recorded.
     @inline(__always)
-    static func withTracker<R>(service: ProfileService, userId: UTF8Text, _ body: (ProfileTracker) -> R) -> R {
+    static func withTracker<R>(service: Unmanaged<ProfileService>, userId: UTF8Text,
+                               _ body: (ProfileTracker) -> R) -> R {
         withUnsafeTemporaryAllocation(of: State.self, capacity: 1) { buffer in
             let state = buffer.baseAddress!
             state.initialize(to: State(service: service, userId: userId))
@@ -147,8 +144,9 @@ struct ProfileTracker: StickyAssignments {
     /// saved: writing a partial profile would erase the stored assignments.
     private func finish() {
         guard state.pointee.changed, !state.pointee.lookupFailed else { return }
-        state.pointee.service.save(userId: state.pointee.userKey, loaded: state.pointee.loadedMap,
-                                   changes: state.pointee.changes)
+        state.pointee.service._withUnsafeGuaranteedRef {
+            $0.save(userId: state.pointee.userKey, loaded: state.pointee.loadedMap, changes: state.pointee.changes)
+        }
     }
 
     private func loadOnce() {
@@ -156,7 +154,7 @@ struct ProfileTracker: StickyAssignments {
         state.pointee.loaded = true
         let key = String(decoding: state.pointee.userId, as: UTF8.self)
         state.pointee.userKey = key
-        if let stored = state.pointee.service.load(userId: key) {
+        if let stored = state.pointee.service._withUnsafeGuaranteedRef({ $0.load(userId: key) }) {
             state.pointee.map = stored
             state.pointee.loadedMap = stored
         } else {

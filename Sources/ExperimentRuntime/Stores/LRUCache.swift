@@ -51,6 +51,14 @@ struct LRUCache<Value> {
         return evicted
     }
 
+    /// Removes the least recently used entry; false when empty.
+    @discardableResult
+    mutating func removeLeastRecent() -> Bool {
+        guard tail >= 0 else { return false }
+        remove(slot: tail)
+        return true
+    }
+
     mutating func removeValue(for key: String) {
         if let slot = slotOf[key] { remove(slot: slot) }
     }
