@@ -105,27 +105,27 @@ public enum EventPayloads {
         let campaignId = subject.layerId.isEmpty ? subject.experimentId : subject.layerId
         var writer = batchPrologue(config: config, client: client)
         writer.beginObject()  // visitor
-        writer.key("snapshots"); writer.beginArray(); writer.beginObject()
-        writer.key("events"); writer.beginArray(); writer.beginObject()
-        writer.field("entity_id", campaignId)
-        writer.field("uuid", uuid)
-        writer.field("key", "campaign_activated")
-        writer.key("timestamp"); writer.int(timestamp)
+        writer.key(literal: "snapshots"); writer.beginArray(); writer.beginObject()
+        writer.key(literal: "events"); writer.beginArray(); writer.beginObject()
+        writer.field(literal: "entity_id", campaignId)
+        writer.field(literal: "uuid", uuid)
+        writer.field(literal: "key", "campaign_activated")
+        writer.key(literal: "timestamp"); writer.int(timestamp)
         writer.endObject(); writer.endArray()
-        writer.key("decisions"); writer.beginArray(); writer.beginObject()
-        writer.field("campaign_id", campaignId)
-        writer.field("experiment_id", subject.experimentId)
-        writer.field("variation_id", subject.variationId.flatMap { isNumericId($0) ? $0 : nil })
-        writer.key("metadata"); writer.beginObject()
-        writer.field("flag_key", subject.flagKey)
-        writer.field("rule_key", subject.ruleKey)
-        writer.field("rule_type", subject.ruleType.rawValue)
-        writer.field("variation_key", subject.variationKey)
-        writer.field("enabled", subject.enabled)
+        writer.key(literal: "decisions"); writer.beginArray(); writer.beginObject()
+        writer.field(literal: "campaign_id", campaignId)
+        writer.field(literal: "experiment_id", subject.experimentId)
+        writer.field(literal: "variation_id", subject.variationId.flatMap { isNumericId($0) ? $0 : nil })
+        writer.key(literal: "metadata"); writer.beginObject()
+        writer.field(literal: "flag_key", subject.flagKey)
+        writer.field(literal: "rule_key", subject.ruleKey)
+        writer.field(literal: "rule_type", subject.ruleType.rawValue)
+        writer.field(literal: "variation_key", subject.variationKey)
+        writer.field(literal: "enabled", subject.enabled)
         writer.endObject()
         writer.endObject(); writer.endArray()
         writer.endObject(); writer.endArray()  // snapshot, snapshots
-        return batchEpilogue(writer, config: config, userId: userId, attributes: attributes)
+        return batchEpilogue(&writer, config: config, userId: userId, attributes: attributes)
     }
 
     /// A conversion. `tags` is the caller's validated tag object as JSON text (nil: no tags), with the
@@ -136,61 +136,61 @@ public enum EventPayloads {
     ) -> EventBatch {
         var writer = batchPrologue(config: config, client: client)
         writer.beginObject()  // visitor
-        writer.key("snapshots"); writer.beginArray(); writer.beginObject()
-        writer.key("events"); writer.beginArray(); writer.beginObject()
-        writer.field("entity_id", event.id)
-        writer.field("uuid", uuid)
-        writer.field("key", event.key)
-        writer.key("timestamp"); writer.int(timestamp)
+        writer.key(literal: "snapshots"); writer.beginArray(); writer.beginObject()
+        writer.key(literal: "events"); writer.beginArray(); writer.beginObject()
+        writer.field(literal: "entity_id", event.id)
+        writer.field(literal: "uuid", uuid)
+        writer.field(literal: "key", event.key)
+        writer.key(literal: "timestamp"); writer.int(timestamp)
         if let tags {
-            if let revenue = tags.revenue { writer.key("revenue"); writer.raw(revenue) }
-            if let value = tags.value { writer.key("value"); writer.double(value) }
-            writer.key("tags"); writer.raw(tags.json)
+            if let revenue = tags.revenue { writer.key(literal: "revenue"); writer.raw(revenue) }
+            if let value = tags.value { writer.key(literal: "value"); writer.double(value) }
+            writer.key(literal: "tags"); writer.raw(tags.json)
         }
         writer.endObject(); writer.endArray()
         writer.endObject(); writer.endArray()  // snapshot, snapshots
-        return batchEpilogue(writer, config: config, userId: userId, attributes: attributes)
+        return batchEpilogue(&writer, config: config, userId: userId, attributes: attributes)
     }
 
     static func batchPrologue(config: ProjectConfig, client: EventClient) -> JSONWriter {
         var writer = JSONWriter(reservingCapacity: 640)
         writer.beginObject()
-        writer.field("account_id", config.accountId)
-        writer.field("project_id", config.projectId)
-        writer.field("revision", config.revision)
-        writer.field("client_name", client.name)
-        writer.field("client_version", client.version)
-        writer.field("anonymize_ip", config.anonymizeIP)
-        writer.field("enrich_decisions", true)
-        writer.key("visitors"); writer.beginArray()
+        writer.field(literal: "account_id", config.accountId)
+        writer.field(literal: "project_id", config.projectId)
+        writer.field(literal: "revision", config.revision)
+        writer.field(literal: "client_name", client.name)
+        writer.field(literal: "client_version", client.version)
+        writer.field(literal: "anonymize_ip", config.anonymizeIP)
+        writer.field(literal: "enrich_decisions", true)
+        writer.key(literal: "visitors"); writer.beginArray()
         return writer
     }
 
-    private static func batchEpilogue<A: UserAttributes>(_ start: JSONWriter, config: ProjectConfig, userId: String,
-                                                         attributes: A) -> EventBatch
+    /// Finishes the batch `writer` holds (inout: a copy would duplicate its buffer).
+    private static func batchEpilogue<A: UserAttributes>(_ writer: inout JSONWriter, config: ProjectConfig,
+                                                         userId: String, attributes: A) -> EventBatch
     {
-        var writer = start
-        writer.key("attributes"); writer.beginArray()
+        writer.key(literal: "attributes"); writer.beginArray()
         attributes.forEach { key, value in
             let name = String(decoding: key, as: UTF8.self)
             guard let id = config.attributeId(forKey: name), isReportable(value) else { return }
             writer.beginObject()
-            writer.field("entity_id", id)
-            writer.field("key", name)
-            writer.field("type", "custom")
-            writer.key("value"); write(value, to: &writer)
+            writer.field(literal: "entity_id", id)
+            writer.field(literal: "key", name)
+            writer.field(literal: "type", "custom")
+            writer.key(literal: "value"); write(value, to: &writer)
             writer.endObject()
         }
         if let botFiltering = config.botFiltering {
             writer.beginObject()
-            writer.field("entity_id", "$opt_bot_filtering")
-            writer.field("key", "$opt_bot_filtering")
-            writer.field("type", "custom")
-            writer.field("value", botFiltering)
+            writer.field(literal: "entity_id", "$opt_bot_filtering")
+            writer.field(literal: "key", "$opt_bot_filtering")
+            writer.field(literal: "type", "custom")
+            writer.field(literal: "value", botFiltering)
             writer.endObject()
         }
         writer.endArray()
-        writer.field("visitor_id", userId)
+        writer.field(literal: "visitor_id", userId)
         writer.endObject()  // visitor
         writer.endArray()   // visitors
         writer.endObject()
