@@ -189,7 +189,9 @@ public struct JSONValue {
     public func member(_ key: String) -> JSONValue? {
         guard kind == .object else { return nil }
         var found: OpaquePointer? = nil
-        guard json_object_object_get_ex(object, key, &found) != 0 else { return nil }
+        // withCString: short keys are small strings with no memory of their own, and the implicit String-to-
+        // pointer conversion built a heap copy (utf8CString) of each of them, on every member read.
+        guard key.withCString({ json_object_object_get_ex(object, $0, &found) }) != 0 else { return nil }
         return JSONValue(found)
     }
 
