@@ -186,6 +186,24 @@ final class EventQueue: @unchecked Sendable {
         }
     }
 
+    /// Whether the state file this queue writes was deleted or replaced while open.
+    var fileIsGone: Bool { database.fileIsGone }
+
+    /// Every queued event, oldest first (to move them into a new state file).
+    func all() throws(SQLiteError) -> [QueuedEvent] {
+        try locked { () throws(SQLiteError) -> [QueuedEvent] in
+            let select = try database.prepare(
+                "SELECT id, uuid, url, batch_prefix, visitor, attempts FROM event_queue ORDER BY id")
+            var events: [QueuedEvent] = []
+            while try select.step() {
+                events.append(QueuedEvent(id: select.int64(0), uuid: select.text(1), url: select.text(2),
+                                          batchPrefix: select.text(3), visitor: select.text(4),
+                                          attempts: Int(select.int64(5))))
+            }
+            return events
+        }
+    }
+
     /// Sets aside a journaled event the endpoint refused for good.
     func poisonNew(_ event: QueuedEvent, status: Int, reason: String, now: Int64) throws(SQLiteError) {
         try locked { () throws(SQLiteError) in

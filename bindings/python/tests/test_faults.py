@@ -368,6 +368,34 @@ def test_state_file_deleted_while_running(datafile_text, tmp_path, server, log):
     assert seqs(server.events()) == list(range(150))
 
 
+def test_state_file_deleted_with_the_endpoint_down_events_survive_close(datafile_text, tmp_path, log):
+    """Regression: with the endpoint down, events waited in the deleted (still open) state file and
+    vanished at close while the log said they stayed for the next client. Close now notices the file is
+    gone and moves what is queued into a new state file; the next client delivers every accepted event."""
+    server = EventServer()
+    port = server.port
+    server.stop()
+    try:
+        c = make_client(datafile_text, tmp_path, server.url, log, close_timeout_ms=500)
+        for i in range(20):
+            c.track("purchase", "u", tags={"seq": i})
+        c.flush()
+        _delete_state(tmp_path)
+        for i in range(20, 60):
+            c.track("purchase", "u", tags={"seq": i})
+        assert c.decide(USERS[3], "checkout_flow").variation_key == reference_variations(datafile_text, [USERS[3]])[USERS[3]]
+        assert c.flush() is False
+        c.close()
+        assert log.has("state file was deleted", "moved")
+        assert os.path.exists(os.path.join(str(tmp_path), "state.sqlite"))
+        server = EventServer(port)
+        with make_client(datafile_text, tmp_path, server.url, log) as again:
+            assert flush_until_empty(again)
+        assert seqs(server.events()) == list(range(60))
+    finally:
+        server.stop()
+
+
 # ------------------------------------------------------------------------------------------------
 # 4. disk full
 # ------------------------------------------------------------------------------------------------
