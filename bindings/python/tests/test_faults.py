@@ -17,18 +17,16 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
 import experiment
 from event_server import EventServer
 
-CHECKOUT_ID = "60001"
 USERS = ["user-%d" % i for i in range(40)]
 
 
@@ -436,7 +434,7 @@ def small_fs(tmp_path):
         m.unmount()
 
 
-def _track_until_refused(client: Any, first_seq: int, limit: int) -> (int, Optional[Exception]):
+def _track_until_refused(client: Any, first_seq: int, limit: int) -> Tuple[int, Optional[Exception]]:
     """Tracks with ~400-byte tags until exp_track refuses; the number accepted and the error."""
     padding = "x" * 400
     for i in range(limit):
