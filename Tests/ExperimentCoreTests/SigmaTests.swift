@@ -120,7 +120,7 @@ private func membershipDatafile(holdoutStatus: String) -> String { #"""
    "trafficAllocation": [{"entityId": "92", "endOfRange": 10000}]}]}
 """# }
 
-private func withService<R>(_ datafile: String, _ body: (DecisionService<NoAttributes, NoOverrides>) -> R) throws -> R {
+private func withService<R>(_ datafile: String, _ body: (DecisionService<NoAttributes, NoOverrides, NoStickyAssignments>) -> R) throws -> R {
     let config = try DatafileCompiler.compile(datafile)
     let user = Array("user-1".utf8)
     return user.withUnsafeBufferPointer { userId in
