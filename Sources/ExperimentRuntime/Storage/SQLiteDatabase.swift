@@ -42,6 +42,14 @@ public final class SQLiteDatabase: @unchecked Sendable {
         if stat(path, &file) == 0 { openedFile = (file.st_dev, file.st_ino) }
     }
 
+    /// Fails when the state file was deleted or replaced while open (a write would "succeed" into a file
+    /// that vanishes at close): callers report it instead.
+    public func requireFileInPlace() throws(SQLiteError) {
+        if fileIsGone {
+            throw SQLiteError(code: SQLITE_IOERR, message: "\(path) was deleted or replaced while the client ran")
+        }
+    }
+
     /// Whether the path no longer names the file this connection writes (deleted or replaced while open):
     /// what is written here then vanishes when the connection closes.
     public var fileIsGone: Bool {

@@ -361,6 +361,10 @@ def test_state_file_deleted_while_running(datafile_text, tmp_path, server, log):
     assert {u: c.decide(u, "checkout_flow").variation_key for u in USERS} == expected
     c.set_forced_variation("checkout_test", "after-delete", "control")
     assert c.decide("after-delete", "checkout_flow").variation_key == "control"
+    # writes into the unlinked file would vanish at close: refused, counted and logged instead
+    stats = c.profile_stats()
+    assert stats["errors"] >= 1 and stats["override_errors"] >= 1, stats
+    assert log.has("was deleted or replaced while the client ran")
     assert flush_until_empty(c)
     c.close()
     assert seqs(server.events()) == list(range(150))
