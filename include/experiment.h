@@ -1188,7 +1188,8 @@ exp_status exp_profile_reply_set(exp_profile_reply *reply, const char *json, siz
 
 /*
  * The profile store's counters as a JSON object: {"store": "sqlite"|"redis"|"callbacks"|"none",
- * "lookups", "cache_hits", "saves", "errors", "cached"}. Free *out_json with exp_free().
+ * "lookups", "cache_hits", "saves", "errors", "cached", "override_errors"} (override_errors: forced variations
+ * and memberships whose write to the state file failed; they hold in memory only). Free *out_json with exp_free().
  * Errors: EXP_ERR_INVALID_ARGUMENT, EXP_ERR_CLOSED. Thread-safe.
  *
  *     char *stats = NULL;

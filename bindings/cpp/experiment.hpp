@@ -714,7 +714,7 @@ public:
         detail::check(exp_client_set_profile_store(client_, lookup, save, user_data));
     }
 
-    /* The profile store's counters as JSON: store, lookups, cache_hits, saves, errors, cached. */
+    /* The profile store's counters as JSON: store, lookups, cache_hits, saves, errors, cached, override_errors. */
     std::string profile_stats_json() {
         char *json = nullptr;
         detail::check(exp_client_profile_stats(client_, &json));

@@ -91,13 +91,14 @@ extension Client {
         options.contains(.ignoreUserProfileService) ? nil : profileSlot.unretainedService
     }
 
-    /// The profile counters as JSON: store, lookups, cache_hits, saves, errors, cached.
+    /// The profile counters as JSON: store, lookups, cache_hits, saves, errors, cached, override_errors.
     public func profileStatsJSON() -> String {
         var writer = JSONWriter()
         writer.beginObject()
         guard let stats = profileSlot.service?.stats else {
             writer.field("store", "none")
             for name in ["lookups", "cache_hits", "saves", "errors", "cached"] { writer.key(name); writer.int(0) }
+            writer.key("override_errors"); writer.int(Int64(overrides.writeErrors.load(ordering: .relaxed)))
             writer.endObject()
             return writer.text
         }
@@ -107,6 +108,7 @@ extension Client {
         writer.key("saves"); writer.int(Int64(stats.saves))
         writer.key("errors"); writer.int(Int64(stats.errors))
         writer.key("cached"); writer.int(Int64(stats.cached))
+        writer.key("override_errors"); writer.int(Int64(overrides.writeErrors.load(ordering: .relaxed)))
         writer.endObject()
         return writer.text
     }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// What a notification listener hears about; the raw values are the C API's EXP_NOTIFY_* numbers.
@@ -74,6 +77,33 @@ public final class NotificationCenter: @unchecked Sendable {
         let listeners = lock.withLock { entries.filter { $0.type == type }.map(\.listener) }
         guard !listeners.isEmpty else { return }
         let text = payload()
-        for listener in listeners { listener(type, text) }
+        let held: Bool = lock.withLock {
+            guard let holder = holdingThread, pthread_equal(holder, pthread_self()) != 0 else { return false }
+            heldNotifications.append((type, text))
+            return true
+        }
+        if !held { for listener in listeners { listener(type, text) } }
+    }
+
+    /// The thread inside `holdingNotifications`, and what it notified meanwhile.
+    private var holdingThread: pthread_t?
+    private var heldNotifications: [(NotificationType, String)] = []
+
+    /// Runs `body` with this thread's notifications kept back and delivered when it returns (see
+    /// Logger.holdingMessages: no host callback under a lock a host thread may wait on).
+    func holdingNotifications<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        lock.withLock { holdingThread = pthread_self() }
+        defer {
+            let held: [(NotificationType, String)] = lock.withLock {
+                holdingThread = nil
+                defer { heldNotifications = [] }
+                return heldNotifications
+            }
+            for (type, text) in held {
+                let listeners = lock.withLock { entries.filter { $0.type == type }.map(\.listener) }
+                for listener in listeners { listener(type, text) }
+            }
+        }
+        return try body()
     }
 }

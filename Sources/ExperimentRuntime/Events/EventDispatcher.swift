@@ -138,8 +138,13 @@ final class EventDispatcher: @unchecked Sendable {
         guard let journal else { return true }
         var endpointUp = true
         do {
-            try journal.drain { (records) throws(SQLiteError) in
-                endpointUp = try sendJournaled(records, forced: forced, worker: worker) && endpointUp
+            // drain holds the journal's lock, which a producer (exp_decide, exp_track) may wait for
+            try logger.holdingMessages { () throws(SQLiteError) in
+                try notifications.holdingNotifications { () throws(SQLiteError) in
+                    try journal.drain { (records) throws(SQLiteError) in
+                        endpointUp = try sendJournaled(records, forced: forced, worker: worker) && endpointUp
+                    }
+                }
             }
         } catch {
             stats.recordError("event queue: \(error.message)")

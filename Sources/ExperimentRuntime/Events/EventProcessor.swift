@@ -176,10 +176,34 @@ public final class EventProcessor: @unchecked Sendable {
         return pending
     }
 
+    /// The state file was deleted (or replaced) while this client ran: its connection still writes the old,
+    /// unlinked file, which vanishes at close. Move what is still queued into a state file at the path
+    /// again, so the next client sends it.
+    private func rescueIfStateFileIsGone() {
+        guard queue.count > 0, queue.fileIsGone else { return }
+        do throws(ClientError) {
+            let events: [QueuedEvent]
+            do { events = try queue.all() } catch { throw ClientError(.storeFailed, error.message) }
+            let fresh = try StateDirectory(option: options.stateDir).openDatabase()
+            do {
+                try EventQueue(database: fresh).insert(events, attempts: 0, at: EventIdentity.timestampMillis())
+            } catch {
+                throw ClientError(.storeFailed, error.message)
+            }
+            logger.log(.warning, "event queue: the state file was deleted while the client ran; moved "
+                       + "\(events.count) undelivered events into a new \(fresh.path)")
+        } catch {
+            stats.recordError("event queue: \(error.message)")
+            logger.log(.error, "event queue: the state file was deleted while the client ran and "
+                       + "\(queue.count) undelivered events could not be moved to a new one: \(error.message)")
+        }
+    }
+
     /// Drains within `timeoutMs` and stops the dispatcher; the rest stays on disk for the next client.
     public func close(timeoutMs: Int) {
         dispatcher.close(timeoutMs: timeoutMs)
         journal?.close(into: queue)
+        rescueIfStateFileIsGone()
         let left = pending
         if left > 0 {
             logger.log(.warning, "event queue: \(left) events not delivered within close_timeout_ms; "

@@ -145,7 +145,8 @@ final class EventQueue: @unchecked Sendable {
     func appendJournaled(_ records: [EventJournal.Record]) throws(SQLiteError) {
         guard !records.isEmpty else { return }
         try locked { () throws(SQLiteError) in
-            try database.transaction { () throws(SQLiteError) in
+            // Counted once committed: a COMMIT refused (disk full) rolls the rows back.
+            let added = try database.transaction { () throws(SQLiteError) -> Int in
                 let now = EventIdentity.timestampMillis()
                 var added = 0
                 for record in records {
@@ -159,8 +160,9 @@ final class EventQueue: @unchecked Sendable {
                     try insertJournaled.step()
                     added += database.changes
                 }
-                rowCount.add(added, ordering: .relaxed)
+                return added
             }
+            rowCount.add(added, ordering: .relaxed)
         }
     }
 
@@ -179,8 +181,26 @@ final class EventQueue: @unchecked Sendable {
                     try insertFailed.bind(6, Int64(attempts))
                     try insertFailed.step()
                 }
-                rowCount.add(events.count, ordering: .relaxed)
             }
+            rowCount.add(events.count, ordering: .relaxed)  // committed
+        }
+    }
+
+    /// Whether the state file this queue writes was deleted or replaced while open.
+    var fileIsGone: Bool { database.fileIsGone }
+
+    /// Every queued event, oldest first (to move them into a new state file).
+    func all() throws(SQLiteError) -> [QueuedEvent] {
+        try locked { () throws(SQLiteError) -> [QueuedEvent] in
+            let select = try database.prepare(
+                "SELECT id, uuid, url, batch_prefix, visitor, attempts FROM event_queue ORDER BY id")
+            var events: [QueuedEvent] = []
+            while try select.step() {
+                events.append(QueuedEvent(id: select.int64(0), uuid: select.text(1), url: select.text(2),
+                                          batchPrefix: select.text(3), visitor: select.text(4),
+                                          attempts: Int(select.int64(5))))
+            }
+            return events
         }
     }
 
@@ -257,14 +277,17 @@ final class EventQueue: @unchecked Sendable {
                 rowCount.add(-database.changes, ordering: .relaxed)
                 return
             }
-            try database.transaction { () throws(SQLiteError) in
+            let removed = try database.transaction { () throws(SQLiteError) -> Int in
+                var removed = 0
                 for id in ids {
                     deleteOne.reset()
                     try deleteOne.bind(1, id)
                     try deleteOne.step()
-                    rowCount.add(-database.changes, ordering: .relaxed)
+                    removed += database.changes
                 }
+                return removed
             }
+            rowCount.add(-removed, ordering: .relaxed)  // committed
         }
     }
 
@@ -287,7 +310,8 @@ final class EventQueue: @unchecked Sendable {
     /// Moves events the endpoint refused for good into the dead-letter table.
     func poison(_ ids: [Int64], status: Int, reason: String, now: Int64) throws(SQLiteError) {
         try locked { () throws(SQLiteError) in
-            try database.transaction { () throws(SQLiteError) in
+            let removed = try database.transaction { () throws(SQLiteError) -> Int in
+                var removed = 0
                 for id in ids {
                     copyToDeadLetter.reset()
                     try copyToDeadLetter.bind(1, id)
@@ -298,9 +322,11 @@ final class EventQueue: @unchecked Sendable {
                     deleteOne.reset()
                     try deleteOne.bind(1, id)
                     try deleteOne.step()
-                    rowCount.add(-database.changes, ordering: .relaxed)
+                    removed += database.changes
                 }
+                return removed
             }
+            rowCount.add(-removed, ordering: .relaxed)  // committed
         }
     }
 }

@@ -52,6 +52,7 @@ public final class SQLiteProfileStore: ProfileStore, @unchecked Sendable {
         let failure: SQLiteError? = lock.withLock {
             defer { upsert.reset() }
             do throws(SQLiteError) {
+                try database.requireFileInPlace()
                 try upsert.bind(1, userId)
                 try upsert.bind(2, text)
                 try upsert.step()

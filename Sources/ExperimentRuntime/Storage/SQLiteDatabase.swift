@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A failed SQLite call, with SQLite's own message and the statement's purpose.
 public struct SQLiteError: Error, Sendable, CustomStringConvertible {
@@ -16,6 +19,8 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
 public final class SQLiteDatabase: @unchecked Sendable {
     public let path: String
     private var handle: OpaquePointer?
+    /// The file opened (device, inode), to notice it being deleted or replaced under us.
+    private var openedFile: (dev_t, ino_t)?
 
     /// Opens (creating when missing) the database at `path`; `busyTimeoutMs` bounds how long a write waits
     /// for another connection's lock.
@@ -33,6 +38,24 @@ public final class SQLiteDatabase: @unchecked Sendable {
         sqlite3_busy_timeout(opened, busyTimeoutMs)
         try execute("PRAGMA journal_mode=WAL")
         try execute("PRAGMA synchronous=NORMAL")
+        var file = stat()
+        if stat(path, &file) == 0 { openedFile = (file.st_dev, file.st_ino) }
+    }
+
+    /// Fails when the state file was deleted or replaced while open (a write would "succeed" into a file
+    /// that vanishes at close): callers report it instead.
+    public func requireFileInPlace() throws(SQLiteError) {
+        if fileIsGone {
+            throw SQLiteError(code: SQLITE_IOERR, message: "\(path) was deleted or replaced while the client ran")
+        }
+    }
+
+    /// Whether the path no longer names the file this connection writes (deleted or replaced while open):
+    /// what is written here then vanishes when the connection closes.
+    public var fileIsGone: Bool {
+        guard let openedFile else { return false }
+        var status = stat()
+        return stat(path, &status) != 0 || status.st_dev != openedFile.0 || status.st_ino != openedFile.1
     }
 
     deinit { sqlite3_close_v2(handle) }

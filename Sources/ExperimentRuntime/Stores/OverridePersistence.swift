@@ -65,6 +65,7 @@ final class OverridePersistence: @unchecked Sendable {
 
     func clearMemberships(userId: String) throws(ClientError) {
         try wrap {
+            try database.requireFileInPlace()
             try lock.withLock {
                 let delete = try database.prepare(
                     "DELETE FROM forced_overrides WHERE user_id = ?1 AND kind IN ('include', 'exclude', 'exclude_all')")
@@ -79,6 +80,7 @@ final class OverridePersistence: @unchecked Sendable {
         throws(ClientError)
     {
         try wrap {
+            try database.requireFileInPlace()
             try lock.withLock {
                 try database.transaction { () throws(SQLiteError) in
                     let placeholders = kinds.indices.map { "?\($0 + 3)" }.joined(separator: ", ")

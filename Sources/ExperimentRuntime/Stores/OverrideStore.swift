@@ -43,6 +43,8 @@ public final class OverrideStore: @unchecked Sendable {
     private let userCount = Atomic<Int>(0)
     private let persistence: OverridePersistence?
     private let logger: Logger?
+    /// Overrides whose write to the state file failed (they hold in memory only): profile_stats.override_errors.
+    public let writeErrors = Atomic<Int>(0)
 
     public init(state: StateDirectory? = nil, logger: Logger? = nil) {
         self.logger = logger
@@ -127,6 +129,7 @@ public final class OverrideStore: @unchecked Sendable {
         do {
             try write(persistence)
         } catch {
+            writeErrors.add(1, ordering: .relaxed)
             let message = (error as? ClientError)?.message ?? "\(error)"
             logger?.log(.warning, "\(message): the override holds in memory until the client goes")
         }

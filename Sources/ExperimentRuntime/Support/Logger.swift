@@ -51,9 +51,38 @@ public final class Logger: @unchecked Sendable {
     @inline(__always)
     public func isEnabled(_ level: LogLevel) -> Bool { level.rawValue <= threshold.load(ordering: .relaxed) }
 
+    /// The thread inside `holdingMessages`, and what it logged meanwhile.
+    private var holdingThread: pthread_t?
+    private var heldMessages: [(LogLevel, String)] = []
+
+    /// Runs `body` with this thread's messages kept back and delivered when it returns. For code that holds
+    /// a lock a host thread may wait on: the host's log callback must not run there (a Python callback needs
+    /// the GIL, which a thread blocked in exp_decide on that lock holds).
+    func holdingMessages<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        lock.withLock { holdingThread = pthread_self() }
+        defer {
+            let held: [(LogLevel, String)] = lock.withLock {
+                holdingThread = nil
+                defer { heldMessages = [] }
+                return heldMessages
+            }
+            for (level, text) in held { deliver(level, text) }
+        }
+        return try body()
+    }
+
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard isEnabled(level) else { return }
         let text = message()
+        let held: Bool = lock.withLock {
+            guard let holder = holdingThread, pthread_equal(holder, pthread_self()) != 0 else { return false }
+            heldMessages.append((level, text))
+            return true
+        }
+        if !held { deliver(level, text) }
+    }
+
+    private func deliver(_ level: LogLevel, _ text: String) {
         let current: Sink? = lock.withLock { sink }
         if let current {
             current(level, text)

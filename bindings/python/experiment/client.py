@@ -903,7 +903,8 @@ class Client(SegmentsMixin):
     # -- sticky bucketing (user profiles) and Sigma forced memberships --------------------------------
 
     def profile_stats(self) -> Dict[str, Any]:
-        """The profile store's counters: {"store", "lookups", "cache_hits", "saves", "errors", "cached"}."""
+        """The profile store's counters: {"store", "lookups", "cache_hits", "saves", "errors", "cached",
+        "override_errors"} (overrides whose write to the state file failed: they hold in memory only)."""
         handle = self._live()
         out = c_char_p()
         status = _lib.exp_client_profile_stats(handle, byref(out))
