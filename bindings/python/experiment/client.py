@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, EXP_READY_FN, ExpAttribute, ExpDecision, ExpValue
 from ._native import EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN
+from .decision import _CACHE as _OPTION_BITS
 from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
 from .segments import SegmentsMixin  # real-time segments (ODP) methods
 from .sigma import UserExperiment
@@ -757,7 +758,10 @@ class Client(SegmentsMixin):
         handle = self._h
         if handle is None:
             raise _closed_error()
-        bits = decide_options_to_int(options) if options else 0
+        # A tuple of options seen before costs one dict lookup (decide_options_to_int's own cache).
+        bits = _OPTION_BITS.get(options) if type(options) is tuple else None
+        if bits is None:
+            bits = decide_options_to_int(options) if options else 0
         if _fast_decide is not None:
             fast = _fast_decide(handle.value, user_id, flag_key, attributes, bits)
             if fast is not NotImplemented:
@@ -784,7 +788,10 @@ class Client(SegmentsMixin):
         handle = self._h
         if handle is None:
             raise _closed_error()
-        bits = decide_options_to_int(options) if options else 0
+        # A tuple of options seen before costs one dict lookup (decide_options_to_int's own cache).
+        bits = _OPTION_BITS.get(options) if type(options) is tuple else None
+        if bits is None:
+            bits = decide_options_to_int(options) if options else 0
         if _fast_variation_key is not None:
             fast = _fast_variation_key(handle.value, user_id, flag_key, attributes, bits)
             if fast is not NotImplemented:
