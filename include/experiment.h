@@ -242,8 +242,9 @@ exp_status exp_client_config_json(exp_client *client, char **out_json);
 exp_status exp_client_close(exp_client *client);
 
 /*
- * Closes (if needed) and frees the client. NULL is a no-op. Must not race with other calls on the same
- * client, and the handle must not be used afterwards.
+ * Closes (if needed) and frees the client. NULL is a no-op. Never fails. Not thread-safe with respect to
+ * this client: no other call on it may run or follow (close first, join your threads, then free).
+ * Example: exp_client_close.
  */
 void exp_client_free(exp_client *client);
 
@@ -352,7 +353,8 @@ exp_status exp_decide_for_keys(exp_client *client, const char *user_id, const ch
                                size_t key_count, const exp_attribute *attributes, size_t attribute_count,
                                unsigned options, exp_decision *out, size_t capacity, size_t *out_count);
 
-/* Releases decisions[0..count) as exp_decision_release does. NULL is a no-op. Example: exp_decide_all. */
+/* Releases decisions[0..count) as exp_decision_release does. NULL is a no-op; never fails. Thread-safe for
+ * distinct arrays (each array belongs to one caller). Example: exp_decide_all. */
 void exp_decisions_release(exp_decision *decisions, size_t count);
 
 /*
@@ -444,7 +446,8 @@ exp_status exp_set_forced_variation(exp_client *client, const char *experiment_k
                                     const char *variation_key);
 
 /* The forced variation key, or NULL (EXP_OK) when none. Free *out_variation_key with exp_free().
- * Errors as exp_set_forced_variation. Thread-safe. */
+ * Errors as exp_set_forced_variation. Thread-safe.
+ *     char *v = NULL; exp_get_forced_variation(c, "checkout_test", "qa-user", &v); ... exp_free(v); */
 exp_status exp_get_forced_variation(exp_client *client, const char *experiment_key, const char *user_id,
                                     char **out_variation_key);
 
@@ -484,7 +487,8 @@ exp_status exp_set_user_property(exp_client *client, const char *user_id, const 
 exp_status exp_set_user_property_json(exp_client *client, const char *user_id, const char *key,
                                       const char *value_json);
 
-/* Removes one property (EXP_OK if it was not set). Errors as exp_set_user_property. Thread-safe. */
+/* Removes one property (EXP_OK if it was not set). Errors as exp_set_user_property. Thread-safe.
+ *     exp_remove_user_property(c, "user-1", "plan"); */
 exp_status exp_remove_user_property(exp_client *client, const char *user_id, const char *key);
 
 /* Removes every property of the user. Errors: argument errors, EXP_ERR_CLOSED. Thread-safe. */
@@ -985,8 +989,10 @@ exp_status exp_get_experiment_json(exp_client *client, const char *user_id, cons
                                    const exp_attribute *attributes, size_t attribute_count, char **out_json);
 
 /* The experiment's id and key, the user's variation's id and key, and the parameters (the variation's
- * variables as a JSON object, "{}" for an experiment no flag uses), owned by the handle; NULL for a NULL
- * handle. exp_experiment_group_index: the variation's position in the experiment (-1 for NULL). */
+ * variables as a JSON object, "{}" for an experiment no flag uses), owned by the handle (valid until
+ * exp_experiment_free; never free them); NULL for a NULL handle. exp_experiment_group_index: the variation's
+ * position in the experiment (-1 for NULL). Never fail. A handle is immutable, so these and the typed
+ * getters below may be called from any thread until it is freed. Example: exp_get_experiment. */
 const char *exp_experiment_id(const exp_experiment *experiment);
 const char *exp_experiment_key(const exp_experiment *experiment);
 const char *exp_experiment_variation_id(const exp_experiment *experiment);
@@ -1012,7 +1018,8 @@ exp_status exp_experiment_param_string(const exp_experiment *experiment, const c
 exp_status exp_experiment_param_json(const exp_experiment *experiment, const char *name, char **out_json,
                                      int *out_found);
 
-/* Frees a handle from exp_get_experiment (NULL is fine). */
+/* Frees a handle from exp_get_experiment (NULL is fine; never fails). No other call on the handle may run
+ * or follow. Example: exp_get_experiment. */
 void exp_experiment_free(exp_experiment *experiment);
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -1183,7 +1190,9 @@ exp_status exp_client_set_profile_store(exp_client *client, exp_profile_lookup_f
 
 /* From inside an exp_profile_lookup_fn: the found profile's JSON in `json[0..length)` (copied; need not be
  * NUL-terminated). Errors: EXP_ERR_INVALID_ARGUMENT (NULL reply or json), EXP_ERR_TOO_LARGE (over 1 MiB).
- * A document that is not a profile is reported when the library reads it (a counted store error). */
+ * A document that is not a profile is reported when the library reads it (a counted store error).
+ * Call it only on the thread running the lookup, with the `reply` it was given; the reply is invalid once
+ * the lookup returns. Example: exp_client_set_profile_store. */
 exp_status exp_profile_reply_set(exp_profile_reply *reply, const char *json, size_t length);
 
 /*
