@@ -189,7 +189,12 @@ public enum EventPayloads {
             writer.field(literal: "value", botFiltering)
             writer.endObject()
         }
-        writer.endArray()
+        return finishBatch(&writer, userId: userId, config: config)
+    }
+
+    /// Closes the visitor's attributes array, the visitor, the visitors array and the batch.
+    static func finishBatch(_ writer: inout JSONWriter, userId: String, config: ProjectConfig) -> EventBatch {
+        writer.endArray()   // attributes
         writer.field(literal: "visitor_id", userId)
         writer.endObject()  // visitor
         writer.endArray()   // visitors

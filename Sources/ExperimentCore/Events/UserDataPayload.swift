@@ -101,11 +101,6 @@ extension EventPayloads {
             writer.field("value", true)
             writer.endObject()
         }
-        writer.endArray()
-        writer.field("visitor_id", userId)
-        writer.endObject()  // visitor
-        writer.endArray()   // visitors
-        writer.endObject()
-        return EventBatch(url: endpoint(region: config.region), httpVerb: "POST", body: writer.text)
+        return finishBatch(&writer, userId: userId, config: config)
     }
 }
