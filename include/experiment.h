@@ -1150,6 +1150,8 @@ exp_status exp_get_vuid(exp_client *client, char **out_vuid);
  * <state_dir>/state.sqlite), "none", {"redis": {"url": "redis://host:port/db", "prefix": "exp:profile:",
  * "ttl_s": 0, "timeout_ms": 200}}, or "callbacks" (none until exp_client_set_profile_store). A profile is
  * the JSON text {"user_id": "...", "experiment_bucket_map": {"<experiment id>": {"variation_id": "..."}}}.
+ * With Redis and ttl_s > 0 a profile expires ttl_s seconds after the user was last seen (every lookup
+ * refreshes the expiry; on servers before Redis 6.2, which lack GETEX, ttl_s counts from the last save).
  * Experiments (feature tests, get_variation, activate, trigger_experiment) return a saved variation that
  * the experiment still has; otherwise they bucket and save. EXP_DECIDE_IGNORE_USER_PROFILE_SERVICE skips
  * both. A store that fails never fails a decision: it is logged, counted (exp_client_profile_stats) and the

@@ -45,7 +45,10 @@ struct RedisAddress: Equatable {
 }
 
 /// Profiles in Redis (hiredis), for a fleet of servers that must agree: one string key per user,
-/// `<prefix><user id>`, holding the profile JSON, optionally expiring `ttl_s` after the last save.
+/// `<prefix><user id>`, holding the profile JSON, optionally expiring `ttl_s` after the user was last seen:
+/// a save sets the expiry and so does every lookup (GETEX), so a returning user keeps a sticky assignment
+/// however old it is, and only users gone for `ttl_s` are forgotten. Servers older than Redis 6.2 have no
+/// GETEX; there lookups fall back to GET and the expiry runs from the last save.
 ///
 /// One connection guarded by a lock. Connecting and every command are bounded by `timeout_ms`, so a dead
 /// or unreachable server costs a decision at most that long; after a failure the connection is dropped
@@ -61,6 +64,7 @@ public final class RedisProfileStore: ProfileStore, @unchecked Sendable {
     private let lock = Lock()
     private var context: UnsafeMutablePointer<redisContext>? = nil
     private var nextAttemptMillis: Int64 = 0
+    private var serverHasGetEx = true   // under the lock; cleared once by an older server's refusal
     static let retryIntervalMs: Int64 = 500
 
     public init(url: String, prefix: String, ttlSeconds: Int, timeoutMs: Int, logger: Logger) throws(ClientError) {
@@ -74,11 +78,23 @@ public final class RedisProfileStore: ProfileStore, @unchecked Sendable {
     deinit { if let context { redisFree(context) } }
 
     public func lookup(userId: String) throws(ClientError) -> BucketMap? {
-        let reply = try command(["GET", prefix + userId])
+        let reply = try read(key: prefix + userId)
         switch reply {
         case .missing: return nil
         case .text(let text): return try ProfileJSON.decode(text)
         case .ok: throw ClientError(.storeFailed, "redis: unexpected reply to GET")
+        }
+    }
+
+    /// GETEX refreshes the expiry in the same round trip as the read; GET where there is no TTL or no GETEX.
+    private func read(key: String) throws(ClientError) -> Reply {
+        guard ttlSeconds > 0, lock.withLock({ serverHasGetEx }) else { return try command(["GET", key]) }
+        do {
+            return try command(["GETEX", key, "EX", String(ttlSeconds)])
+        } catch let error where error.message.contains("unknown command") {
+            lock.withLock { serverHasGetEx = false }
+            logger.log(.info, "profile store: redis has no GETEX (before 6.2); profiles expire ttl_s after their last save")
+            return try command(["GET", key])
         }
     }
 

@@ -411,13 +411,15 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, *extra_args: str) -> None:
         self.port = port
+        self.extra_args = extra_args
         self.process: Optional[subprocess.Popen] = None
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             *self.extra_args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -440,12 +442,25 @@ class RedisServer:
                               text=True, timeout=10).stdout.strip()
 
 
-@pytest.fixture()
-def redis_server():
+def _started_redis(*extra_args: str) -> RedisServer:
     if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
         pytest.skip("redis-server is not installed (make test-deps installs it)")
-    server = RedisServer(_free_port())
+    server = RedisServer(_free_port(), *extra_args)
     server.start()
+    return server
+
+
+@pytest.fixture()
+def redis_server():
+    server = _started_redis()
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def redis_server_without_getex():
+    """A server that refuses GETEX as Redis before 6.2 does."""
+    server = _started_redis("--rename-command", "GETEX", "")
     yield server
     server.stop()
 
@@ -468,6 +483,38 @@ def test_two_servers_on_one_redis_agree(redis_server, datafile_text, datafile_di
     assert json.loads(redis_server.cli("GET", "test:" + user)) == {
         "user_id": user, "experiment_bucket_map": {CHECKOUT_ID: {"variation_id": "61001"}}}
     assert 3500 < int(redis_server.cli("TTL", "test:" + user)) <= 3600
+
+
+def test_redis_lookup_refreshes_the_expiry_of_a_returning_user(redis_server, datafile_text):
+    store = _redis_store(redis_server, ttl_s=3600)
+    with experiment.Client(datafile=datafile_text, profile_store=store) as c:
+        first = checkout_variations(c, USERS[:20])
+    user = next(iter(first))
+    redis_server.cli("EXPIRE", "test:" + user, "60")       # as if the profile had been saved long ago
+    with experiment.Client(datafile=datafile_text, profile_store=store) as c:   # a fresh cache: a real lookup
+        assert checkout_variations(c, [user]) == {user: first[user]}
+        assert c.profile_stats()["errors"] == 0
+    assert 3500 < int(redis_server.cli("TTL", "test:" + user)) <= 3600
+
+
+def test_redis_before_getex_still_serves_lookups(redis_server_without_getex, datafile_text, caplog):
+    server = redis_server_without_getex
+    store = _redis_store(server, ttl_s=3600)
+    with experiment.Client(datafile=datafile_text, profile_store=store) as c:
+        first = checkout_variations(c, USERS[:20])
+    with caplog.at_level(logging.INFO, logger="experiment"):
+        with experiment.Client(datafile=datafile_text, profile_store=store, log_level="info") as c:
+            assert checkout_variations(c, list(first)) == first
+            assert c.profile_stats()["errors"] == 0
+    assert any("no GETEX" in r.getMessage() for r in caplog.records)
+
+
+def test_redis_without_ttl_leaves_profiles_persistent(redis_server, datafile_text):
+    with experiment.Client(datafile=datafile_text, profile_store=_redis_store(redis_server)) as c:
+        first = checkout_variations(c, USERS[:3])
+    with experiment.Client(datafile=datafile_text, profile_store=_redis_store(redis_server)) as c:
+        assert checkout_variations(c, list(first)) == first
+    assert {redis_server.cli("TTL", "test:" + u) for u in first} == {"-1"}
 
 
 def test_redis_restart_mid_run_never_fails_a_decision(redis_server, datafile_text):
