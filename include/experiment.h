@@ -933,8 +933,9 @@ exp_status exp_user_flags_json(exp_client *client, const char *user_id, const ex
  * none): running holdouts (global, then local) whose audience the user meets and whose traffic holds the
  * user; the group index is always 0. The _json form gives [{"id": "...", "key": "...", "group_index": 0}].
  *
- * No events are sent. Free *out with exp_free(). Errors: EXP_ERR_NOT_READY, argument errors as
- * exp_decide. Thread-safe.
+ * Sticky assignments saved in the profile store are shown as decide would return them, but these
+ * summaries never save one. No events are sent. Free *out with exp_free(). Errors: EXP_ERR_NOT_READY,
+ * argument errors as exp_decide. Thread-safe.
  *
  *     char *experiments = NULL, *holdouts = NULL;
  *     exp_user_experiments(c, "user-1", NULL, 0, &experiments);   // e.g. "20110.1|20220.0"

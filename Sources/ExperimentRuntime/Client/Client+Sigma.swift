@@ -62,14 +62,22 @@ func unwrap(_ lookup: SigmaLookup) throws(ClientError) -> SigmaValue? {
 
 /// Sigma's calls on a client: typed flag values, the user's flags, experiments and holdouts.
 extension Client {
-    // Memberships are a read-only summary: they neither read nor write sticky profiles (known gap: a user
-    // whose saved variation differs from fresh bucketing is summarized by fresh bucketing).
-    private func sigmaService<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A)
-        -> DecisionService<MergedAttributes<A>, UserOverrides, NoStickyAssignments>
-    {
-        DecisionService(config: config, userId: userId,
-                        attributes: MergedAttributes(call: attributes, stored: properties.properties(of: userId)),
-                        overrides: overrides.overrides(of: userId), includeReasons: false)
+    /// Runs `body` with the service Sigma's summaries decide with. Summaries are read-only: they show the
+    /// user's saved sticky assignments (so they agree with what decide would return) but save nothing.
+    private func withSigmaService<A: UserAttributes, R>(
+        config: ProjectConfig, userId: UTF8Text, attributes: A,
+        _ body: (DecisionService<MergedAttributes<A>, UserOverrides, SummaryAssignments>) -> R
+    ) -> R {
+        let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
+        let userOverrides = overrides.overrides(of: userId)
+        guard let profiles = unretainedProfileService(for: []) else {
+            return body(DecisionService(config: config, userId: userId, attributes: merged, overrides: userOverrides,
+                                        sticky: SummaryAssignments(tracker: nil), includeReasons: false))
+        }
+        return ProfileTracker.withTracker(service: profiles, userId: userId, saves: false) { tracker in
+            body(DecisionService(config: config, userId: userId, attributes: merged, overrides: userOverrides,
+                                 sticky: SummaryAssignments(tracker: tracker), includeReasons: false))
+        }
     }
 
     /// check_flag: decides `flag` as decide does (with its impression) and reads the flag's value: with no
@@ -125,26 +133,34 @@ extension Client {
     public func userExperiments<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A)
         -> [ExperimentMembership]
     {
-        sigmaService(config: config, userId: userId, attributes: attributes).experimentMemberships()
+        withSigmaService(config: config, userId: userId, attributes: attributes) { $0.experimentMemberships() }
     }
 
     public func userHoldouts<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A) -> [Int32] {
-        sigmaService(config: config, userId: userId, attributes: attributes).holdoutMemberships()
+        withSigmaService(config: config, userId: userId, attributes: attributes) { $0.holdoutMemberships() }
     }
 
     /// The user's place in experiment `index`, or nil when the user is not in it.
     public func userExperiment<A: UserAttributes>(config: ProjectConfig, experiment index: Int, userId: UTF8Text,
                                                   attributes: A) -> UserExperiment?
     {
-        sigmaService(config: config, userId: userId, attributes: attributes).experimentMembership(index)
+        withSigmaService(config: config, userId: userId, attributes: attributes) { $0.experimentMembership(index) }
             .map { UserExperiment(config: config, membership: $0) }
     }
 
     public func isInHoldout<A: UserAttributes>(config: ProjectConfig, holdout index: Int, userId: UTF8Text,
                                                attributes: A) -> Bool
     {
-        sigmaService(config: config, userId: userId, attributes: attributes).isInHoldout(index)
+        withSigmaService(config: config, userId: userId, attributes: attributes) { $0.isInHoldout(index) }
     }
+}
+
+/// The sticky assignments a summary reads: the user's saved profile when the client has a store.
+struct SummaryAssignments: StickyAssignments {
+    let tracker: ProfileTracker?
+    var isActive: Bool { tracker != nil }
+    func savedVariation(experimentId: String) -> String? { tracker?.savedVariation(experimentId: experimentId) }
+    func record(experimentId: String, variationId: String) { tracker?.record(experimentId: experimentId, variationId: variationId) }
 }
 
 /// Sigma's string and JSON forms of a user's experiments and holdouts.

@@ -97,6 +97,8 @@ struct ProfileTracker: StickyAssignments {
         // every service it ever installed alive until it goes (ProfileSlot).
         let service: Unmanaged<ProfileService>
         let userId: UTF8Text
+        /// False for read-only summaries: they show saved assignments but record nothing.
+        let saves: Bool
         var userKey = ""
         var map = BucketMap()
         var loadedMap = BucketMap()
@@ -108,13 +110,13 @@ struct ProfileTracker: StickyAssignments {
 
     private let state: UnsafeMutablePointer<State>
 
-    /// Runs `body` with a tracker for `userId`, then saves what it recorded.
+    /// Runs `body` with a tracker for `userId`, then saves what it recorded (unless `saves` is false).
     @inline(__always)
-    static func withTracker<R>(service: Unmanaged<ProfileService>, userId: UTF8Text,
+    static func withTracker<R>(service: Unmanaged<ProfileService>, userId: UTF8Text, saves: Bool = true,
                                _ body: (ProfileTracker) -> R) -> R {
         withUnsafeTemporaryAllocation(of: State.self, capacity: 1) { buffer in
             let state = buffer.baseAddress!
-            state.initialize(to: State(service: service, userId: userId))
+            state.initialize(to: State(service: service, userId: userId, saves: saves))
             defer { state.deinitialize(count: 1) }
             let tracker = ProfileTracker(state: state)
             let result = body(tracker)
@@ -143,7 +145,7 @@ struct ProfileTracker: StickyAssignments {
     /// Saves the profile when the call bucketed the user somewhere new. After a failed lookup nothing is
     /// saved: writing a partial profile would erase the stored assignments.
     private func finish() {
-        guard state.pointee.changed, !state.pointee.lookupFailed else { return }
+        guard state.pointee.saves, state.pointee.changed, !state.pointee.lookupFailed else { return }
         state.pointee.service._withUnsafeGuaranteedRef {
             $0.save(userId: state.pointee.userKey, loaded: state.pointee.loadedMap, changes: state.pointee.changes)
         }

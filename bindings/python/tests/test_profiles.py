@@ -330,6 +330,23 @@ class DictProfiles:
         self.profiles[profile["user_id"]] = copy.deepcopy(profile)
 
 
+def test_sigma_summaries_show_saved_assignments_and_save_nothing(datafile_text, datafile_dict):
+    store = DictProfiles()
+    with experiment.Client(datafile=datafile_text, profile_store=store) as c:
+        first = checkout_variations(c, USERS[:20])
+        c.start(all_to(datafile_dict, 0, "61002"))          # fresh bucketing would now say "treatment"
+        saves = len(store.saves)
+        for user, variation in first.items():
+            assert c.get_experiment(user, "checkout_test").variation_key == variation
+            assert [e["variation_key"] for e in c.user_experiments_json(user)
+                    if e["key"] == "checkout_test"] == [variation]
+        newcomer = next(u for u in ("new-%d" % i for i in range(100))
+                        if c.get_experiment(u, "checkout_test") is not None)
+        assert len(store.saves) == saves                    # summaries are read-only
+        assert c.decide(newcomer, "checkout_flow").variation_key == "treatment"
+        assert len(store.saves) == saves + 1
+
+
 class BrokenProfiles:
     def __init__(self, mode: str) -> None:
         self.mode = mode
