@@ -1118,12 +1118,14 @@ exp_status exp_identify_user(exp_client *client, const char *user_id);
  * NULL or "" ("fullstack"); `identifiers_json` is a non-empty JSON object of strings ("fs-user-id" /
  * "FS_USER_ID" are renamed "fs_user_id"); `data_json` (may be NULL) a JSON object of strings, numbers,
  * booleans or null, added after the common fields (idempotence_id, data_source_type, data_source,
- * data_source_version). Events are kept in the state file until ODP accepts them, sent in batches of 10
- * at least every second (with backoff while ODP is unreachable or answers 5xx; a 4xx answer drops the
- * batch), and survive restarts; exp_client_close waits up to close_timeout_ms for them, the rest wait for
- * the next client on the same state_dir. Errors: EXP_ERR_ODP_NOT_ENABLED (disabled, or no ODP host/key),
+ * data_source_version). Events are kept in the state file until ODP accepts them and survive restarts.
+ * They are sent in batches of odp.event_batch_size (default 10), at least every
+ * odp.event_flush_interval_ms (default 1000), with backoff while ODP is unreachable or answers 5xx; a 4xx
+ * answer drops the batch. exp_client_close waits up to close_timeout_ms for them; the rest wait for the
+ * next client on the same state_dir. Errors: EXP_ERR_ODP_NOT_ENABLED (disabled, or no ODP host/key),
  * EXP_ERR_INVALID_ARGUMENT (empty action, empty or non-string identifiers, nested data),
- * EXP_ERR_INVALID_JSON, EXP_ERR_QUEUE_FULL (10000 events wait), EXP_ERR_STORE, EXP_ERR_CLOSED. Thread-safe.
+ * EXP_ERR_INVALID_JSON, EXP_ERR_QUEUE_FULL (odp.event_queue_capacity events wait, default 10000),
+ * EXP_ERR_STORE, EXP_ERR_CLOSED. Thread-safe.
  *
  *     exp_send_odp_event(c, NULL, "purchased", "{\"fs_user_id\": \"user123\"}", "{\"amount\": 9.5}");
  */

@@ -33,6 +33,12 @@ public struct ODPOptions: Sendable {
     public var segmentsCacheTimeoutSeconds = 600
     public var fetchTimeoutMs = 10_000
     public var eventTimeoutMs = 10_000
+    /// ODP events sent per request (the reference's default 10).
+    public var eventBatchSize = 10
+    /// The longest a queued ODP event waits for a batch to fill (the reference's default 1 s).
+    public var eventFlushIntervalMs = 1_000
+    /// ODP events that may wait for delivery before new ones are refused (EXP_ERR_QUEUE_FULL).
+    public var eventQueueCapacity = 10_000
 }
 
 /// The options a client is created with (one JSON object in C; keyword arguments in Python).
@@ -214,9 +220,13 @@ public struct ClientOptions: Sendable {
             case "segments_cache_timeout_s": odp.segmentsCacheTimeoutSeconds = try field.integer(in: 0...(365 * 86_400))
             case "fetch_timeout_ms": odp.fetchTimeoutMs = try field.integer(in: 1...600_000)
             case "event_timeout_ms": odp.eventTimeoutMs = try field.integer(in: 1...600_000)
+            case "event_batch_size": odp.eventBatchSize = try field.integer(in: 1...1_000)
+            case "event_flush_interval_ms": odp.eventFlushIntervalMs = try field.integer(in: 10...3_600_000)
+            case "event_queue_capacity": odp.eventQueueCapacity = try field.integer(in: 1...10_000_000)
             default:
                 throw ClientError(.invalidOption, "options.odp: unknown key \"\(key)\" (known: disabled, host, api_key, "
-                                  + "segments_cache_size, segments_cache_timeout_s, fetch_timeout_ms, event_timeout_ms)")
+                                  + "segments_cache_size, segments_cache_timeout_s, fetch_timeout_ms, event_timeout_ms, "
+                                  + "event_batch_size, event_flush_interval_ms, event_queue_capacity)")
             }
         }
         return odp

@@ -11,10 +11,10 @@ import Glibc
 /// Self-contained on purpose (the Optimizely event pipeline has another endpoint and format): the
 /// interface is `enqueue`, `flush` and `close`.
 final class ODPEventQueue: @unchecked Sendable {
-    static let batchSize = 10
-    static let flushIntervalMs: Int64 = 1_000
-    static let capacity = 10_000
     static let maxBackoffMs: Int64 = 30_000
+    private let batchSize: Int
+    private let flushIntervalMs: Int64
+    private let capacity: Int
 
     private let database: SQLiteDatabase
     /// One connection shared by callers, the worker and the VUID: every use holds this lock.
@@ -25,12 +25,15 @@ final class ODPEventQueue: @unchecked Sendable {
     private let endpoint: @Sendable () -> ODPEndpoint?
     private var worker: BackgroundWorker? = nil
 
-    init(database: SQLiteDatabase, lock: Lock, timeoutMs: Int, logger: Logger,
+    init(database: SQLiteDatabase, lock: Lock, options: ODPOptions, logger: Logger,
          endpoint: @escaping @Sendable () -> ODPEndpoint?) throws(ClientError)
     {
         self.database = database
         self.lock = lock
-        self.timeoutMs = timeoutMs
+        self.timeoutMs = options.eventTimeoutMs
+        self.batchSize = options.eventBatchSize
+        self.flushIntervalMs = Int64(options.eventFlushIntervalMs)
+        self.capacity = options.eventQueueCapacity
         self.logger = logger
         self.endpoint = endpoint
         do throws(SQLiteError) {
@@ -48,11 +51,12 @@ final class ODPEventQueue: @unchecked Sendable {
         } catch {
             throw ClientError(.storeFailed, "ODP event queue: \(error.message)")
         }
+        let interval = flushIntervalMs
         worker = BackgroundWorker(name: "exp-odp-events") { [weak self] worker in
-            var delayMs = Self.flushIntervalMs
+            var delayMs = interval
             while worker.sleep(milliseconds: delayMs) {
                 guard let self else { return }
-                delayMs = self.deliverAll() ? Self.flushIntervalMs : self.nextBackoff()
+                delayMs = self.deliverAll() ? interval : self.nextBackoff()
             }
         }
         if pending.load(ordering: .relaxed) > 0 { worker?.wake() }
@@ -62,8 +66,8 @@ final class ODPEventQueue: @unchecked Sendable {
 
     /// Stores one event (a JSON object); refused when the queue holds `capacity` events already.
     func enqueue(_ event: [UInt8]) throws(ClientError) {
-        guard pending.load(ordering: .acquiring) < Self.capacity else {
-            throw ClientError(.queueFull, "ODP event queue is full (\(Self.capacity) events wait for delivery)")
+        guard pending.load(ordering: .acquiring) < capacity else {
+            throw ClientError(.queueFull, "ODP event queue is full (\(capacity) events wait for delivery)")
         }
         do throws(SQLiteError) {
             try locked { () throws(SQLiteError) in
@@ -75,7 +79,7 @@ final class ODPEventQueue: @unchecked Sendable {
         } catch {
             throw ClientError(.storeFailed, "ODP event queue: \(error.message)")
         }
-        if pending.add(1, ordering: .acquiringAndReleasing).newValue >= Self.batchSize { worker?.wake() }
+        if pending.add(1, ordering: .acquiringAndReleasing).newValue >= batchSize { worker?.wake() }
     }
 
     /// Runs `body` holding the connection's lock, keeping its typed error.
@@ -150,7 +154,7 @@ final class ODPEventQueue: @unchecked Sendable {
         do throws(SQLiteError) {
             return try locked { () throws(SQLiteError) in
                 let select = try database.prepare("SELECT id, event FROM odp_event_queue ORDER BY id LIMIT ?")
-                try select.bind(1, Int64(Self.batchSize))
+                try select.bind(1, Int64(batchSize))
                 var events: [[UInt8]] = []
                 var lastId: Int64 = 0
                 while try select.step() {

@@ -269,7 +269,7 @@ public final class ODPManager: @unchecked Sendable {
             if let events = state.events { return .success(events) }
             guard !state.closed else { return .failure(ClientError(.closed, "the client is closed")) }
             do throws(ClientError) {
-                let queue = try ODPEventQueue(database: database, lock: databaseLock, timeoutMs: options.eventTimeoutMs,
+                let queue = try ODPEventQueue(database: database, lock: databaseLock, options: options,
                                               logger: logger, endpoint: { endpointBox.withLock { $0 } })
                 state.events = queue
                 return .success(queue)

@@ -432,6 +432,41 @@ def test_events_are_batched(server: ODPServer, make_client: Any) -> None:
     assert all(len(json.loads(r["body"])) <= 10 for r in server.of_path(EVENTS))
 
 
+def test_batch_size_is_an_option(server: ODPServer, make_client: Any) -> None:
+    c = make_client(odp={"event_batch_size": 3})
+    for i in range(10):
+        c.send_odp_event("ping", {"fs_user_id": "user-%d" % i}, data={"i": i})
+    c.flush_odp_events(10)
+    assert [e["data"]["i"] for e in server.events()] == list(range(10))
+    sizes = [len(json.loads(r["body"])) for r in server.of_path(EVENTS)]
+    assert max(sizes) == 3 and len(sizes) >= 4
+
+
+def test_flush_interval_is_an_option(server: ODPServer, make_client: Any) -> None:
+    c = make_client(odp={"event_flush_interval_ms": 3_600_000, "event_batch_size": 100})
+    c.send_odp_event("ping", {"fs_user_id": "user-1"})
+    time.sleep(1.5)                     # past the default 1 s interval, far from this one
+    assert server.events() == []
+    c.flush_odp_events(10)              # an explicit flush does not wait for the interval
+    assert len(server.events()) == 1
+
+
+def test_queue_capacity_is_an_option(server: ODPServer, make_client: Any) -> None:
+    server.events_status = 503          # nothing is accepted, so everything stays queued
+    c = make_client(odp={"event_queue_capacity": 5, "event_flush_interval_ms": 3_600_000})
+    for i in range(5):
+        c.send_odp_event("ping", {"fs_user_id": "user-%d" % i})
+    with pytest.raises(errors.QueueFullError, match="5 events"):
+        c.send_odp_event("ping", {"fs_user_id": "user-5"})
+
+
+@pytest.mark.parametrize("odp", [{"event_batch_size": 0}, {"event_batch_size": 1001},
+                                 {"event_flush_interval_ms": 1}, {"event_queue_capacity": "10"}])
+def test_bad_event_queue_options_are_refused(make_client: Any, odp: Any) -> None:
+    with pytest.raises(errors.InvalidOptionError, match="options.odp.event_"):
+        make_client(odp=odp)
+
+
 def test_undelivered_events_wait_in_the_state_file_for_the_next_client(server: ODPServer, make_client: Any,
                                                                        tmp_path: Any) -> None:
     server.events_status = 503
