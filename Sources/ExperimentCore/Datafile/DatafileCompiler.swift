@@ -15,12 +15,16 @@ public enum DatafileCompiler {
     public static func compile(_ bytes: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
         let document: JSONDocument
         do {
-            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
+            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth,
+                                              borrowing: true)
         } catch {
             throw DatafileError(error)
         }
-        var compiler = Compilation(root: DatafileReader(document.root, path: ""))
-        return try compiler.run()
+        // The readers borrow the document, which borrows `bytes`: both must outlive the compilation.
+        return try withExtendedLifetime(document) { () throws(DatafileError) -> ProjectConfig in
+            var compiler = Compilation(root: DatafileReader(document.root, path: ""))
+            return try compiler.run()
+        }
     }
 
     /// Every problem of a datafile with its place, as far as one pass can tell (an entity that fails is
@@ -28,18 +32,21 @@ public enum DatafileCompiler {
     public static func problems(_ bytes: UnsafeRawBufferPointer) -> [DatafileError] {
         let document: JSONDocument
         do {
-            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
+            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth,
+                                              borrowing: true)
         } catch {
             return [DatafileError(error)]
         }
-        var validation = Compilation(root: DatafileReader(document.root, path: ""), collectsProblems: true)
-        do {
-            _ = try validation.run()
-        } catch {
-            // A problem outside any one entity (the header, a missing top-level array) ends the pass.
-            return validation.problems.contains(error) ? validation.problems : validation.problems + [error]
+        return withExtendedLifetime(document) { () -> [DatafileError] in
+            var validation = Compilation(root: DatafileReader(document.root, path: ""), collectsProblems: true)
+            do throws(DatafileError) {
+                _ = try validation.run()
+            } catch {
+                // A problem outside any one entity (the header, a missing top-level array) ends the pass.
+                return validation.problems.contains(error) ? validation.problems : validation.problems + [error]
+            }
+            return validation.problems
         }
-        return validation.problems
     }
 
     public static func compile(_ text: String) throws(DatafileError) -> ProjectConfig {

@@ -75,7 +75,9 @@ struct DatafileReader {
     func array() throws(DatafileError) -> [DatafileReader] {
         guard value.kind == .array else { throw fail("expected an array, got \(value.kindName)") }
         let parent = place.node()
-        return (0..<value.count).map { DatafileReader(value[$0], place: DatafilePlace(above: parent, step: .element($0))) }
+        return value.elements.enumerated().map {
+            DatafileReader($0.element, place: DatafilePlace(above: parent, step: .element($0.offset)))
+        }
     }
 
     func object() throws(DatafileError) -> [(key: String, value: DatafileReader)] {
