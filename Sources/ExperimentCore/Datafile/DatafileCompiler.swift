@@ -197,8 +197,10 @@ private struct Compilation {
                 } catch {
                     throw DatafileError(.invalidDatafile, error.message)
                 }
-                try addAudience(entry, conditions: DatafileReader(parsed.root, path: conditionsField.path),
-                                conditionsText: text)
+                try withExtendedLifetime(parsed) { () throws(DatafileError) in
+                    try addAudience(entry, conditions: DatafileReader(parsed.root, path: conditionsField.path),
+                                    conditionsText: text)
+                }
             } catch {
                 try record(error)
             }

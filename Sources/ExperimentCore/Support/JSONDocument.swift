@@ -40,6 +40,8 @@ public final class JSONDocument {
     private let ownsText: Bool
     /// The decoded content of strings that have escapes.
     let decoded: UnsafeMutablePointer<UInt8>
+    /// Where this document sits, for messages about its values (see `DatafileReader.path(of:)`).
+    var pathPrefix = ""
 
     public var root: JSONValue { JSONValue(document: self, index: 1) }
 
