@@ -22,7 +22,7 @@ public enum DatafileCompiler {
         }
         // The readers borrow the document, which borrows `bytes`: both must outlive the compilation.
         return try withExtendedLifetime(document) { () throws(DatafileError) -> ProjectConfig in
-            var compiler = Compilation(root: DatafileReader(document.root, path: ""))
+            var compiler = Compilation(root: DatafileReader(document.root))
             return try compiler.run()
         }
     }
@@ -38,7 +38,7 @@ public enum DatafileCompiler {
             return [DatafileError(error)]
         }
         return withExtendedLifetime(document) { () -> [DatafileError] in
-            var validation = Compilation(root: DatafileReader(document.root, path: ""), collectsProblems: true)
+            var validation = Compilation(root: DatafileReader(document.root), collectsProblems: true)
             do throws(DatafileError) {
                 _ = try validation.run()
             } catch {
@@ -189,17 +189,23 @@ private struct Compilation {
         for entry in try root.requiredArray("audiences") {
             do throws(DatafileError) {
                 let conditionsField = try entry.required("conditions")
-                let text = try conditionsField.string()
+                guard let textBytes = conditionsField.value.stringBytes else {
+                    throw conditionsField.fail("expected a string, got \(conditionsField.value.kindName)")
+                }
+                // The conditions text lives in the datafile's document, which outlives this nested one.
                 let parsed: JSONDocument
                 do {
-                    parsed = try JSONDocument.parse(text, what: "datafile: \(conditionsField.path)",
-                                                    maxBytes: DatafileCompiler.maxBytes, maxDepth: DatafileCompiler.maxDepth)
+                    parsed = try JSONDocument.parse(UnsafeRawBufferPointer(textBytes), what: "datafile",
+                                                    maxBytes: DatafileCompiler.maxBytes,
+                                                    maxDepth: DatafileCompiler.maxDepth, borrowing: true)
                 } catch {
-                    throw DatafileError(.invalidDatafile, error.message)
+                    // The place is worked out for the message only.
+                    let message = error.message.dropFirst("datafile".count)
+                    throw DatafileError(.invalidDatafile, "datafile: \(conditionsField.path)" + message)
                 }
                 try withExtendedLifetime(parsed) { () throws(DatafileError) in
-                    try addAudience(entry, conditions: DatafileReader(parsed.root, path: conditionsField.path),
-                                    conditionsText: text)
+                    try addAudience(entry, conditions: DatafileReader(parsed.root, within: conditionsField.value),
+                                    conditionsText: String(decoding: textBytes, as: UTF8.self))
                 }
             } catch {
                 try record(error)

@@ -32,14 +32,15 @@ public struct DatafileError: Error, Equatable {
 struct DatafileReader {
     let value: JSONValue
 
-    /// `path` names the document's root in messages: "" for a datafile, the place of the string field
-    /// a nested document (an audience's "conditions") was read from.
-    init(_ value: JSONValue, path: String) {
-        value.document.pathPrefix = path
+    /// A reader of a datafile's root.
+    init(_ value: JSONValue) {
         self.value = value
     }
 
-    private init(_ value: JSONValue) {
+    /// A reader of a document nested in a string of another (an audience's "conditions"): places
+    /// inside it continue the place of that string.
+    init(_ value: JSONValue, within field: JSONValue) {
+        value.document.enclosingField = field
         self.value = value
     }
 
@@ -126,7 +127,7 @@ struct DatafileReader {
     static func path(of target: JSONValue) -> String {
         let document = target.document
         let nodes = document.nodes
-        var text = document.pathPrefix
+        var text = document.enclosingField.map { path(of: $0) } ?? ""
         var current = 1  // the root
         while current != target.index {
             let node = nodes[current]

@@ -40,8 +40,9 @@ public final class JSONDocument {
     private let ownsText: Bool
     /// The decoded content of strings that have escapes.
     let decoded: UnsafeMutablePointer<UInt8>
-    /// Where this document sits, for messages about its values (see `DatafileReader.path(of:)`).
-    var pathPrefix = ""
+    /// The string value this document was read from, when it is nested in another document's string
+    /// (for the places of its values in messages, see `DatafileReader.path(of:)`).
+    var enclosingField: JSONValue? = nil
 
     public var root: JSONValue { JSONValue(document: self, index: 1) }
 
