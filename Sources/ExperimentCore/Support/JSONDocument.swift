@@ -302,6 +302,10 @@ struct JSONTapeParser {
 
     @inline(__always)
     private mutating func skipSpace() {
+        // Indented text: runs of spaces, eight at a time.
+        while index + 8 <= count && UnsafeRawPointer(text + index).loadUnaligned(as: UInt64.self) == 0x2020_2020_2020_2020 {
+            index += 8
+        }
         while index < count {
             let byte = text[index]
             guard byte <= 0x20, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 else { return }
@@ -400,7 +404,16 @@ struct JSONTapeParser {
         var position = start
         var hasEscapes = false
         while true {
-            // The common bytes: printable ASCII other than '"' and '\'.
+            // The common bytes: printable ASCII other than '"' and '\', eight at a time, then one by one
+            // up to the first other byte.
+            while position + 8 <= count {
+                let special = Self.specialBytes(UnsafeRawPointer(text + position).loadUnaligned(as: UInt64.self))
+                if special != 0 {
+                    position += special.trailingZeroBitCount >> 3
+                    break
+                }
+                position += 8
+            }
             while position < count {
                 let byte = text[position]
                 guard byte &- 0x20 < 0x60, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { break }
@@ -446,6 +459,18 @@ struct JSONTapeParser {
         } else {
             _ = append(JSONNode.string, UInt32(start), UInt32(position - start))
         }
+    }
+
+    /// A high bit in each byte of `word` (little-endian) that is a quote, a backslash, a control
+    /// character or not ASCII. Bits above the lowest set one may be wrong (borrows), the lowest is exact.
+    @inline(__always)
+    private static func specialBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ (ones &* 0x22), backslashes = word ^ (ones &* 0x5C)
+        let zeroQuote = (quotes &- ones) & ~quotes
+        let zeroBackslash = (backslashes &- ones) & ~backslashes
+        let control = (word &- ones &* 0x20) & ~word
+        return (zeroQuote | zeroBackslash | control | word) & highs
     }
 
     /// The length of the valid UTF-8 sequence of 2-4 bytes at `position`, or nil (overlong forms,
@@ -797,9 +822,11 @@ public struct JSONValue {
             JSONValue.writeQuoted(stringBytes!, to: &out)
         case JSONNode.array:
             out.append(UInt8(ascii: "["))
-            for (position, element) in elements.enumerated() {
+            var child = index + 1
+            for position in 0..<Int(node.second) {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
-                element.write(to: &out)
+                JSONValue(document: document, index: child).write(to: &out)
+                child = Int(document.nodes[child].next)
             }
             out.append(UInt8(ascii: "]"))
         default:
