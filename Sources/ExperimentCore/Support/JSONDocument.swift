@@ -713,21 +713,33 @@ public struct JSONValue {
         var key = key
         if let nul = key.firstIndex(of: 0) { key = UnsafeBufferPointer(rebasing: key[..<nul]) }
         let nodes = document.nodes
-        var found: Int? = nil
+        let keyCount = key.count
+        guard keyCount > 0, let keyBase = key.baseAddress else { return memberNamed(empty: ()) }
+        let first = keyBase.pointee
+        var found = -1
         var name = index + 1
         for _ in 0..<Int(node.second) {
-            let value = name + 1
-            if Int(nodes[name].second) == key.count && JSONValue(document: document, index: name).stringBytesEqual(key) {
-                found = value
+            let nameNode = nodes[name]
+            if Int(nameNode.second) == keyCount {
+                let base = nameNode.tag & JSONNode.escaped != 0 ? UnsafePointer(document.decoded) : document.text
+                let bytes = base + Int(nameNode.first)
+                if bytes.pointee == first && memcmp(bytes, keyBase, keyCount) == 0 { found = name + 1 }
             }
-            name = Int(nodes[value].next)
+            name = Int(nodes[name + 1].next)
         }
-        return found.map { JSONValue(document: document, index: $0) }
+        return found < 0 ? nil : JSONValue(document: document, index: found)
     }
 
-    private func stringBytesEqual(_ other: UnsafeBufferPointer<UInt8>) -> Bool {
-        let mine = stringBytes!
-        return mine.count == other.count && (mine.count == 0 || memcmp(mine.baseAddress!, other.baseAddress!, mine.count) == 0)
+    /// The member named "" (its last value), or nil.
+    private func memberNamed(empty: Void) -> JSONValue? {
+        let nodes = document.nodes
+        var found = -1
+        var name = index + 1
+        for _ in 0..<Int(node.second) {
+            if nodes[name].second == 0 { found = name + 1 }
+            name = Int(nodes[name + 1].next)
+        }
+        return found < 0 ? nil : JSONValue(document: document, index: found)
     }
 
     /// (name node, value node) per distinct name in document order: a repeated name keeps its first
