@@ -116,6 +116,7 @@ private func dump(_ value: JSONValue) -> String {
         let elements = value.elements
         #expect(elements.count == value.count)
         for (position, element) in elements.enumerated() { #expect(value[position].index == element.index) }
+        for (position, element) in elements.enumerated().reversed() { #expect(value[position].index == element.index) }
         #expect(value[elements.count].isNull && value[-1].isNull)
         return "a\(value.count)[" + elements.map(dump).joined(separator: ",") + "]"
     case .object:

@@ -30,6 +30,9 @@ public enum JSONError: Error, Equatable {
 /// member name keeps its first position and its last value, a member name is cut at an escaped NUL,
 /// an unpaired surrogate escape decodes to U+FFFD, and `jsonText` writes json-c's compact form
 /// (numbers with a fraction or exponent exactly as written).
+///
+/// A document and its values are read by one thread at a time (reading an array by index moves a cursor
+/// kept in the document); every use in the library parses, reads and drops a document within one call.
 public final class JSONDocument {
     /// Node 0 is a null that out-of-range reads return; the document's value is node 1.
     let nodes: UnsafeMutablePointer<JSONNode>
@@ -43,6 +46,8 @@ public final class JSONDocument {
     /// The string value this document was read from, when it is nested in another document's string
     /// (for the places of its values in messages, see `DatafileReader.path(of:)`).
     var enclosingField: JSONValue? = nil
+    /// The element `JSONValue.subscript` found last: (array node, position, element node).
+    var elementCursor = (array: 0, position: 0, node: 0)
 
     public var root: JSONValue { JSONValue(document: self, index: 1) }
 
@@ -693,8 +698,20 @@ public struct JSONValue {
         guard node.kind == JSONNode.array, index >= 0, index < Int(node.second) else {
             return JSONValue(document: document, index: 0)
         }
+        // Elements are found by skipping their predecessors; the document remembers the last one found,
+        // so reading an array by increasing index costs one step per element, as json-c's arrays did.
+        var position = 0
         var child = self.index + 1
-        for _ in 0..<index { child = Int(document.nodes[child].next) }
+        let cursor = document.elementCursor
+        if cursor.array == self.index && cursor.position <= index {
+            position = cursor.position
+            child = cursor.node
+        }
+        while position < index {
+            child = Int(document.nodes[child].next)
+            position += 1
+        }
+        document.elementCursor = (self.index, index, child)
         return JSONValue(document: document, index: child)
     }
 
@@ -714,7 +731,7 @@ public struct JSONValue {
         if let nul = key.firstIndex(of: 0) { key = UnsafeBufferPointer(rebasing: key[..<nul]) }
         let nodes = document.nodes
         let keyCount = key.count
-        guard keyCount > 0, let keyBase = key.baseAddress else { return memberNamed(empty: ()) }
+        guard keyCount > 0, let keyBase = key.baseAddress else { return lastMemberWithEmptyName() }
         let first = keyBase.pointee
         var found = -1
         var name = index + 1
@@ -731,7 +748,7 @@ public struct JSONValue {
     }
 
     /// The member named "" (its last value), or nil.
-    private func memberNamed(empty: Void) -> JSONValue? {
+    private func lastMemberWithEmptyName() -> JSONValue? {
         let nodes = document.nodes
         var found = -1
         var name = index + 1
