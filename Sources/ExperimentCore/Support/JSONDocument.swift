@@ -77,8 +77,10 @@ public final class JSONDocument {
     static func parse(_ bytes: UnsafeRawBufferPointer, what: String, maxBytes: Int, maxDepth: Int, borrowing: Bool)
         throws(JSONError) -> JSONDocument
     {
-        guard bytes.count <= maxBytes else {
-            throw .tooLarge("\(what): \(bytes.count) bytes exceeds the limit of \(maxBytes) bytes")
+        // Nodes hold 32-bit offsets.
+        let limit = min(maxBytes, Int(UInt32.max) - 1)
+        guard bytes.count <= limit else {
+            throw .tooLarge("\(what): \(bytes.count) bytes exceeds the limit of \(limit) bytes")
         }
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             throw .malformed("\(what): empty document")
@@ -188,7 +190,8 @@ enum JSONProblem: Error {
 }
 
 /// The one-pass parser: an explicit stack of open containers (no recursion, so a deep limit cannot
-/// overflow the thread's stack), nodes appended as values end.
+/// overflow the thread's stack), nodes appended in document order (a container's node first, its size and
+/// end filled in when it closes).
 struct JSONTapeParser {
     let text: UnsafePointer<UInt8>
     let count: Int
