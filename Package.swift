@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
+        // json-c: no longer linked into the library; the Swift tests compare the library's JSON parser
+        // with it (tests only).
         .systemLibrary(name: "CJSONC", path: "Sources/CJSONC", pkgConfig: "json-c",
                        providers: [.apt(["libjson-c-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
@@ -30,7 +32,7 @@ let package = Package(
         // The public header as a Swift module, so the ABI target shares the exact C layouts.
         .systemLibrary(name: "CExperimentABI", path: "Sources/CExperimentABI"),
         // Pure decision logic: datafile -> compiled config, bucketing, audiences, decisions, event payloads.
-        .target(name: "ExperimentCore", dependencies: ["CJSONC"], swiftSettings: optimized),
+        .target(name: "ExperimentCore", swiftSettings: optimized),
         // Moving parts: client state, config snapshots, user stores, event dispatch, HTTP, SQLite, Redis.
         .target(name: "ExperimentRuntime", dependencies: ["ExperimentCore", "CSQLite", "CCurl", "CHiredis"],
                 swiftSettings: optimized),
@@ -52,7 +54,7 @@ let package = Package(
                           // lld, as for the library (and the static Foundation that ArgumentParser pulls in
                           // links without GNU ld's mktemp link-time warning).
                           linkerSettings: [.unsafeFlags(["-use-ld=lld"])]),
-        .testTarget(name: "ExperimentCoreTests", dependencies: ["ExperimentCore"],
+        .testTarget(name: "ExperimentCoreTests", dependencies: ["ExperimentCore", "CJSONC"],
                     exclude: ["generate_matcher_vectors.py"]),
         // Loads the shipped .build/release/libexperiment.so with dlopen and calls the exported C ABI.
         .testTarget(name: "ExperimentABITests", dependencies: ["CExperimentABI"]),

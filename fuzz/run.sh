@@ -87,6 +87,11 @@ CFLAGS=(-g -O1 -std=c11 -Wall -Wextra -Werror -fno-omit-frame-pointer
 # shellcheck disable=SC2206
 CFLAGS+=(${FUZZ_EXTRA_CFLAGS:-})
 LDFLAGS=(-L"$LIB_DIR" -lexperiment -Wl,-rpath,"$LIB_DIR")
+# json-c: fuzz_datafile compares the library's verdict on each input with json-c's.
+# shellcheck disable=SC2207
+CFLAGS+=($(pkg-config --cflags json-c))
+# shellcheck disable=SC2207
+LDFLAGS+=($(pkg-config --libs json-c))
 # lld avoids gold's warnings about ASan's local symbols; use it when this clang can link with it.
 echo 'int main(void){return 0;}' > "$OUT/lld-probe.c"
 if "$CC" -fuse-ld=lld "$OUT/lld-probe.c" -o "$OUT/lld-probe" >/dev/null 2>&1; then LDFLAGS+=(-fuse-ld=lld); fi

@@ -15,12 +15,16 @@ public enum DatafileCompiler {
     public static func compile(_ bytes: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
         let document: JSONDocument
         do {
-            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
+            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth,
+                                              borrowing: true)
         } catch {
             throw DatafileError(error)
         }
-        var compiler = Compilation(root: DatafileReader(document.root, path: ""))
-        return try compiler.run()
+        // The readers borrow the document, which borrows `bytes`: both must outlive the compilation.
+        return try withExtendedLifetime(document) { () throws(DatafileError) -> ProjectConfig in
+            var compiler = Compilation(root: DatafileReader(document.root))
+            return try compiler.run()
+        }
     }
 
     /// Every problem of a datafile with its place, as far as one pass can tell (an entity that fails is
@@ -28,18 +32,21 @@ public enum DatafileCompiler {
     public static func problems(_ bytes: UnsafeRawBufferPointer) -> [DatafileError] {
         let document: JSONDocument
         do {
-            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
+            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth,
+                                              borrowing: true)
         } catch {
             return [DatafileError(error)]
         }
-        var validation = Compilation(root: DatafileReader(document.root, path: ""), collectsProblems: true)
-        do {
-            _ = try validation.run()
-        } catch {
-            // A problem outside any one entity (the header, a missing top-level array) ends the pass.
-            return validation.problems.contains(error) ? validation.problems : validation.problems + [error]
+        return withExtendedLifetime(document) { () -> [DatafileError] in
+            var validation = Compilation(root: DatafileReader(document.root), collectsProblems: true)
+            do throws(DatafileError) {
+                _ = try validation.run()
+            } catch {
+                // A problem outside any one entity (the header, a missing top-level array) ends the pass.
+                return validation.problems.contains(error) ? validation.problems : validation.problems + [error]
+            }
+            return validation.problems
         }
-        return validation.problems
     }
 
     public static func compile(_ text: String) throws(DatafileError) -> ProjectConfig {
@@ -182,16 +189,24 @@ private struct Compilation {
         for entry in try root.requiredArray("audiences") {
             do throws(DatafileError) {
                 let conditionsField = try entry.required("conditions")
-                let text = try conditionsField.string()
+                guard let textBytes = conditionsField.value.stringBytes else {
+                    throw conditionsField.fail("expected a string, got \(conditionsField.value.kindName)")
+                }
+                // The conditions text lives in the datafile's document, which outlives this nested one.
                 let parsed: JSONDocument
                 do {
-                    parsed = try JSONDocument.parse(text, what: "datafile: \(conditionsField.path)",
-                                                    maxBytes: DatafileCompiler.maxBytes, maxDepth: DatafileCompiler.maxDepth)
+                    parsed = try JSONDocument.parse(UnsafeRawBufferPointer(textBytes), what: "datafile",
+                                                    maxBytes: DatafileCompiler.maxBytes,
+                                                    maxDepth: DatafileCompiler.maxDepth, borrowing: true)
                 } catch {
-                    throw DatafileError(.invalidDatafile, error.message)
+                    // The place is worked out for the message only.
+                    let message = error.message.dropFirst("datafile".count)
+                    throw DatafileError(.invalidDatafile, "datafile: \(conditionsField.path)" + message)
                 }
-                try addAudience(entry, conditions: DatafileReader(parsed.root, path: conditionsField.path),
-                                conditionsText: text)
+                try withExtendedLifetime(parsed) { () throws(DatafileError) in
+                    try addAudience(entry, conditions: DatafileReader(parsed.root, within: conditionsField.value),
+                                    conditionsText: String(decoding: textBytes, as: UTF8.self))
+                }
             } catch {
                 try record(error)
             }

@@ -24,23 +24,27 @@ public struct DatafileError: Error, Equatable {
 }
 
 /// Typed access to a datafile's JSON that reports the exact place of every problem.
+///
+/// A reader is just a value of the tape: its place ("experiments[12].variations[3].key") is worked out
+/// from the tape only when a message needs it, by walking down from the document's root to the value.
+/// Carrying the place along (a chain of steps per value read) cost allocations and reference counting
+/// on every field of every entity of a datafile that is nearly always valid.
 struct DatafileReader {
     let value: JSONValue
-    /// Where this value is, for error messages. Rendered only when a message needs it: building
-    /// "experiments[12].variations[3].key" for every value read made compiling allocate several times
-    /// per field.
-    private let place: DatafilePlace
 
-    init(_ value: JSONValue, path: String) {
-        self.init(value, place: DatafilePlace(above: nil, step: .named(path)))
-    }
-
-    private init(_ value: JSONValue, place: DatafilePlace) {
+    /// A reader of a datafile's root.
+    init(_ value: JSONValue) {
         self.value = value
-        self.place = place
     }
 
-    var path: String { place.rendered }
+    /// A reader of a document nested in a string of another (an audience's "conditions"): places
+    /// inside it continue the place of that string.
+    init(_ value: JSONValue, within field: JSONValue) {
+        value.document.enclosingField = field
+        self.value = value
+    }
+
+    var path: String { DatafileReader.path(of: value) }
 
     func fail(_ problem: String) -> DatafileError {
         let path = self.path
@@ -49,7 +53,7 @@ struct DatafileReader {
 
     func member(_ key: String) -> DatafileReader? {
         guard let found = value.member(key) else { return nil }
-        return DatafileReader(found, place: place.child(.member(key)))
+        return DatafileReader(found)
     }
 
     func required(_ key: String) throws(DatafileError) -> DatafileReader {
@@ -74,14 +78,21 @@ struct DatafileReader {
 
     func array() throws(DatafileError) -> [DatafileReader] {
         guard value.kind == .array else { throw fail("expected an array, got \(value.kindName)") }
-        let parent = place.node()
-        return (0..<value.count).map { DatafileReader(value[$0], place: DatafilePlace(above: parent, step: .element($0))) }
+        let nodes = value.document.nodes
+        let count = Int(nodes[value.index].second)
+        var elements: [DatafileReader] = []
+        elements.reserveCapacity(count)
+        var child = value.index + 1
+        for _ in 0..<count {
+            elements.append(DatafileReader(JSONValue(document: value.document, index: child)))
+            child = Int(nodes[child].next)
+        }
+        return elements
     }
 
     func object() throws(DatafileError) -> [(key: String, value: DatafileReader)] {
         guard value.kind == .object else { throw fail("expected an object, got \(value.kindName)") }
-        let parent = place.node()
-        return value.members.map { ($0.key, DatafileReader($0.value, place: DatafilePlace(above: parent, step: .member($0.key)))) }
+        return value.members.map { ($0.key, DatafileReader($0.value)) }
     }
 
     func requiredString(_ key: String) throws(DatafileError) -> String { try required(key).string() }
@@ -89,15 +100,15 @@ struct DatafileReader {
     /// An entity's "key": callers name entities by it, so it must fit the API's key limit.
     func requiredKey() throws(DatafileError) -> String {
         let field = try required("key")
-        let key = try field.string()
-        guard key.utf8.count <= DatafileCompiler.maxKeyBytes else {
+        guard let bytes = field.value.stringBytes else { throw field.fail("expected a string, got \(field.value.kindName)") }
+        guard bytes.count <= DatafileCompiler.maxKeyBytes else {
             throw field.fail("longer than \(DatafileCompiler.maxKeyBytes) bytes, the limit for keys callers pass")
         }
         // Callers pass keys as C strings: a key with a NUL ("\u0000") could never be named.
-        guard !key.utf8.contains(0) else {
+        guard !bytes.contains(0) else {
             throw field.fail("contains a NUL character (\\u0000), which a key callers pass cannot hold")
         }
-        return key
+        return String(decoding: bytes, as: UTF8.self)
     }
     func requiredArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try required(key).array() }
 
@@ -110,54 +121,44 @@ struct DatafileReader {
     func optionalString(_ key: String) throws(DatafileError) -> String? { try optional(key)?.string() }
     func optionalBool(_ key: String) throws(DatafileError) -> Bool? { try optional(key)?.bool() }
     func optionalArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try optional(key)?.array() ?? [] }
-}
 
-/// A value's place in the datafile: its step from its parent ("key" or [index]), its parent's step, and a
-/// shared node for everything above. Reading a member of a value (the common case: "id", "key" of an
-/// entity) makes no allocation; a node is made only when a member of a member is read, or for an array
-/// or object whose children are listed.
-struct DatafilePlace {
-    enum Step {
-        /// A whole path given as text (the root, or a document nested in a string field).
-        case named(String)
-        case member(String)
-        case element(Int)
-    }
-
-    final class Node {
-        let place: DatafilePlace
-        init(_ place: DatafilePlace) { self.place = place }
-    }
-
-    let above: Node?
-    let parentStep: Step?
-    let step: Step
-
-    init(above: Node?, parentStep: Step? = nil, step: Step) {
-        self.above = above
-        self.parentStep = parentStep
-        self.step = step
-    }
-
-    func child(_ childStep: Step) -> DatafilePlace {
-        guard let parentStep else { return DatafilePlace(above: above, parentStep: step, step: childStep) }
-        return DatafilePlace(above: Node(DatafilePlace(above: above, step: parentStep)), parentStep: step, step: childStep)
-    }
-
-    /// This place as a parent of listed children.
-    func node() -> Node { Node(self) }
-
-    var rendered: String {
-        var text = above?.place.rendered ?? ""
-        if let parentStep { Self.append(parentStep, to: &text) }
-        Self.append(step, to: &text)
-        return text
-    }
-
-    private static func append(_ step: Step, to text: inout String) {
-        switch step {
-        case .named(let name), .member(let name): text += text.isEmpty ? name : "." + name
-        case .element(let index): text += "[\(index)]"
+    /// The place of `target` in its document: each step down from the root picks the element or member
+    /// whose nodes contain the target ("name" or "[index]", joined as "a.b[2].c").
+    static func path(of target: JSONValue) -> String {
+        let document = target.document
+        let nodes = document.nodes
+        var text = document.enclosingField.map { path(of: $0) } ?? ""
+        var current = 1  // the root
+        while current != target.index {
+            let node = nodes[current]
+            var child = current + 1
+            var found = false
+            for position in 0..<Int(node.second) {
+                if node.kind == JSONNode.object {
+                    let value = child + 1
+                    let end = Int(nodes[value].next)
+                    if target.index < end {
+                        let name = JSONValue(document: document, index: child).string ?? ""
+                        text += text.isEmpty ? name : "." + name
+                        current = value
+                        found = true
+                        break
+                    }
+                    child = end
+                } else {
+                    let end = Int(nodes[child].next)
+                    if target.index < end {
+                        text += "[\(position)]"
+                        current = child
+                        found = true
+                        break
+                    }
+                    child = end
+                }
+            }
+            // A member name is not a value of its own; readers never stand on one.
+            guard found, node.kind == JSONNode.object || node.kind == JSONNode.array else { break }
         }
+        return text
     }
 }

@@ -83,6 +83,7 @@ enum VariableValues {
 
     /// Python `int(text)` as a JSON integer literal (any size), or nil when Python raises.
     static func pythonInt(_ text: String) -> String? {
+        if let plain = plainInteger(text) { return plain }
         var body = trimmed(text)
         var negative = false
         if let sign = body.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
@@ -97,6 +98,7 @@ enum VariableValues {
 
     /// Python `float(text)`, or nil when Python raises.
     static func pythonFloat(_ text: String) -> Double? {
+        if let plain = plainDecimal(text) { return plain }
         var body = trimmed(text)
         var sign: Double = 1
         if let first = body.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") {
@@ -140,5 +142,59 @@ enum VariableValues {
             literal += "e" + exponentSign + String(decoding: exponentDigits, as: UTF8.self)
         }
         return literal
+    }
+
+    // Datafiles write numbers plainly ("42", "-3.5", "1e3"): those read as C reads them, without the
+    // Unicode digit and whitespace mapping (a scalar-by-scalar pass with set lookups) that Python's
+    // general rules need. Anything else (spaces, underscores, other digits, "inf") takes the general path.
+
+    /// `[+-]?[0-9]+` as Python's int() writes it back (no leading zeros, no "-0"), or nil.
+    private static func plainInteger(_ text: String) -> String? {
+        var text = text
+        return text.withUTF8 { bytes -> String? in
+            var start = 0
+            var negative = false
+            if let first = bytes.first, first == UInt8(ascii: "+") || first == UInt8(ascii: "-") {
+                negative = first == UInt8(ascii: "-")
+                start = 1
+            }
+            guard start < bytes.count, bytes[start...].allSatisfy(isDigit) else { return nil }
+            while start < bytes.count - 1 && bytes[start] == UInt8(ascii: "0") { start += 1 }
+            let magnitude = String(decoding: UnsafeBufferPointer(rebasing: bytes[start...]), as: UTF8.self)
+            return negative && magnitude != "0" ? "-" + magnitude : magnitude
+        }
+    }
+
+    /// `[+-]?(digits)?(.digits?)?([eE][+-]?digits)?` with a digit before the exponent, read by strtod,
+    /// or nil.
+    private static func plainDecimal(_ text: String) -> Double? {
+        var text = text
+        return text.withUTF8 { bytes -> Double? in
+            var index = 0
+            let count = bytes.count
+            guard count > 0, count < 256 else { return nil }
+            if bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            var mantissaDigits = 0
+            while index < count && isDigit(bytes[index]) { index += 1; mantissaDigits += 1 }
+            if index < count && bytes[index] == UInt8(ascii: ".") {
+                index += 1
+                while index < count && isDigit(bytes[index]) { index += 1; mantissaDigits += 1 }
+            }
+            guard mantissaDigits > 0 else { return nil }
+            if index < count && (bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")) {
+                index += 1
+                if index < count && (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")) { index += 1 }
+                var exponentDigits = 0
+                while index < count && isDigit(bytes[index]) { index += 1; exponentDigits += 1 }
+                guard exponentDigits > 0 else { return nil }
+            }
+            guard index == count else { return nil }
+            return withUnsafeTemporaryAllocation(of: CChar.self, capacity: count + 1) { buffer in
+                let base = buffer.baseAddress!
+                UnsafeMutableRawPointer(base).copyMemory(from: bytes.baseAddress!, byteCount: count)
+                base[count] = 0
+                return strtod(base, nil)
+            }
+        }
     }
 }

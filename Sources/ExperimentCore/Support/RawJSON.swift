@@ -2,7 +2,7 @@
 ///
 /// json-c clamps integers to 64 bits, while the reference SDK (Python) keeps any integer exactly; event
 /// tags pass through to the results backend, so they are re-emitted from their original text.
-/// Parse only text that `StrictJSON` accepted.
+/// Parse only text that `JSONDocument` accepted.
 indirect enum RawJSON {
     case object([(key: String, value: RawJSON)])
     case array([RawJSON])
