@@ -71,9 +71,12 @@ public struct ConditionForest: Sendable {
     }
 
     /// The forest as views into config-owned memory, for evaluation without reference counting.
+    /// An audience reference is stored as a copy of the audience's root node (evaluating the reference is
+    /// evaluating that root), so a walk takes no extra step per audience.
     func tables(in storage: StringStorage) -> Tables {
-        Tables(nodes: storage.store(nodes), operands: storage.store(operands), roots: storage.store(audienceRoots),
-               leaves: storage.store(leaves))
+        let resolved = nodes.map { node in node.kind == .audience ? nodes[Int(audienceRoots[Int(node.first)])] : node }
+        return Tables(nodes: storage.store(resolved), operands: storage.store(operands),
+                      roots: storage.store(audienceRoots), leaves: storage.store(leaves))
     }
 
     public struct Tables: @unchecked Sendable {
@@ -85,12 +88,12 @@ public struct ConditionForest: Sendable {
         /// Three-valued evaluation exactly as the reference: `nil` is unknown. "and" is false if any operand
         /// is false, else unknown if any is unknown; "or" is true if any is true, else unknown if any is
         /// unknown; "not" flips a known result of its first operand.
-        func evaluate(_ index: Int32, _ leaf: (LeafCondition) -> Bool?) -> Bool? {
+        func evaluate<Leaves: LeafEvaluator>(_ index: Int32, _ leaf: Leaves) -> Bool? {
             let node = nodes[Int(index)]
             let start = Int(node.first), end = Int(node.first + node.count)
             switch node.kind {
             case .condition:
-                return leaf(leaves[start])
+                return leaf.evaluate(leaves[start])
             case .audience:
                 return evaluate(roots[start], leaf)
             case .and:
@@ -119,6 +122,13 @@ public struct ConditionForest: Sendable {
             }
         }
     }
+}
+
+/// Evaluates leaf conditions for `ConditionForest.Tables.evaluate` (a type, not a closure, so the walk is
+/// specialized for it and the leaf check inlined).
+public protocol LeafEvaluator {
+    /// The condition's result for the user: true, false, or nil (unknown).
+    func evaluate(_ leaf: LeafCondition) -> Bool?
 }
 
 /// One leaf condition of an audience: `{"name": ..., "type": ..., "match": ..., "value": ...}`.

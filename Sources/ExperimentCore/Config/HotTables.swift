@@ -12,11 +12,13 @@ public struct HotTables: @unchecked Sendable {
         public let group: Int32
         /// Root of its audience tree in the condition forest, or -1 when everyone qualifies.
         public let audienceRoot: Int32
+        /// Followed by 8 zero bytes (see `zeroPadded`).
         public let id: UTF8Text
         public let traffic: UnsafeBufferPointer<TrafficRange>
     }
 
     public struct Group: BitwiseCopyable {
+        /// Followed by 8 zero bytes (see `zeroPadded`).
         public let id: UTF8Text
         public let traffic: UnsafeBufferPointer<TrafficRange>
     }
@@ -40,17 +42,23 @@ public struct HotTables: @unchecked Sendable {
     public let flags: UnsafeBufferPointer<Flag>
     public let rules: UnsafeBufferPointer<Rule>
     public let conditions: ConditionForest.Tables
+    /// The config's running global holdouts (indices into its holdouts), as `ProjectConfig.globalHoldouts`.
+    public let globalHoldouts: UnsafeBufferPointer<Int32>
 
     init(experiments: [ExperimentCore.Experiment], groups: [ExperimentCore.Group], flags: [ExperimentCore.Flag],
-         conditions: ConditionForest, storage: StringStorage)
+         globalHoldouts: [Int32], conditions: ConditionForest, storage: StringStorage)
     {
+        self.globalHoldouts = storage.store(globalHoldouts)
         self.experiments = storage.store(experiments.map { experiment in
             Experiment(isRunning: experiment.isRunning, isTargetedDelivery: experiment.type == "td",
                        hasWhitelist: experiment.whitelist != nil, group: experiment.group,
-                       audienceRoot: experiment.audience?.root ?? -1, id: experiment.id.bytes,
+                       audienceRoot: experiment.audience?.root ?? -1,
+                       id: Self.zeroPadded(experiment.id.bytes, in: storage),
                        traffic: storage.store(experiment.traffic))
         })
-        self.groups = storage.store(groups.map { Group(id: $0.id.bytes, traffic: storage.store($0.traffic)) })
+        self.groups = storage.store(groups.map {
+            Group(id: Self.zeroPadded($0.id.bytes, in: storage), traffic: storage.store($0.traffic))
+        })
         var hotFlags: [Flag] = []
         var hotRules: [Rule] = []
         for flag in flags {
@@ -64,5 +72,12 @@ public struct HotTables: @unchecked Sendable {
         self.flags = storage.store(hotFlags)
         self.rules = storage.store(hotRules)
         self.conditions = conditions.tables(in: storage)
+    }
+
+    /// A copy of `bytes` followed by 8 zero bytes, so bucketing can read the id's last bytes as a word
+    /// (MurmurHash3.x86_32(concatenating:zeroPadded:seed:)).
+    private static func zeroPadded(_ bytes: UTF8Text, in storage: StringStorage) -> UTF8Text {
+        let padded = storage.store(Array(bytes) + [UInt8](repeating: 0, count: 8))
+        return UTF8Text(start: padded.baseAddress, count: bytes.count)
     }
 }
