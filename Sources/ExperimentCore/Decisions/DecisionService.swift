@@ -15,6 +15,9 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     public let sticky: Sticky
     public let reasons: ReasonLog?
 
+    /// Inlinable: a caller passing `includeReasons: false` then sees a nil log, and destroying the service
+    /// costs nothing.
+    @inlinable @inline(__always)
     public init(config: ProjectConfig, userId: UTF8Text, attributes: Attributes, overrides: Overrides,
                 sticky: Sticky, includeReasons: Bool)
     {
