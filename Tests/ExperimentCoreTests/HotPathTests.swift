@@ -99,3 +99,72 @@ import Testing
         }
     }
 }
+
+/// Attributes from a dictionary, for evaluating condition trees directly.
+private struct TestLeaves: LeafEvaluator {
+    let values: [String: AttributeValue]
+
+    func value(named name: UTF8Text) -> AttributeValue? { values[String(decoding: name, as: UTF8.self)] }
+
+    func evaluate(_ leaf: LeafCondition) -> Bool? {
+        guard leaf.hasKnownType else { return nil }
+        let user = leaf.attribute.flatMap { value(named: $0) }
+        return LeafMatcher.evaluate(leaf.match, condition: leaf.value, user: user)
+    }
+}
+
+@Suite struct AnyOfStringsTests {
+    private func leaf(_ name: String?, _ match: MatchType = .exact, value: ConditionValue,
+                      knownType: Bool = true) -> LeafCondition {
+        LeafCondition(attribute: name.map(configBytes), hasKnownType: knownType, match: match, value: value)
+    }
+
+    /// The reference's "or": true if any operand is true, else unknown if any is unknown, else false.
+    private func referenceOr(_ leaves: [LeafCondition], _ user: TestLeaves) -> Bool? {
+        var sawUnknown = false
+        for leaf in leaves {
+            switch user.evaluate(leaf) {
+            case true?: return true
+            case nil: sawUnknown = true
+            case false?: break
+            }
+        }
+        return sawUnknown ? nil : false
+    }
+
+    @Test func orOfExactStringsEvaluatesAsTheGeneralOr() {
+        let nl = ConditionValue.string(configBytes("NL")), de = ConditionValue.string(configBytes("DE"))
+        let shapes: [[LeafCondition]] = [
+            [leaf("country", value: nl), leaf("country", value: de)],                       // converted
+            [leaf("country", value: nl), leaf("country", value: de), leaf("country", value: .string(configBytes("")))],
+            [leaf("country", value: nl), leaf("region", value: de)],                        // two attributes
+            [leaf("country", value: nl), leaf("country", .substring, value: de)],                  // another match
+            [leaf("country", value: nl), leaf("country", value: .int(3))],                  // a number
+            [leaf("country", value: nl), leaf("country", value: de, knownType: false)],     // unknown type
+            [leaf("country", value: nl), leaf(nil, value: de)],                             // no name
+            [leaf("country", value: nl)],                                                   // one operand
+        ]
+        let users: [[String: AttributeValue]] = [
+            [:], ["country": .null], ["country": .bool(true)], ["country": .int(3)], ["country": .double(3)],
+            ["country": .string(configBytes("NL"))], ["country": .string(configBytes("DE"))],
+            ["country": .string(configBytes("FR"))], ["country": .string(configBytes(""))],
+            ["country": .string(configBytes("NL")), "region": .string(configBytes("DE"))],
+            ["region": .string(configBytes("DE"))],
+        ]
+        for (shapeIndex, leaves) in shapes.enumerated() {
+            var forest = ConditionForest()
+            let indices = leaves.map { forest.addLeaf($0) }
+            let audience = forest.addAudience(.or(indices.map { .leaf($0) }))
+            let root = forest.addRule(.or([.leaf(audience)]))
+            let storage = StringStorage()  // owns the tables' memory
+            let tables = forest.tables(in: storage)
+            // The first two shapes take the one-lookup path, the others the general "or".
+            #expect(tables.nodes.contains { $0.kind == .anyOfStrings } == (shapeIndex < 2), "shape \(shapeIndex)")
+            for values in users {
+                let user = TestLeaves(values: values)
+                #expect(tables.evaluate(root, user) == referenceOr(leaves, user), "shape \(shapeIndex) user \(values)")
+            }
+            withExtendedLifetime(storage) {}
+        }
+    }
+}

@@ -363,6 +363,9 @@ public struct AttributeLeaves<Attributes: UserAttributes>: LeafEvaluator {
     public init(attributes: Attributes) { self.attributes = attributes }
 
     @inlinable @inline(__always)
+    public func value(named name: UTF8Text) -> AttributeValue? { attributes.value(named: name) }
+
+    @inlinable @inline(__always)
     public func evaluate(_ leaf: LeafCondition) -> Bool? {
         guard leaf.hasKnownType else { return nil }
         switch leaf.match {

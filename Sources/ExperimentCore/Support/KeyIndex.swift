@@ -68,13 +68,26 @@ public struct KeyIndex: Sendable {
         return find(key)
     }
 
+    /// Reads the tables through buffer pointers: one load of each array's storage, no bounds checks.
+    @inline(__always)
     private func probe(hash: UInt64, matching key: UnsafeBufferPointer<UInt8>) -> Int? {
-        var slot = Int(truncatingIfNeeded: hash) & mask
-        while true {
-            let entry = Int(slots[slot])
-            if entry < 0 { return nil }
-            if keyMatches(entry, key) { return Int(values[entry]) }
-            slot = (slot + 1) & mask
+        slots.withUnsafeBufferPointer { slots in
+            keyStarts.withUnsafeBufferPointer { starts in
+                keyBytes.withUnsafeBufferPointer { bytes in
+                    var slot = Int(truncatingIfNeeded: hash) & mask
+                    while true {
+                        let entry = Int(slots[slot])
+                        if entry < 0 { return nil }
+                        let start = Int(starts[entry]), end = Int(starts[entry + 1])
+                        if end - start == key.count
+                            && (key.count == 0
+                                || ShortBytes.equal(bytes.baseAddress! + start, key.baseAddress!, count: key.count)) {
+                            return Int(values[entry])
+                        }
+                        slot = (slot + 1) & mask
+                    }
+                }
+            }
         }
     }
 
