@@ -39,11 +39,16 @@ private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideRes
 private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDecision, config: ProjectConfig,
                   lease: Unmanaged<ConfigLease>, options: DecideOptions, reasons: [String]?) {
     var filled = exp_decision()
-    filled.flag_key = config.flags[Int(decision.flag)].key.cString
-    filled.variation_key = decision.variationKeyCString(in: config)
-    filled.rule_key = decision.ruleKeyCString(in: config)
-    filled.variables_json = options.contains(.excludeVariables) ? emptyObjectPointer : decision.variablesJSON(in: config)
-    filled.enabled = decision.enabled(in: config) ? 1 : 0
+    if decision.holdout < 0 {
+        fillFromHotTables(&filled, decision, config.hot)
+    } else {
+        filled.flag_key = config.flags[Int(decision.flag)].key.cString
+        filled.variation_key = decision.variationKeyCString(in: config)
+        filled.rule_key = decision.ruleKeyCString(in: config)
+        filled.variables_json = decision.variablesJSON(in: config)
+        filled.enabled = decision.enabled(in: config) ? 1 : 0
+    }
+    if options.contains(.excludeVariables) { filled.variables_json = emptyObjectPointer }
     filled.internal.0 = lease.retain().toOpaque()
     if options.contains(.includeReasons), let reasons {
         let strings = ReasonStrings(reasons)
@@ -52,6 +57,27 @@ private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDec
         filled.internal.1 = Unmanaged.passRetained(strings).toOpaque()
     }
     out.pointee = filled
+}
+
+/// The strings and flag of a decision that no holdout made, read from the hot tables: the same values as
+/// FlagDecision's variationKeyCString / ruleKeyCString / variablesJSON / enabled(in:) give for it.
+@inline(__always)
+private func fillFromHotTables(_ filled: inout exp_decision, _ decision: FlagDecision, _ hot: HotTables) {
+    let flag = hot.flags[Int(decision.flag)]
+    filled.flag_key = flag.key
+    var chosen: HotTables.Choice? = nil
+    if decision.experiment >= 0 {
+        let experiment = hot.experiments[Int(decision.experiment)]
+        filled.rule_key = experiment.key
+        if decision.variation >= 0 { chosen = experiment.variations[Int(decision.variation)] }
+    }
+    if chosen == nil, decision.flagVariation >= 0 { chosen = flag.variations[Int(decision.flagVariation)] }
+    let enabled = chosen?.featureEnabled ?? false
+    filled.variation_key = chosen?.key
+    filled.enabled = enabled ? 1 : 0
+    // Enabled: the flag variation's values; off, or no flag variation: the defaults.
+    filled.variables_json = enabled && decision.flagVariation >= 0
+        ? flag.variations[Int(decision.flagVariation)].variablesJSON! : flag.defaultVariablesJSON
 }
 
 @_cdecl("exp_decision_release")

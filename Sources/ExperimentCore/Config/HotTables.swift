@@ -15,6 +15,17 @@ public struct HotTables: @unchecked Sendable {
         /// Followed by 8 zero bytes (see `zeroPadded`).
         public let id: UTF8Text
         public let traffic: UnsafeBufferPointer<TrafficRange>
+        /// The experiment's key and its variations, for filling a decision.
+        public let key: UnsafePointer<CChar>
+        public let variations: UnsafeBufferPointer<Choice>
+    }
+
+    /// A variation as a decision reports it (an experiment's variation, or a flag's with its variables).
+    public struct Choice: BitwiseCopyable {
+        public let key: UnsafePointer<CChar>
+        public let featureEnabled: Bool
+        /// A flag variation's variables JSON (as `FlagVariation.variablesJSON`); nil for an experiment's.
+        public let variablesJSON: UnsafePointer<CChar>?
     }
 
     public struct Group: BitwiseCopyable {
@@ -28,6 +39,10 @@ public struct HotTables: @unchecked Sendable {
         public let firstRule: Int32
         public let ruleCount: Int32
         public let experimentRuleCount: Int32
+        /// As `Flag.key`, `Flag.defaultVariablesJSON` and `Flag.flagVariations`.
+        public let key: UnsafePointer<CChar>
+        public let defaultVariablesJSON: UnsafePointer<CChar>
+        public let variations: UnsafeBufferPointer<Choice>
     }
 
     public struct Rule: BitwiseCopyable {
@@ -54,7 +69,10 @@ public struct HotTables: @unchecked Sendable {
                        hasWhitelist: experiment.whitelist != nil, group: experiment.group,
                        audienceRoot: experiment.audience?.root ?? -1,
                        id: Self.zeroPadded(experiment.id.bytes, in: storage),
-                       traffic: storage.store(experiment.traffic))
+                       traffic: storage.store(experiment.traffic), key: experiment.key.cString,
+                       variations: storage.store(experiment.variations.map {
+                           Choice(key: $0.key.cString, featureEnabled: $0.featureEnabled, variablesJSON: nil)
+                       }))
         })
         self.groups = storage.store(groups.map {
             Group(id: Self.zeroPadded($0.id.bytes, in: storage), traffic: storage.store($0.traffic))
@@ -63,7 +81,12 @@ public struct HotTables: @unchecked Sendable {
         var hotRules: [Rule] = []
         for flag in flags {
             hotFlags.append(Flag(firstRule: Int32(hotRules.count), ruleCount: Int32(flag.rules.count),
-                                 experimentRuleCount: Int32(flag.experimentRuleCount)))
+                                 experimentRuleCount: Int32(flag.experimentRuleCount), key: flag.key.cString,
+                                 defaultVariablesJSON: flag.defaultVariablesJSON,
+                                 variations: storage.store(flag.flagVariations.map {
+                                     Choice(key: $0.key.cString, featureEnabled: $0.featureEnabled,
+                                            variablesJSON: $0.variablesJSON)
+                                 })))
             for rule in flag.rules {
                 hotRules.append(Rule(experiment: rule.experiment, hasHoldouts: !rule.holdouts.isEmpty,
                                      flagVariationOf: storage.store(rule.flagVariationOf)))
