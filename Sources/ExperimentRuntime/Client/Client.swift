@@ -152,11 +152,11 @@ public final class Client: @unchecked Sendable {
         let options = callOptions.union(self.options.defaultDecideOptions)
         guard options.contains(.disableDecisionEvent), !options.contains(.includeReasons),
               options.contains(.ignoreUserProfileService) || profileSlot.unretainedService == nil,
-              !notifications.hasListeners(.decision)
+              !notifications.hasListeners(.decision),
+              // While any user has stored segments, properties or overrides, the full path looks them up
+              // (once; this path would only repeat the lookups).
+              segments.isEmpty, properties.isEmpty, overrides.isEmpty
         else { return nil }
-        // Each is one atomic load while no user has an entry.
-        if segments.segments(of: userId) != nil || properties.storedProperties(of: userId) != nil
-            || overrides.storedOverrides(of: userId) != nil { return nil }
         return DecisionService(config: config, userId: userId, attributes: attributes, overrides: NoOverrides(),
                                sticky: NoStickyAssignments(), includeReasons: false).decide(flag: flag)
     }
