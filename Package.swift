@@ -3,7 +3,10 @@ import PackageDescription
 
 // The decision path crosses three modules with generic code (DecisionService over the ABI's attribute
 // source): cross-module optimization lets the compiler specialize it instead of dispatching generically.
-let optimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+// Exclusivity checks stay on in debug builds (and so in `swift test`); release builds leave them out: on the
+// decision path each check was a call into the runtime's access set.
+let optimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization", "-enforce-exclusivity=unchecked"],
+                                              .when(configuration: .release))]
 
 // Layers, one direction of dependency: experiment (C ABI) -> ExperimentRuntime -> ExperimentCore.
 let package = Package(

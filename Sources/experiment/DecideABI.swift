@@ -31,22 +31,53 @@ private final class ReasonStrings {
 /// (the calling thread's lease: retaining it writes to no memory other threads use).
 private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideResult, lease: ConfigLease,
                   options: DecideOptions) {
-    let config = lease.config
-    let decision = result.decision
+    fill(out, result.decision, config: lease.config, lease: Unmanaged.passUnretained(lease), options: options,
+         reasons: result.reasons)
+}
+
+@inline(__always)
+private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDecision, config: ProjectConfig,
+                  lease: Unmanaged<ConfigLease>, options: DecideOptions, reasons: [String]?) {
     var filled = exp_decision()
-    filled.flag_key = config.flags[Int(decision.flag)].key.cString
-    filled.variation_key = decision.variationKeyCString(in: config)
-    filled.rule_key = decision.ruleKeyCString(in: config)
-    filled.variables_json = options.contains(.excludeVariables) ? emptyObjectPointer : decision.variablesJSON(in: config)
-    filled.enabled = decision.enabled(in: config) ? 1 : 0
-    filled.internal.0 = Unmanaged.passRetained(lease).toOpaque()
-    if options.contains(.includeReasons) {
-        let reasons = ReasonStrings(result.reasons)
-        filled.reasons = UnsafePointer(reasons.pointers)
-        filled.reason_count = reasons.count
-        filled.internal.1 = Unmanaged.passRetained(reasons).toOpaque()
+    if decision.holdout < 0 {
+        fillFromHotTables(&filled, decision, config.hot)
+    } else {
+        filled.flag_key = config.flags[Int(decision.flag)].key.cString
+        filled.variation_key = decision.variationKeyCString(in: config)
+        filled.rule_key = decision.ruleKeyCString(in: config)
+        filled.variables_json = decision.variablesJSON(in: config)
+        filled.enabled = decision.enabled(in: config) ? 1 : 0
+    }
+    if options.contains(.excludeVariables) { filled.variables_json = emptyObjectPointer }
+    filled.internal.0 = lease.retain().toOpaque()
+    if options.contains(.includeReasons), let reasons {
+        let strings = ReasonStrings(reasons)
+        filled.reasons = UnsafePointer(strings.pointers)
+        filled.reason_count = strings.count
+        filled.internal.1 = Unmanaged.passRetained(strings).toOpaque()
     }
     out.pointee = filled
+}
+
+/// The strings and flag of a decision that no holdout made, read from the hot tables: the same values as
+/// FlagDecision's variationKeyCString / ruleKeyCString / variablesJSON / enabled(in:) give for it.
+@inline(__always)
+private func fillFromHotTables(_ filled: inout exp_decision, _ decision: FlagDecision, _ hot: HotTables) {
+    let flag = hot.flags[Int(decision.flag)]
+    filled.flag_key = flag.key
+    var chosen: HotTables.Choice? = nil
+    if decision.experiment >= 0 {
+        let experiment = hot.experiments[Int(decision.experiment)]
+        filled.rule_key = experiment.key
+        if decision.variation >= 0 { chosen = experiment.variations[Int(decision.variation)] }
+    }
+    if chosen == nil, decision.flagVariation >= 0 { chosen = flag.variations[Int(decision.flagVariation)] }
+    let enabled = chosen?.featureEnabled ?? false
+    filled.variation_key = chosen?.key
+    filled.enabled = enabled ? 1 : 0
+    // Enabled: the flag variation's values; off, or no flag variation: the defaults.
+    filled.variables_json = enabled && decision.flagVariation >= 0
+        ? flag.variations[Int(decision.flagVariation)].variablesJSON! : flag.defaultVariablesJSON
 }
 
 @_cdecl("exp_decision_release")
@@ -85,21 +116,29 @@ public func abiDecide(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
         let out = try required(out, "out")
         let user = try text(userId, "user_id")
         let options = try decideOptions(rawOptions).subtracting(.enabledFlagsOnly)
-        let lease = try borrowing(clientRef) { (client) throws(ClientError) in try client.lease() }
-        let configRef = Unmanaged.passUnretained(lease.config)
-        let leaseRef = Unmanaged.passUnretained(lease)
+        // Not retained: the thread's lease table keeps it alive while this call runs no host code; the full
+        // path below, which may call listeners and stores, retains it for its duration.
+        let leaseRef = try borrowing(clientRef) { (client) throws(ClientError) in try client.unretainedLease() }
+        let configRef = try borrowing(leaseRef) { (lease) throws(ClientError) in Unmanaged.passUnretained(lease.config) }
         let flag = try borrowing(configRef) { (config) throws(ClientError) in try flagIndex(flagKey, in: config) }
         try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
             try borrowing(clientRef) { (client) throws(ClientError) in
                 try borrowing(configRef) { (config) throws(ClientError) in
+                    let effective = options.union(client.options.defaultDecideOptions)
+                    if let decision = client.decideWithoutState(config: config, flag: flag, userId: user,
+                                                                attributes: attributes, options: options) {
+                        fill(out, decision, config: config, lease: leaseRef, options: effective, reasons: nil)
+                        return
+                    }
+                    let lease = leaseRef.takeUnretainedValue()
                     let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes,
                                                options: options)
-                    fill(out, result, lease: leaseRef.takeUnretainedValue(),
-                         options: options.union(client.options.defaultDecideOptions))
+                    fill(out, result.decision, config: config, lease: leaseRef, options: effective,
+                         reasons: result.reasons)
+                    withExtendedLifetime(lease) {}
                 }
             }
         }
-        withExtendedLifetime(lease) {}
     }
 }
 

@@ -12,26 +12,58 @@ let maxInputJSONBytes = 1 << 20
 
 /// Measures and validates a C string argument: non-NULL, at most `limit` bytes, valid UTF-8.
 /// `name` is built only when there is an error to report: the success path must not allocate.
+/// Inlined: the common case (ASCII within the limit) is a strnlen and a few word loads; everything else
+/// goes to `checkedText`.
+@inline(__always)
 func text(_ pointer: UnsafePointer<CChar>?, _ name: @autoclosure () -> String, limit: Int = maxKeyBytes)
     throws(ClientError) -> UTF8Text
 {
-    guard let pointer else { throw ClientError(.invalidArgument, "\(name()) is NULL") }
-    // One pass measures the string and notes whether it is all ASCII (ids and keys nearly always are).
-    let start = UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
-    var length = 0
-    var highBits: UInt8 = 0
-    while length <= limit {
-        let byte = start[length]
-        if byte == 0 { break }
-        highBits |= byte
-        length += 1
+    if let pointer {
+        // glibc's strnlen reads a word (or a vector) at a time and stays inside the string for sanitizers;
+        // it stops one byte past the limit, so an over-long string is refused without being read to its end.
+        let length = strnlen(pointer, limit + 1)
+        let bytes = UTF8Text(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: length)
+        if length <= limit && isASCII(bytes) { return bytes }
     }
+    return try checkedText(pointer, name, limit: limit)
+}
+
+/// `text` for NULL, over-long and non-ASCII strings: the full UTF-8 check and the error messages.
+@inline(never)
+func checkedText(_ pointer: UnsafePointer<CChar>?, _ name: () -> String, limit: Int) throws(ClientError) -> UTF8Text {
+    guard let pointer else { throw ClientError(.invalidArgument, "\(name()) is NULL") }
+    let length = strnlen(pointer, limit + 1)
     guard length <= limit else { throw ClientError(.tooLarge, "\(name()) is longer than \(limit) bytes") }
-    let bytes = UTF8Text(start: start, count: length)
-    guard highBits < 0x80 || UTF8Validation.firstInvalidByte(bytes) == nil else {
+    let bytes = UTF8Text(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: length)
+    guard UTF8Validation.firstInvalidByte(bytes) == nil else {
         throw ClientError(.invalidUTF8, "\(name()) is not valid UTF-8")
     }
     return bytes
+}
+
+/// Whether every byte of `bytes` is below 0x80, reading 8 bytes at a time (overlapping loads for the ends,
+/// all within the buffer).
+@inline(__always)
+func isASCII(_ bytes: UTF8Text) -> Bool {
+    let count = bytes.count
+    guard let base = bytes.baseAddress else { return true }
+    let raw = UnsafeRawPointer(base)
+    if count >= 8 {
+        var high: UInt64 = raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        var offset = 0
+        while offset + 8 <= count {
+            high |= raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+        return high & 0x8080_8080_8080_8080 == 0
+    }
+    if count >= 4 {
+        let high = raw.loadUnaligned(as: UInt32.self) | raw.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+        return high & 0x8080_8080 == 0
+    }
+    var high: UInt8 = 0
+    for index in 0..<count { high |= base[index] }
+    return high < 0x80
 }
 
 func string(_ pointer: UnsafePointer<CChar>?, _ name: @autoclosure () -> String, limit: Int = maxKeyBytes)
@@ -80,7 +112,7 @@ struct CAttributes: UserAttributes {
         var index = items.count - 1
         while index >= 0 {
             if lengths[index] == name.count,
-               name.count == 0 || memcmp(items[index].key!, name.baseAddress!, name.count) == 0
+               name.count == 0 || ShortBytes.equal(items[index].key!, name.baseAddress!, count: name.count)
             {
                 return value(at: index)
             }

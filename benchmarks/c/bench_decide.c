@@ -40,6 +40,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <ftw.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -253,16 +254,44 @@ static int table_save(const char *user_id, const char *profile_json, void *user_
     return 0;
 }
 
-/* The client options for a scenario's profile store; NULL (skip the scenario) when it cannot run here. */
+/* Temporary state directories, made on first use and removed at exit. */
+static char g_events_dir[] = "/tmp/bench-decide-events-XXXXXX";
+static char g_sqlite_dir[] = "/tmp/bench-decide-state-XXXXXX";
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+static void remove_temporary_dirs(void) {
+    if (!strstr(g_events_dir, "XXXXXX")) nftw(g_events_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (!strstr(g_sqlite_dir, "XXXXXX")) nftw(g_sqlite_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* `template` made into a directory the first time (it then no longer ends in XXXXXX). */
+static const char *temporary_dir(char *template) {
+    if (strstr(template, "XXXXXX")) {
+        if (!mkdtemp(template)) { perror("mkdtemp"); return NULL; }
+        static int registered;
+        if (!registered) atexit(remove_temporary_dirs);
+        registered = 1;
+    }
+    return template;
+}
+
+/* The client options for a scenario's profile store; NULL (skip the scenario) when it cannot run here.
+ * Scenarios without a SQLite profile store still get a state file (the event queue lives there): a private
+ * temporary one, so events another program left in the default state directory are not retried by a
+ * background thread during the run (its work and allocations would be counted against the decisions). */
 static const char *profile_options(const scenario *sc, char *buffer, size_t size) {
     if (!sc->profile || strcmp(sc->profile, "callbacks") == 0) {
-        snprintf(buffer, size, "{\"sdk_key\": \"bench\", \"profile_store\": \"%s\"}",
-                 sc->profile ? "callbacks" : "none");
+        const char *state_dir = temporary_dir(g_events_dir);
+        if (!state_dir) return NULL;
+        snprintf(buffer, size, "{\"sdk_key\": \"bench\", \"state_dir\": \"%s\", \"profile_store\": \"%s\"}",
+                 state_dir, sc->profile ? "callbacks" : "none");
     } else if (strcmp(sc->profile, "sqlite") == 0) {
-        static char state_dir[] = "/tmp/bench-decide-state-XXXXXX";
-        static int made;
-        if (!made && !mkdtemp(state_dir)) { perror("mkdtemp"); return NULL; }
-        made = 1;
+        const char *state_dir = temporary_dir(g_sqlite_dir);
+        if (!state_dir) return NULL;
         snprintf(buffer, size, "{\"sdk_key\": \"bench\", \"state_dir\": \"%s\"}", state_dir);
     } else {
         const char *url = getenv("BENCH_REDIS_URL");

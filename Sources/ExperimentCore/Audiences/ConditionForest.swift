@@ -15,7 +15,12 @@ public indirect enum ConditionNode: Sendable {
 /// rule's tree jumps straight to that audience's root, so evaluating a rule's audiences is one walk over
 /// trivial values: no closures per audience, no reference counting.
 public struct ConditionForest: Sendable {
-    public enum Kind: UInt8, Sendable, BitwiseCopyable { case and, or, not, condition, audience }
+    public enum Kind: UInt8, Sendable, BitwiseCopyable {
+        case and, or, not, condition, audience
+        /// An "or" whose operands are all `exact` string conditions on the same attribute (["or", country
+        /// is "NL", country is "DE", ...]): the attribute is looked up once. Only in `Tables`.
+        case anyOfStrings
+    }
 
     /// For operators, `first`/`count` select operands in `operands`; for a condition leaf `first` indexes
     /// `leaves`; for an audience reference `first` indexes `audienceRoots`.
@@ -71,9 +76,34 @@ public struct ConditionForest: Sendable {
     }
 
     /// The forest as views into config-owned memory, for evaluation without reference counting.
+    /// An audience reference is stored as a copy of the audience's root node (evaluating the reference is
+    /// evaluating that root), so a walk takes no extra step per audience.
     func tables(in storage: StringStorage) -> Tables {
-        Tables(nodes: storage.store(nodes), operands: storage.store(operands), roots: storage.store(audienceRoots),
-               leaves: storage.store(leaves))
+        let resolved = nodes.map { node -> Node in
+            let node = node.kind == .audience ? nodes[Int(audienceRoots[Int(node.first)])] : node
+            return isAnyOfStrings(node) ? Node(kind: .anyOfStrings, first: node.first, count: node.count) : node
+        }
+        return Tables(nodes: storage.store(resolved), operands: storage.store(operands),
+                      roots: storage.store(audienceRoots), leaves: storage.store(leaves))
+    }
+
+    /// Whether `node` is an "or" of at least two condition nodes that are all known-type `exact` matches of a
+    /// string value on the same attribute name. For such an "or" the reference's three-valued result is:
+    /// unknown when the user's value is absent, null or not a string (every operand is unknown), else true
+    /// when it equals one of the strings and false otherwise.
+    private func isAnyOfStrings(_ node: Node) -> Bool {
+        guard node.kind == .or, node.count >= 2 else { return false }
+        var name: UTF8Text? = nil
+        for position in Int(node.first)..<Int(node.first + node.count) {
+            let operand = nodes[Int(operands[position])]
+            guard operand.kind == .condition else { return false }
+            let leaf = leaves[Int(operand.first)]
+            guard leaf.hasKnownType, leaf.match == .exact, case .string = leaf.value, let attribute = leaf.attribute
+            else { return false }
+            if let name, !name.elementsEqual(attribute) { return false }
+            name = attribute
+        }
+        return true
     }
 
     public struct Tables: @unchecked Sendable {
@@ -85,12 +115,12 @@ public struct ConditionForest: Sendable {
         /// Three-valued evaluation exactly as the reference: `nil` is unknown. "and" is false if any operand
         /// is false, else unknown if any is unknown; "or" is true if any is true, else unknown if any is
         /// unknown; "not" flips a known result of its first operand.
-        func evaluate(_ index: Int32, _ leaf: (LeafCondition) -> Bool?) -> Bool? {
+        func evaluate<Leaves: LeafEvaluator>(_ index: Int32, _ leaf: Leaves) -> Bool? {
             let node = nodes[Int(index)]
             let start = Int(node.first), end = Int(node.first + node.count)
             switch node.kind {
             case .condition:
-                return leaf(leaves[start])
+                return leaf.evaluate(leaves[start])
             case .audience:
                 return evaluate(roots[start], leaf)
             case .and:
@@ -116,9 +146,27 @@ public struct ConditionForest: Sendable {
             case .not:
                 guard start < end, let result = evaluate(operands[start], leaf) else { return nil }
                 return !result
+            case .anyOfStrings:
+                // Every operand is an exact string condition on one attribute (see isAnyOfStrings).
+                guard case .string(let user)? = leaf.value(named: leaves[Int(nodes[Int(operands[start])].first)].attribute!)
+                else { return nil }
+                for position in start..<end {
+                    guard case .string(let wanted) = leaves[Int(nodes[Int(operands[position])].first)].value else { continue }
+                    if LeafMatcher.equal(wanted, user) { return true }
+                }
+                return false
             }
         }
     }
+}
+
+/// Evaluates leaf conditions for `ConditionForest.Tables.evaluate` (a type, not a closure, so the walk is
+/// specialized for it and the leaf check inlined).
+public protocol LeafEvaluator {
+    /// The condition's result for the user: true, false, or nil (unknown).
+    func evaluate(_ leaf: LeafCondition) -> Bool?
+    /// The user's value of attribute `name`, nil when absent.
+    func value(named name: UTF8Text) -> AttributeValue?
 }
 
 /// One leaf condition of an audience: `{"name": ..., "type": ..., "match": ..., "value": ...}`.

@@ -26,6 +26,8 @@ public enum SemanticVersion {
     /// Compares `user` with `target`: 1 if the user version is greater, 0 if equal, -1 if less,
     /// nil if either version is invalid or the reference would raise.
     public static func compare(target: UnsafeBufferPointer<UInt8>, user: UnsafeBufferPointer<UInt8>) -> Int? {
+        // Nearly every version in practice is "1", "1.2" or "1.2.3": those compare as integers in one pass.
+        if let t = Plain(target), let u = Plain(user) { return t.compare(toUser: u) }
         // Python's isdigit()/int() read Unicode decimal digits ("١.٢.٣" is 1.2.3): compare their ASCII form.
         if let asciiTarget = UnicodeDigits.asciiDigits(target) {
             return asciiTarget.withUnsafeBufferPointer { compare(target: $0, user: user) }
@@ -70,6 +72,68 @@ public enum SemanticVersion {
         }
         if preU && !preT { return -1 }
         return 0
+    }
+
+    // MARK: - Plain versions
+
+    /// A version of 1 to 3 dot-separated parts of 1 to 18 ASCII digits and nothing else. For two such
+    /// versions the reference's rules reduce to comparing the parts as integers, the target's parts in
+    /// order (a user version with fewer parts is less; extra user parts are ignored): no space, '-' or '+'
+    /// (so neither is a pre-release or a build), every part digits (so `int()` of each succeeds).
+    struct Plain {
+        var parts: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        var count = 0
+
+        @inline(__always)
+        init?(_ v: UnsafeBufferPointer<UInt8>) {
+            var value: UInt64 = 0
+            var digits = 0
+            for c in v {
+                if isDigit(c) {
+                    guard digits < 18 else { return nil }
+                    value = value &* 10 &+ UInt64(c &- 0x30)
+                    digits &+= 1
+                } else if c == dot, digits > 0, count < 2 {
+                    append(value)
+                    value = 0
+                    digits = 0
+                } else {
+                    return nil
+                }
+            }
+            guard digits > 0 else { return nil }
+            append(value)
+        }
+
+        @inline(__always)
+        private mutating func append(_ value: UInt64) {
+            switch count {
+            case 0: parts.0 = value
+            case 1: parts.1 = value
+            default: parts.2 = value
+            }
+            count &+= 1
+        }
+
+        @inline(__always)
+        func part(_ index: Int) -> UInt64 {
+            switch index {
+            case 0: return parts.0
+            case 1: return parts.1
+            default: return parts.2
+            }
+        }
+
+        /// 1 if `user` is greater than this target, 0 if equal, -1 if less.
+        @inline(__always)
+        func compare(toUser user: Plain) -> Int {
+            for index in 0..<count {
+                if user.count <= index { return -1 }
+                let u = user.part(index), t = part(index)
+                if u != t { return u < t ? -1 : 1 }
+            }
+            return 0
+        }
     }
 
     // MARK: - Classification

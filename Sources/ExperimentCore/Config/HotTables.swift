@@ -12,11 +12,24 @@ public struct HotTables: @unchecked Sendable {
         public let group: Int32
         /// Root of its audience tree in the condition forest, or -1 when everyone qualifies.
         public let audienceRoot: Int32
+        /// Followed by 8 zero bytes (see `zeroPadded`).
         public let id: UTF8Text
         public let traffic: UnsafeBufferPointer<TrafficRange>
+        /// The experiment's key and its variations, for filling a decision.
+        public let key: UnsafePointer<CChar>
+        public let variations: UnsafeBufferPointer<Choice>
+    }
+
+    /// A variation as a decision reports it (an experiment's variation, or a flag's with its variables).
+    public struct Choice: BitwiseCopyable {
+        public let key: UnsafePointer<CChar>
+        public let featureEnabled: Bool
+        /// A flag variation's variables JSON (as `FlagVariation.variablesJSON`); nil for an experiment's.
+        public let variablesJSON: UnsafePointer<CChar>?
     }
 
     public struct Group: BitwiseCopyable {
+        /// Followed by 8 zero bytes (see `zeroPadded`).
         public let id: UTF8Text
         public let traffic: UnsafeBufferPointer<TrafficRange>
     }
@@ -26,6 +39,10 @@ public struct HotTables: @unchecked Sendable {
         public let firstRule: Int32
         public let ruleCount: Int32
         public let experimentRuleCount: Int32
+        /// As `Flag.key`, `Flag.defaultVariablesJSON` and `Flag.flagVariations`.
+        public let key: UnsafePointer<CChar>
+        public let defaultVariablesJSON: UnsafePointer<CChar>
+        public let variations: UnsafeBufferPointer<Choice>
     }
 
     public struct Rule: BitwiseCopyable {
@@ -40,22 +57,36 @@ public struct HotTables: @unchecked Sendable {
     public let flags: UnsafeBufferPointer<Flag>
     public let rules: UnsafeBufferPointer<Rule>
     public let conditions: ConditionForest.Tables
+    /// The config's running global holdouts (indices into its holdouts), as `ProjectConfig.globalHoldouts`.
+    public let globalHoldouts: UnsafeBufferPointer<Int32>
 
     init(experiments: [ExperimentCore.Experiment], groups: [ExperimentCore.Group], flags: [ExperimentCore.Flag],
-         conditions: ConditionForest, storage: StringStorage)
+         globalHoldouts: [Int32], conditions: ConditionForest, storage: StringStorage)
     {
+        self.globalHoldouts = storage.store(globalHoldouts)
         self.experiments = storage.store(experiments.map { experiment in
             Experiment(isRunning: experiment.isRunning, isTargetedDelivery: experiment.type == "td",
                        hasWhitelist: experiment.whitelist != nil, group: experiment.group,
-                       audienceRoot: experiment.audience?.root ?? -1, id: experiment.id.bytes,
-                       traffic: storage.store(experiment.traffic))
+                       audienceRoot: experiment.audience?.root ?? -1,
+                       id: Self.zeroPadded(experiment.id.bytes, in: storage),
+                       traffic: storage.store(experiment.traffic), key: experiment.key.cString,
+                       variations: storage.store(experiment.variations.map {
+                           Choice(key: $0.key.cString, featureEnabled: $0.featureEnabled, variablesJSON: nil)
+                       }))
         })
-        self.groups = storage.store(groups.map { Group(id: $0.id.bytes, traffic: storage.store($0.traffic)) })
+        self.groups = storage.store(groups.map {
+            Group(id: Self.zeroPadded($0.id.bytes, in: storage), traffic: storage.store($0.traffic))
+        })
         var hotFlags: [Flag] = []
         var hotRules: [Rule] = []
         for flag in flags {
             hotFlags.append(Flag(firstRule: Int32(hotRules.count), ruleCount: Int32(flag.rules.count),
-                                 experimentRuleCount: Int32(flag.experimentRuleCount)))
+                                 experimentRuleCount: Int32(flag.experimentRuleCount), key: flag.key.cString,
+                                 defaultVariablesJSON: flag.defaultVariablesJSON,
+                                 variations: storage.store(flag.flagVariations.map {
+                                     Choice(key: $0.key.cString, featureEnabled: $0.featureEnabled,
+                                            variablesJSON: $0.variablesJSON)
+                                 })))
             for rule in flag.rules {
                 hotRules.append(Rule(experiment: rule.experiment, hasHoldouts: !rule.holdouts.isEmpty,
                                      flagVariationOf: storage.store(rule.flagVariationOf)))
@@ -64,5 +95,12 @@ public struct HotTables: @unchecked Sendable {
         self.flags = storage.store(hotFlags)
         self.rules = storage.store(hotRules)
         self.conditions = conditions.tables(in: storage)
+    }
+
+    /// A copy of `bytes` followed by 8 zero bytes, so bucketing can read the id's last bytes as a word
+    /// (MurmurHash3.x86_32(concatenating:zeroPadded:seed:)).
+    private static func zeroPadded(_ bytes: UTF8Text, in storage: StringStorage) -> UTF8Text {
+        let padded = storage.store(Array(bytes) + [UInt8](repeating: 0, count: 8))
+        return UTF8Text(start: padded.baseAddress, count: bytes.count)
     }
 }

@@ -76,7 +76,8 @@ public final class ProjectConfig: @unchecked Sendable {
         eventKeyIndex = indexes.events
         attributeKeyIndex = indexes.attributes
         self.strings = strings
-        hot = HotTables(experiments: experiments, groups: groups, flags: flags, conditions: conditions, storage: strings)
+        hot = HotTables(experiments: experiments, groups: groups, flags: flags, globalHoldouts: globalHoldouts,
+                        conditions: conditions, storage: strings)
     }
 
     struct Header {

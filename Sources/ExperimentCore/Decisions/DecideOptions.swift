@@ -9,8 +9,11 @@ public struct DecideOptions: OptionSet, Sendable, Hashable {
     public static let includeReasons = DecideOptions(rawValue: 1 << 3)
     public static let excludeVariables = DecideOptions(rawValue: 1 << 4)
 
-    public static let all: DecideOptions = [.disableDecisionEvent, .enabledFlagsOnly, .ignoreUserProfileService,
-                                            .includeReasons, .excludeVariables]
+    /// Computed, not stored: a stored static of an array literal is initialized lazily, and every read
+    /// (each decide call validates its options against it) would check that it was.
+    public static var all: DecideOptions {
+        [.disableDecisionEvent, .enabledFlagsOnly, .ignoreUserProfileService, .includeReasons, .excludeVariables]
+    }
 
     public static let names: [(String, DecideOptions)] = [
         ("DISABLE_DECISION_EVENT", .disableDecisionEvent), ("ENABLED_FLAGS_ONLY", .enabledFlagsOnly),

@@ -15,6 +15,9 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     public let sticky: Sticky
     public let reasons: ReasonLog?
 
+    /// Inlinable: a caller passing `includeReasons: false` then sees a nil log, and destroying the service
+    /// costs nothing.
+    @inlinable @inline(__always)
     public init(config: ProjectConfig, userId: UTF8Text, attributes: Attributes, overrides: Overrides,
                 sticky: Sticky, includeReasons: Bool)
     {
@@ -50,7 +53,7 @@ extension DecisionService {
             decision.flagVariation = forced
             return decision
         }
-        for holdoutIndex in config.globalHoldouts {
+        for holdoutIndex in config.hot.globalHoldouts {
             guard let variation = holdoutVariation(Int(holdoutIndex)) else { continue }
             let holdout = config.holdouts[Int(holdoutIndex)]
             reasons?.add("The user '\(userText)' is bucketed into holdout '\(holdout.key.text)' for feature flag '\(config.flags[flagIndex].key.text)'.")
@@ -121,7 +124,7 @@ extension DecisionService {
                 continue
             }
             reasons?.add("User \"\(userText)\" meets audience conditions for targeting rule \(label).")
-            let variation = bucket(bucketingId, parent: experiment.id, ranges: experiment.traffic)
+            let variation = bucket(bucketingId, zeroPaddedParent: experiment.id, ranges: experiment.traffic)
             if variation >= 0 {
                 reasons?.add("User \"\(userText)\" bucketed into a targeting rule \(label).")
                 decision.experiment = rule.experiment
@@ -209,7 +212,7 @@ extension DecisionService {
         let bucketingId = self.bucketingId()
         if experiment.group >= 0 {
             let group = config.hot.groups[Int(experiment.group)]
-            let chosen = bucket(bucketingId, parent: group.id, ranges: group.traffic)
+            let chosen = bucket(bucketingId, zeroPaddedParent: group.id, ranges: group.traffic)
             guard chosen == Int32(index) || (chosen >= 0 && config.hot.experiments[Int(chosen)].id.elementsEqual(experiment.id)) else {
                 reasons?.add(chosen < 0 ? "User \"\(userText)\" is in no experiment."
                             : "User \"\(userText)\" is not in experiment \"\(key(index))\" of group \(config.groups[Int(experiment.group)].id.text).")
@@ -217,7 +220,7 @@ extension DecisionService {
             }
             reasons?.add("User \"\(userText)\" is in experiment \(key(index)) of group \(config.groups[Int(experiment.group)].id.text).")
         }
-        let variation = bucket(bucketingId, parent: experiment.id, ranges: experiment.traffic)
+        let variation = bucket(bucketingId, zeroPaddedParent: experiment.id, ranges: experiment.traffic)
         guard variation >= 0 else {
             reasons?.add("Bucketed into an empty traffic range. Returning nil.")
             reasons?.add("User \"\(userText)\" is in no variation.")
@@ -306,7 +309,7 @@ extension DecisionService {
 
     /// `$opt_bucketing_id` when it is a string, else the user id.
     public func bucketingId() -> UTF8Text {
-        let found: AttributeValue? = StaticName.bucketingId.withUnsafeBufferPointer { attributes.value(named: $0) }
+        let found = attributes.value(named: StaticName.bucketingId)
         switch found {
         case .string(let text)?: return text
         case nil, .null?: return userId
@@ -326,6 +329,17 @@ extension DecisionService {
         return -1
     }
 
+    /// `bucket` for a parent id from the hot tables (followed by zero bytes): the same result, hashed faster.
+    @inlinable
+    public func bucket(_ bucketingId: UTF8Text, zeroPaddedParent parent: UTF8Text,
+                       ranges: UnsafeBufferPointer<TrafficRange>) -> Int32 {
+        let hash = MurmurHash3.x86_32(concatenating: UnsafeRawBufferPointer(bucketingId),
+                                      zeroPadded: UnsafeRawBufferPointer(parent), seed: 1)
+        let value = Bucketing.bucketValue(hash: hash)
+        for range in ranges where value < range.endOfRange { return range.entity }
+        return -1
+    }
+
     // MARK: audiences
 
     /// `label` names the rule in reasons only; it is not built unless reasons are collected.
@@ -334,12 +348,25 @@ extension DecisionService {
             reasons?.add("Audiences for \(ruleLog) \(label()) collectively evaluated to TRUE.")
             return true
         }
-        let result = config.hot.conditions.evaluate(root) { evaluateLeaf($0) } ?? false
+        let result = config.hot.conditions.evaluate(root, AttributeLeaves(attributes: attributes)) ?? false
         reasons?.add("Audiences for \(ruleLog) \(label()) collectively evaluated to \(result ? "TRUE" : "FALSE").")
         return result
     }
+}
 
-    private func evaluateLeaf(_ leaf: LeafCondition) -> Bool? {
+/// Leaf conditions evaluated against the user's attributes.
+/// Public and inlinable so that it is specialized for the runtime's attribute types (no witness calls).
+public struct AttributeLeaves<Attributes: UserAttributes>: LeafEvaluator {
+    public let attributes: Attributes
+
+    @inlinable
+    public init(attributes: Attributes) { self.attributes = attributes }
+
+    @inlinable @inline(__always)
+    public func value(named name: UTF8Text) -> AttributeValue? { attributes.value(named: name) }
+
+    @inlinable @inline(__always)
+    public func evaluate(_ leaf: LeafCondition) -> Bool? {
         guard leaf.hasKnownType else { return nil }
         switch leaf.match {
         case .unknown:
@@ -355,5 +382,9 @@ extension DecisionService {
 }
 
 enum StaticName {
-    static let bucketingId: [UInt8] = Array("$opt_bucketing_id".utf8)
+    /// Static bytes (no lazily initialized global to check on every read).
+    static var bucketingId: UTF8Text {
+        let name: StaticString = "$opt_bucketing_id"
+        return UTF8Text(start: name.utf8Start, count: name.utf8CodeUnitCount)
+    }
 }

@@ -107,6 +107,18 @@ public final class Client: @unchecked Sendable {
         return lease
     }
 
+    /// The same, not retained, for a call that runs no host code (no listener, callback or store) while it
+    /// uses it: only this thread's next lease of this client could release it.
+    @inline(__always)
+    public func unretainedLease() throws(ClientError) -> Unmanaged<ConfigLease> {
+        try ensureOpen()
+        datafileState.noteUse()
+        guard let lease = current.unretainedLease() else {
+            throw ClientError(.notReady, "the client has no datafile yet: call exp_client_start first")
+        }
+        return lease
+    }
+
     /// The config decisions should use now.
     public func config() throws(ClientError) -> ProjectConfig { try lease().config }
 
@@ -127,6 +139,27 @@ public final class Client: @unchecked Sendable {
     }
 
     // MARK: decisions
+
+    /// The decision of one flag when nothing but the config and the call's attributes can matter: no stored
+    /// segments, properties, overrides or profiles, no impression, listener or reasons (the common case of a
+    /// server deciding with DISABLE_DECISION_EVENT). It runs no host code. Nil when any of those applies:
+    /// `decide` then takes the full path, which gives the same decision in that case.
+    @inline(__always)
+    public func decideWithoutState<A: UserAttributes>(config: ProjectConfig, flag: Int, userId: UTF8Text,
+                                                      attributes: A, options callOptions: DecideOptions)
+        -> FlagDecision?
+    {
+        let options = callOptions.union(self.options.defaultDecideOptions)
+        guard options.contains(.disableDecisionEvent), !options.contains(.includeReasons),
+              options.contains(.ignoreUserProfileService) || profileSlot.unretainedService == nil,
+              !notifications.hasListeners(.decision),
+              // While any user has stored segments, properties or overrides, the full path looks them up
+              // (once; this path would only repeat the lookups).
+              segments.isEmpty, properties.isEmpty, overrides.isEmpty
+        else { return nil }
+        return DecisionService(config: config, userId: userId, attributes: attributes, overrides: NoOverrides(),
+                               sticky: NoStickyAssignments(), includeReasons: false).decide(flag: flag)
+    }
 
     public func decide<A: UserAttributes>(config: ProjectConfig, flag: Int, userId: UTF8Text, attributes: A,
                                           options callOptions: DecideOptions) -> DecideResult

@@ -54,7 +54,12 @@ final class ConfigSlot: @unchecked Sendable {
 
     /// The calling thread's lease on the current config, or nil before the first install.
     @inline(__always)
-    func lease() -> ConfigLease? {
+    func lease() -> ConfigLease? { unretainedLease()?.takeUnretainedValue() }
+
+    /// The same, not retained: the thread's lease table keeps it alive until this thread's next call of a
+    /// client whose config changed, so the caller uses it only within the current call.
+    @inline(__always)
+    func unretainedLease() -> Unmanaged<ConfigLease>? {
         let generation = currentGeneration.load(ordering: .acquiring)
         guard generation != 0 else { return nil }
         let leases = ThreadLeases.current()
@@ -62,27 +67,39 @@ final class ConfigSlot: @unchecked Sendable {
         return renew(leases)
     }
 
-    private func renew(_ leases: ThreadLeases) -> ConfigLease? {
+    private func renew(_ leases: ThreadLeases) -> Unmanaged<ConfigLease>? {
         let fresh: ConfigLease? = lock.withLock {
             config.map { ConfigLease(config: $0, generation: currentGeneration.load(ordering: .relaxed)) }
         }
-        if let fresh { leases.store(fresh, slot: self) }
-        return fresh
+        guard let fresh else { return nil }
+        return leases.store(fresh, slot: self)
     }
 }
 
 /// The leases one thread holds, for the few clients it uses (a handful of entries, replaced round-robin).
-/// Freed with the thread.
-final class ThreadLeases {
+/// A view of raw per-thread memory, freed with the thread: finding a lease checks no exclusivity and
+/// touches no reference count.
+struct ThreadLeases {
+    private struct Entry {
+        /// The client's config slot (its address), nil when unused.
+        var slot: UnsafeRawPointer?
+        /// Retained by the table.
+        var lease: Unmanaged<ConfigLease>?
+        var generation: UInt64
+    }
+
     private static let capacity = 4
-    private var slots: [ObjectIdentifier?] = Array(repeating: nil, count: capacity)
-    private var leases: [ConfigLease?] = Array(repeating: nil, count: capacity)
-    private var nextVictim = 0
+    /// `capacity` entries, then one whose `generation` is the index of the next entry to replace.
+    private let entries: UnsafeMutablePointer<Entry>
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
-            if let pointer { Unmanaged<ThreadLeases>.fromOpaque(pointer).release() }
+            guard let pointer else { return }
+            let entries = pointer.assumingMemoryBound(to: Entry.self)
+            for index in 0..<ThreadLeases.capacity { entries[index].lease?.release() }
+            entries.deinitialize(count: ThreadLeases.capacity + 1)
+            entries.deallocate()
         }
         return key
     }()
@@ -90,30 +107,35 @@ final class ThreadLeases {
     @inline(__always)
     static func current() -> ThreadLeases {
         if let existing = pthread_getspecific(key) {
-            return Unmanaged<ThreadLeases>.fromOpaque(existing).takeUnretainedValue()
+            return ThreadLeases(entries: existing.assumingMemoryBound(to: Entry.self))
         }
-        let created = ThreadLeases()
-        pthread_setspecific(key, Unmanaged.passRetained(created).toOpaque())
-        return created
+        let entries = UnsafeMutablePointer<Entry>.allocate(capacity: capacity + 1)
+        entries.initialize(repeating: Entry(slot: nil, lease: nil, generation: 0), count: capacity + 1)
+        pthread_setspecific(key, entries)
+        return ThreadLeases(entries: entries)
     }
 
     @inline(__always)
-    func find(slot: ConfigSlot, generation: UInt64) -> ConfigLease? {
-        let id = ObjectIdentifier(slot)
-        for index in 0..<Self.capacity where slots[index] == id {
-            if let lease = leases[index], lease.generation == generation { return lease }
-            return nil
+    func find(slot: ConfigSlot, generation: UInt64) -> Unmanaged<ConfigLease>? {
+        let id = UnsafeRawPointer(Unmanaged.passUnretained(slot).toOpaque())
+        for index in 0..<Self.capacity where entries[index].slot == id {
+            return entries[index].generation == generation ? entries[index].lease : nil
         }
         return nil
     }
 
-    func store(_ lease: ConfigLease, slot: ConfigSlot) {
-        let id = ObjectIdentifier(slot)
-        let index = slots.firstIndex(of: id) ?? {
-            defer { nextVictim = (nextVictim + 1) % Self.capacity }
-            return nextVictim
-        }()
-        slots[index] = id
-        leases[index] = lease
+    /// Keeps `lease` as the entry of `slot` (replacing that slot's old lease, or the next victim).
+    func store(_ lease: ConfigLease, slot: ConfigSlot) -> Unmanaged<ConfigLease> {
+        let id = UnsafeRawPointer(Unmanaged.passUnretained(slot).toOpaque())
+        var index = (0..<Self.capacity).first { entries[$0].slot == id } ?? -1
+        if index < 0 {
+            index = Int(entries[Self.capacity].generation)
+            entries[Self.capacity].generation = UInt64((index + 1) % Self.capacity)
+        }
+        let old = entries[index].lease
+        let retained = Unmanaged.passRetained(lease)
+        entries[index] = Entry(slot: id, lease: retained, generation: lease.generation)
+        old?.release()
+        return retained
     }
 }

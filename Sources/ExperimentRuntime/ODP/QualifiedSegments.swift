@@ -58,6 +58,9 @@ public final class QualifiedSegmentsStore: @unchecked Sendable {
 
     /// The user's segments, or nil when none were fetched or set.
     @inline(__always)
+    /// False while no user has an entry (one atomic load): exp_decide's fast path then needs no lookup.
+    public var isEmpty: Bool { userCount.load(ordering: .acquiring) == 0 }
+
     public func segments(of userId: UTF8Text) -> SegmentSet? {
         guard userCount.load(ordering: .acquiring) > 0 else { return nil }
         let key = String(decoding: userId, as: UTF8.self)

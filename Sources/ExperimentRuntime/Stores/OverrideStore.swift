@@ -67,6 +67,9 @@ public final class OverrideStore: @unchecked Sendable {
     public func overrides(of userId: UTF8Text) -> UserOverrides { storedOverrides(of: userId) ?? .none }
 
     /// The user's overrides, or nil when the user has none (without taking the lock while nobody has any).
+    /// False while no user has an entry (one atomic load): exp_decide's fast path then needs no lookup.
+    public var isEmpty: Bool { userCount.load(ordering: .acquiring) == 0 }
+
     public func storedOverrides(of userId: UTF8Text) -> UserOverrides? {
         guard userCount.load(ordering: .acquiring) > 0 else { return nil }
         let key = String(decoding: userId, as: UTF8.self)

@@ -17,6 +17,9 @@ public final class UserPropertyStore: @unchecked Sendable {
     public func properties(of userId: UTF8Text) -> OwnedAttributes { storedProperties(of: userId) ?? .empty }
 
     /// The user's properties, or nil when the user has none (without taking the lock while nobody has any).
+    /// False while no user has an entry (one atomic load): exp_decide's fast path then needs no lookup.
+    public var isEmpty: Bool { userCount.load(ordering: .acquiring) == 0 }
+
     public func storedProperties(of userId: UTF8Text) -> OwnedAttributes? {
         guard userCount.load(ordering: .acquiring) > 0 else { return nil }
         let key = String(decoding: userId, as: UTF8.self)
