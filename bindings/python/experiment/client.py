@@ -16,7 +16,7 @@ from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, EXP_READY_FN, ExpAttribute, ExpDecision, ExpValue
 from ._native import EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN
 from .decision import _CACHE as _OPTION_BITS
-from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
+from .decision import _SLOTTED, DecideOption, Decision, Event, OptionsArg, decide_options_to_int
 from .segments import SegmentsMixin  # real-time segments (ODP) methods
 from .sigma import UserExperiment
 from .errors import (
@@ -48,21 +48,18 @@ _exp_decision_release = CFUNCTYPE(None, c_void_p)(("exp_decision_release", _lib)
 
 
 def _load_speedups() -> Any:
-    """The optional C accelerator (experiment/_speedups.c), wired to the library loaded above; None when it
-    is not built or EXPERIMENT_NO_SPEEDUPS is set. Results are the same either way."""
+    """The optional C accelerator (experiment/_speedups.c); None when it is not built or EXPERIMENT_NO_SPEEDUPS
+    is set. Results are the same either way. _install_speedups() wires it up once Client exists."""
     if os.environ.get("EXPERIMENT_NO_SPEEDUPS"):
         return None
     try:
         from . import _speedups  # type: ignore[attr-defined]
     except ImportError:
         return None
-    _speedups.install(cast(_lib.exp_decide, c_void_p).value, cast(_lib.exp_decision_release, c_void_p).value)
     return _speedups
 
 
 _speedups = _load_speedups()
-_fast_decide = _speedups.decide if _speedups is not None else None
-_fast_variation_key = _speedups.variation_key if _speedups is not None else None
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -309,9 +306,17 @@ def _variables(raw: Optional[bytes]) -> Dict[str, Any]:
 
 def _make_decision(flag_key: Optional[str], enabled: bool, variation_key: Optional[str],
                    rule_key: Optional[str], variables: Dict[str, Any], reasons: List[str]) -> Decision:
-    # Decision is a frozen dataclass; filling the instance dict directly skips the frozen
-    # __setattr__ path, which costs more than the native call itself.
+    # Decision is a frozen dataclass; filling the instance directly skips the frozen __setattr__ path
+    # (and the generated __init__), which cost more than the native call itself.
     decision = _new(Decision)
+    if _SLOTTED:
+        _set_flag_key(decision, flag_key)
+        _set_enabled(decision, enabled)
+        _set_variation_key(decision, variation_key)
+        _set_rule_key(decision, rule_key)
+        _set_variables(decision, variables)
+        _set_reasons(decision, reasons)
+        return decision
     fields = decision.__dict__
     fields["flag_key"] = flag_key
     fields["enabled"] = enabled
@@ -320,6 +325,17 @@ def _make_decision(flag_key: Optional[str], enabled: bool, variation_key: Option
     fields["variables"] = variables
     fields["reasons"] = reasons
     return decision
+
+
+_PY_MAKE_DECISION = _make_decision  # (the accelerator's new_decision replaces it)
+
+if _SLOTTED:  # the slots' own setters: no frozen __setattr__ in the way
+    _set_flag_key = Decision.flag_key.__set__  # type: ignore[attr-defined]
+    _set_enabled = Decision.enabled.__set__  # type: ignore[attr-defined]
+    _set_variation_key = Decision.variation_key.__set__  # type: ignore[attr-defined]
+    _set_rule_key = Decision.rule_key.__set__  # type: ignore[attr-defined]
+    _set_variables = Decision.variables.__set__  # type: ignore[attr-defined]
+    _set_reasons = Decision.reasons.__set__  # type: ignore[attr-defined]
 
 
 def _from_native(d: ExpDecision, flag_key: Optional[str] = None) -> Decision:
@@ -521,7 +537,8 @@ class Client(SegmentsMixin):
     native client; afterwards every call raises :class:`ClosedError`.
     """
 
-    __slots__ = ("_h", "_dispatcher", "__weakref__")
+    # _native: the accelerator's view of _h (a _speedups.Native), None without it or once closed
+    __slots__ = ("_h", "_dispatcher", "_native", "__weakref__")
 
     def __init__(self, sdk_key: Optional[str] = None, datafile: Optional[Text] = None, *,
                  default_decide_options: OptionsArg = (), user_store_capacity: Optional[int] = None,
@@ -530,6 +547,7 @@ class Client(SegmentsMixin):
                  on_ready: Any = None, **options: Any) -> None:
         self._h: Optional[_Handle] = None
         self._dispatcher = None
+        self._native = None
         if start not in (None, "sync", "async", "none"):
             raise InvalidArgumentError('start: expected "sync", "async" or "none", got %r' % (start,))
         if start is None:
@@ -571,6 +589,7 @@ class Client(SegmentsMixin):
             handle.free()
             raise
         self._h = handle
+        self._native = _native_of(handle)
         _register(self, options.get("tag"), start == "async")
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -647,6 +666,7 @@ class Client(SegmentsMixin):
         borrowed = Client.__new__(Client)
         borrowed._h = _BorrowedHandle(out.value)
         borrowed._dispatcher = None
+        borrowed._native = _native_of(borrowed._h)
         return borrowed
 
     @property
@@ -680,6 +700,7 @@ class Client(SegmentsMixin):
         if handle is None:
             return
         self._h = None
+        self._native = None
         # A client found by tag and created elsewhere belongs to its creator: only detach from it.
         status = 0 if isinstance(handle, _BorrowedHandle) else _lib.exp_client_close(handle)
         # Dropping the last reference frees the handle (see _Handle); in-flight calls on other threads
@@ -752,6 +773,11 @@ class Client(SegmentsMixin):
 
     # -- decisions -----------------------------------------------------------------------------
 
+    # With the C accelerator, Client.decide and Client.variation_key are replaced by C method descriptors
+    # (_install_speedups, below the class) that take the common calls without running these methods; these
+    # remain the reference and take every call the accelerator leaves to them (closed client, unusual
+    # arguments: see _speedups.c).
+
     def decide(self, user_id: Text, flag_key: Text, attributes: Attributes = None,
                options: OptionsArg = ()) -> Decision:
         """Decides one flag for one user."""
@@ -762,13 +788,6 @@ class Client(SegmentsMixin):
         bits = _OPTION_BITS.get(options) if type(options) is tuple else None
         if bits is None:
             bits = decide_options_to_int(options) if options else 0
-        if _fast_decide is not None:
-            fast = _fast_decide(handle.value, user_id, flag_key, attributes, bits)
-            if fast is not NotImplemented:
-                if type(fast) is int:
-                    _raise(fast)
-                enabled, variation_key, rule_key, variables_json, reasons = fast
-                return _make_decision(flag_key, enabled, variation_key, rule_key, _variables(variables_json), reasons)
         array, count = _attributes(attributes) if attributes else (None, 0)
         decision = ExpDecision()
         address = addressof(decision)
@@ -785,19 +804,11 @@ class Client(SegmentsMixin):
                       options: OptionsArg = ()) -> Optional[str]:
         """The variation key ``decide`` gives (None when the user gets none): the quickest decision to ask
         for, as nothing else is converted. Sends the same impression event as ``decide``."""
-        handle = self._h
-        if handle is None:
+        if self._h is None:
             raise _closed_error()
-        # A tuple of options seen before costs one dict lookup (decide_options_to_int's own cache).
         bits = _OPTION_BITS.get(options) if type(options) is tuple else None
         if bits is None:
             bits = decide_options_to_int(options) if options else 0
-        if _fast_variation_key is not None:
-            fast = _fast_variation_key(handle.value, user_id, flag_key, attributes, bits)
-            if fast is not NotImplemented:
-                if type(fast) is int:
-                    _raise(fast)
-                return fast
         return self.decide(user_id, flag_key, attributes, bits | DecideOption.EXCLUDE_VARIABLES).variation_key
 
     def decide_all(self, user_id: Text, attributes: Attributes = None,
@@ -1225,6 +1236,40 @@ class Client(SegmentsMixin):
         status = _lib.exp_flush_user(self._live(), _text(user_id, "user_id"))
         if status:
             _raise(status)
+
+
+# ------------------------------------------------------------------------------------------------
+# The C accelerator (experiment/_speedups.c)
+# ------------------------------------------------------------------------------------------------
+
+# The Python methods, also when the accelerator replaces them on the class.
+_PY_DECIDE = Client.decide
+_PY_VARIATION_KEY = Client.variation_key
+
+
+def _native_of(handle: "_Handle") -> Any:
+    """The accelerator's Native for a handle (its exp_client address); None without the accelerator."""
+    return _speedups.Native(handle.value) if _speedups is not None and handle.value else None
+
+
+def _install_speedups() -> None:
+    """Hands the accelerator the library's exp_decide and exp_decision_release (the same .so ctypes loaded)
+    and the binding's own helpers, then makes Client.decide and Client.variation_key its C methods."""
+    if _speedups is None:
+        return
+    from .decision import _ALL_BITS
+    _speedups.install(cast(_lib.exp_decide, c_void_p).value, cast(_lib.exp_decision_release, c_void_p).value, {
+        "Client": Client, "DecideOption": DecideOption, "Decision": Decision, "all_option_bits": _ALL_BITS,
+        "raise_status": _raise, "decide_options_to_int": decide_options_to_int, "option_bits": _OPTION_BITS,
+        "variables": _variables, "variables_cache": _VARIABLES,
+    })
+    global _make_decision
+    _make_decision = _speedups.new_decision  # same result, without a Python frame
+    Client.decide = _speedups.FastMethod(_PY_DECIDE, _speedups.DECIDE)  # type: ignore[assignment]
+    Client.variation_key = _speedups.FastMethod(_PY_VARIATION_KEY, _speedups.VARIATION_KEY)  # type: ignore[assignment]
+
+
+_install_speedups()
 
 
 def _check_profile_service(service: Any) -> None:

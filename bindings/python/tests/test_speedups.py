@@ -32,8 +32,9 @@ def _users():
 def pure(monkeypatch):
     """Makes the client take the ctypes path for the rest of the test."""
     def use_ctypes_path():
-        monkeypatch.setattr(client_module, "_fast_decide", None)
-        monkeypatch.setattr(client_module, "_fast_variation_key", None)
+        monkeypatch.setattr(experiment.Client, "decide", client_module._PY_DECIDE)
+        monkeypatch.setattr(experiment.Client, "variation_key", client_module._PY_VARIATION_KEY)
+        monkeypatch.setattr(client_module, "_make_decision", client_module._PY_MAKE_DECISION)
     return use_ctypes_path
 
 
