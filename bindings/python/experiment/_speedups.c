@@ -175,7 +175,9 @@ static void remember_options(PyObject *options, unsigned int bits) {
     g_recent_options[slot].bits = bits;
 }
 
-/* The EXP_DECIDE_* bits of an options argument, as decide_options_to_int gives them; -1 with its error. */
+/* The EXP_DECIDE_* bits of an options argument, as the Python method computes them: 0 with the bits, -1
+   with decide_options_to_int's error, 1 when the Python method should take the call (an unhashable tuple,
+   on which its own cache lookup raises). */
 static int option_bits(PyObject *options, unsigned int *bits) {
     *bits = 0;
     if (options == NULL || options == Py_None) return 0;
@@ -189,13 +191,17 @@ static int option_bits(PyObject *options, unsigned int *bits) {
             }
         }
         PyObject *known = PyDict_GetItemWithError(g_option_bits, options); /* borrowed */
+        if (known == NULL && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
         if (known != NULL && PyLong_CheckExact(known)) {
-            *bits = (unsigned int)PyLong_AsUnsignedLong(known);
-            if (PyErr_Occurred()) return -1;
+            unsigned long value = PyLong_AsUnsignedLong(known);
+            if (value == (unsigned long)-1 && PyErr_Occurred()) return -1;
+            *bits = (unsigned int)value;
             remember_options(options, *bits);
             return 0;
         }
-        PyErr_Clear(); /* unhashable: decide_options_to_int explains */
     } else if (PyLong_CheckExact(options) || Py_IS_TYPE(options, g_option_type)) {
         long value = PyLong_AsLong(options);
         if (value == -1 && PyErr_Occurred()) PyErr_Clear();
@@ -218,32 +224,43 @@ static int option_bits(PyObject *options, unsigned int *bits) {
  * Results
  * ------------------------------------------------------------------------------------------------ */
 
-/* str objects for the keys a decision names (variation and rule keys): a small table indexed by the C
-   string's address. An entry is used only when its text equals the C string, so a reused address with
-   other text (a replaced datafile) gets a new str. Only ASCII keys are kept. */
+/* The first of the two entries (a 2-way set) a C string's address may use in a table of `size` entries. */
+static inline size_t cache_set(const void *address, size_t size) {
+    uint64_t mixed = (uint64_t)(uintptr_t)address * UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(mixed >> 40) % (size / 2) * 2;
+}
+
+/* str objects for the keys a decision names (variation and rule keys), by the C string's address. An
+   entry is used only when its text equals the C string, so a reused address with other text (a replaced
+   datafile) gets a new str. Only ASCII keys are kept. A miss moves the set's first entry to second place. */
 static struct {
     const char *address;
     PyObject *text;
 } g_keys[KEY_CACHE_SIZE];
 
+static inline int same_key(PyObject *cached, const char *text) {
+    Py_ssize_t length = PyUnicode_GET_LENGTH(cached);
+    /* strncmp stops at the C string's end; the cached text has no NUL. */
+    return strncmp((const char *)PyUnicode_DATA(cached), text, (size_t)length) == 0 && text[length] == 0;
+}
+
 static PyObject *key_text(const char *text) {
     if (text == NULL) Py_RETURN_NONE;
-    uintptr_t address = (uintptr_t)text;
-    size_t slot = (size_t)((address ^ (address >> 6) ^ (address >> 12)) % KEY_CACHE_SIZE);
-    PyObject *cached = g_keys[slot].text;
-    if (cached != NULL && g_keys[slot].address == text) {
-        Py_ssize_t length = PyUnicode_GET_LENGTH(cached);
-        /* strncmp stops at the C string's end; the cached text has no NUL. */
-        if (strncmp((const char *)PyUnicode_DATA(cached), text, (size_t)length) == 0 && text[length] == 0) {
+    size_t set = cache_set(text, KEY_CACHE_SIZE);
+    for (size_t slot = set; slot < set + 2; slot++) {
+        PyObject *cached = g_keys[slot].text;
+        if (cached != NULL && g_keys[slot].address == text && same_key(cached, text)) {
             Py_INCREF(cached);
             return cached;
         }
     }
     PyObject *made = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace");
     if (made != NULL && PyUnicode_IS_COMPACT_ASCII(made)) {
+        Py_XDECREF(g_keys[set + 1].text);
+        g_keys[set + 1] = g_keys[set];
         Py_INCREF(made);
-        Py_XSETREF(g_keys[slot].text, made);
-        g_keys[slot].address = text;
+        g_keys[set].text = made;
+        g_keys[set].address = text;
     }
     return made;
 }
@@ -265,30 +282,37 @@ static PyObject *entry_copy(PyObject *entry) {
     return PyMarshal_ReadObjectFromString(PyBytes_AS_STRING(snapshot), PyBytes_GET_SIZE(snapshot));
 }
 
+static int usable_entry(PyObject *entry) {
+    return entry != NULL && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 2 &&
+           (PyTuple_GET_ITEM(entry, 0) == Py_None ? PyBytes_CheckExact(PyTuple_GET_ITEM(entry, 1))
+                                                  : PyDict_CheckExact(PyTuple_GET_ITEM(entry, 0)));
+}
+
 static PyObject *variables_dict(const char *json) {
     if (json == NULL || (json[0] == '{' && json[1] == '}' && json[2] == 0)) return PyDict_New();
-    uintptr_t address = (uintptr_t)json;
-    size_t slot = (size_t)((address ^ (address >> 6) ^ (address >> 12)) % VARIABLES_CACHE_SIZE);
+    size_t set = cache_set(json, VARIABLES_CACHE_SIZE);
     size_t length = strlen(json);
-    if (g_variables_seen[slot].address == json && g_variables_seen[slot].json != NULL &&
-        (size_t)PyBytes_GET_SIZE(g_variables_seen[slot].json) == length &&
-        memcmp(PyBytes_AS_STRING(g_variables_seen[slot].json), json, length) == 0)
-        return entry_copy(g_variables_seen[slot].entry);
-
+    for (size_t slot = set; slot < set + 2; slot++) {
+        PyObject *seen = g_variables_seen[slot].json;
+        if (g_variables_seen[slot].address == json && seen != NULL && (size_t)PyBytes_GET_SIZE(seen) == length &&
+            memcmp(PyBytes_AS_STRING(seen), json, length) == 0)
+            return entry_copy(g_variables_seen[slot].entry);
+    }
     PyObject *raw = PyBytes_FromStringAndSize(json, (Py_ssize_t)length);
     if (raw == NULL) return NULL;
     PyObject *result = PyObject_CallOneArg(g_variables, raw);
     PyObject *entry = result ? PyDict_GetItemWithError(g_variables_cache, raw) : NULL; /* borrowed */
-    if (entry != NULL && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 2 &&
-        (PyTuple_GET_ITEM(entry, 0) == Py_None ? PyBytes_CheckExact(PyTuple_GET_ITEM(entry, 1))
-                                               : PyDict_CheckExact(PyTuple_GET_ITEM(entry, 0)))) {
+    if (usable_entry(entry)) {
+        Py_XDECREF(g_variables_seen[set + 1].json);
+        Py_XDECREF(g_variables_seen[set + 1].entry);
+        g_variables_seen[set + 1] = g_variables_seen[set];
         Py_INCREF(entry);
-        Py_XSETREF(g_variables_seen[slot].entry, entry);
-        Py_XSETREF(g_variables_seen[slot].json, raw);
-        g_variables_seen[slot].address = json;
+        g_variables_seen[set].entry = entry;
+        g_variables_seen[set].json = raw; /* takes the reference */
+        g_variables_seen[set].address = json;
         raw = NULL;
     }
-    if (result != NULL && PyErr_Occurred()) PyErr_Clear(); /* a failed lookup only means: not cached here */
+    if (result != NULL && PyErr_Occurred()) PyErr_Clear(); /* a failed lookup only means: not kept here */
     Py_XDECREF(raw);
     return result;
 }
@@ -410,8 +434,9 @@ static PyObject *fast_method_call(PyObject *callable, PyObject *const *args, siz
         return PyObject_Vectorcall(method->function, args, nargsf, kwnames); /* closed: ClosedError */
 
     unsigned int bits;
-    if (option_bits(bound[4], &bits) < 0) return NULL;
-    const char *user = fast_text(bound[1]);
+    int options = option_bits(bound[4], &bits);
+    if (options < 0) return NULL;
+    const char *user = options == 0 ? fast_text(bound[1]) : NULL;
     const char *flag = user ? fast_text(bound[2]) : NULL;
     exp_attribute attributes[MAX_FAST_ATTRIBUTES];
     Py_ssize_t count = flag ? fast_attributes(bound[3], attributes) : -1;
