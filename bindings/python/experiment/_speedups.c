@@ -145,8 +145,10 @@ static inline int fast_value(PyObject *value, exp_value *out) {
 }
 
 /* Fills `attributes` from a dict (or None); -1 when the fast path must not take it. The strings point
-   into the dict's str objects, which the caller's references keep alive for the call. */
-static Py_ssize_t fast_attributes(PyObject *mapping, exp_attribute *attributes) {
+   into the dict's str objects; `held` gets each key and value (2 per attribute) and the caller takes
+   references to them for the call, so a Python callback made during exp_decide (a listener that changes
+   the dict) cannot free them under the library. */
+static Py_ssize_t fast_attributes(PyObject *mapping, exp_attribute *attributes, PyObject **held) {
     if (mapping == NULL || mapping == Py_None) return 0;
     if (!PyDict_CheckExact(mapping) || PyDict_GET_SIZE(mapping) > MAX_FAST_ATTRIBUTES) return -1;
     Py_ssize_t position = 0, count = 0;
@@ -156,6 +158,8 @@ static Py_ssize_t fast_attributes(PyObject *mapping, exp_attribute *attributes) 
         memset(attribute, 0, sizeof *attribute);
         attribute->key = fast_text(key);
         if (attribute->key == NULL || !fast_value(value, &attribute->value)) return -1;
+        held[2 * count] = key;
+        held[2 * count + 1] = value;
         count++;
     }
     return count;
@@ -439,11 +443,13 @@ static PyObject *fast_method_call(PyObject *callable, PyObject *const *args, siz
     const char *user = options == 0 ? fast_text(bound[1]) : NULL;
     const char *flag = user ? fast_text(bound[2]) : NULL;
     exp_attribute attributes[MAX_FAST_ATTRIBUTES];
-    Py_ssize_t count = flag ? fast_attributes(bound[3], attributes) : -1;
+    PyObject *held[2 * MAX_FAST_ATTRIBUTES];
+    Py_ssize_t count = flag ? fast_attributes(bound[3], attributes, held) : -1;
     if (count < 0) return PyObject_Vectorcall(method->function, args, nargsf, kwnames);
 
     /* Our own reference: a close() during a Python callback made by exp_decide frees the client after us. */
     Py_INCREF(handle);
+    for (Py_ssize_t i = 0; i < 2 * count; i++) Py_INCREF(held[i]);
     exp_decision decision;
     memset(&decision, 0, sizeof decision);
     exp_status status = g_decide(((Native *)native)->client, user, flag, count ? attributes : NULL,
@@ -461,6 +467,7 @@ static PyObject *fast_method_call(PyObject *callable, PyObject *const *args, siz
         result = make_decision(bound[2], &decision);
     }
     g_release(&decision);
+    for (Py_ssize_t i = 0; i < 2 * count; i++) Py_DECREF(held[i]);
     Py_DECREF(handle);
     return result;
 }

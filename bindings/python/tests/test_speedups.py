@@ -222,6 +222,19 @@ def test_close_from_a_listener_during_decide(datafile_text):
         c.variation_key("user-1", "checkout_flow")
 
 
+def test_listener_that_empties_the_attributes_during_decide(datafile_text, dispatcher):
+    """The accelerator passes pointers into the attribute dict's str objects: it holds them for the call,
+    so a listener clearing the dict (dropping the last references) cannot free them under the library."""
+    with experiment.Client(datafile=datafile_text, event_dispatcher=dispatcher, profile_store="none") as c:
+        expected = c.decide("user-1", "checkout_flow", {"country": "NL", "plan": "gold"})
+        attributes = {"".join(["coun", "try"]): "".join(["N", "L"]), "".join(["pl", "an"]): "".join(["go", "ld"])}
+        c.add_listener("decision", lambda payload: attributes.clear())
+        assert c.decide("user-1", "checkout_flow", attributes) == expected
+        assert attributes == {}
+        attributes.update(country="NL", plan="gold")
+        assert c.variation_key("user-1", "checkout_flow", attributes) == expected.variation_key
+
+
 def _with_keys_renamed(datafile_text, suffix):
     data = json.loads(datafile_text)
     for experiment_ in data["experiments"]:
