@@ -61,6 +61,7 @@ def _load_speedups() -> Any:
 
 _speedups = _load_speedups()
 
+_EXCLUDE_VARIABLES = int(DecideOption.EXCLUDE_VARIABLES)  # a plain int: `bits | flag` skips IntFlag's operators
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 _CACHE_MAX = 4096          # entries per cache (a full cache is cleared)
@@ -809,7 +810,7 @@ class Client(SegmentsMixin):
         bits = _OPTION_BITS.get(options) if type(options) is tuple else None
         if bits is None:
             bits = decide_options_to_int(options) if options else 0
-        return self.decide(user_id, flag_key, attributes, bits | DecideOption.EXCLUDE_VARIABLES).variation_key
+        return self.decide(user_id, flag_key, attributes, bits | _EXCLUDE_VARIABLES).variation_key
 
     def decide_all(self, user_id: Text, attributes: Attributes = None,
                    options: OptionsArg = ()) -> Dict[str, Decision]:
