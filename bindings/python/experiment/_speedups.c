@@ -15,12 +15,16 @@
  * attributes. A non-OK status is turned into the binding's exception by its own _raise(status), which
  * reads exp_last_error() on this thread.
  *
- * The GIL stays held during exp_decide. The call takes a fraction of a microsecond and does not wait on
- * the network; releasing and taking back the GIL would cost about as much as the decision itself. It is
- * what the binding did before this module, too. Library callbacks into Python (logger, listeners,
- * dispatcher) take the GIL with PyGILState_Ensure, which works on this thread. A call holds its own
- * reference to the client's native handle (client._h), so a close() on another thread (possible while a
- * Python callback runs) frees the native client only after the call returns, as on the ctypes path.
+ * The GIL stays held during exp_decide when the client has no profile store or the host's callbacks as its
+ * store (Native.release_gil false): the call then takes a fraction of a microsecond and waits on no I/O,
+ * and releasing and taking back the GIL would add ~50 ns (15%) uncontended and a GIL hand-off under
+ * contention. With a SQLite or Redis profile store (the default is SQLite) a decide may read or write
+ * the store, or wait on its busy timeout or network, so the GIL is released for the call as ctypes does.
+ * Library callbacks into Python made during the call (logger, listeners, dispatcher, profile callbacks)
+ * take the GIL with PyGILState_Ensure, which works in both cases. A call holds its own reference to the
+ * client's native handle (client._h) and to the attribute keys and values it passes, so a close() or a
+ * dict change made meanwhile (by a callback, or another thread) takes effect after the call, as on the
+ * ctypes path.
  * The module state below is only touched with the GIL held.
  */
 #define PY_SSIZE_T_CLEAN
@@ -67,12 +71,14 @@ static PyObject *g_argument_names[4]; /* user_id, flag_key, attributes, options 
 typedef struct {
     PyObject_HEAD
     exp_client *client;
+    int release_gil; /* the client's decide may wait on I/O (a SQLite or Redis profile store) */
 } Native;
 
 static PyObject *native_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *address;
-    if (!PyArg_ParseTuple(args, "O:Native", &address) || (kwargs && PyDict_GET_SIZE(kwargs))) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Native(address) takes no keyword arguments");
+    int release_gil;
+    if (!PyArg_ParseTuple(args, "Op:Native", &address, &release_gil) || (kwargs && PyDict_GET_SIZE(kwargs))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Native(address, release_gil) takes no keyword arguments");
         return NULL;
     }
     void *client = PyLong_AsVoidPtr(address);
@@ -81,16 +87,26 @@ static PyObject *native_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         return NULL;
     }
     Native *self = (Native *)type->tp_alloc(type, 0);
-    if (self) self->client = (exp_client *)client;
+    if (self) {
+        self->client = (exp_client *)client;
+        self->release_gil = release_gil;
+    }
     return (PyObject *)self;
 }
+
+static PyMemberDef native_members[] = {
+    {"release_gil", T_INT, offsetof(Native, release_gil), READONLY, "whether exp_decide runs without the GIL"},
+    {NULL, 0, 0, 0, NULL},
+};
 
 static PyTypeObject NativeType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "experiment._speedups.Native",
-    .tp_doc = "Native(address): the exp_client address a Client decides with on the fast path.",
+    .tp_doc = "Native(address, release_gil): the exp_client address a Client decides with on the fast path, and\n"
+              "whether exp_decide runs without the GIL (a client whose profile store may wait on I/O).",
     .tp_basicsize = sizeof(Native),
     .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_members = native_members,
     .tp_new = native_new,
 };
 
@@ -452,8 +468,15 @@ static PyObject *fast_method_call(PyObject *callable, PyObject *const *args, siz
     for (Py_ssize_t i = 0; i < 2 * count; i++) Py_INCREF(held[i]);
     exp_decision decision;
     memset(&decision, 0, sizeof decision);
-    exp_status status = g_decide(((Native *)native)->client, user, flag, count ? attributes : NULL,
-                                 (size_t)count, bits, &decision);
+    exp_client *client = ((Native *)native)->client;
+    exp_status status;
+    if (((Native *)native)->release_gil) {
+        Py_BEGIN_ALLOW_THREADS
+        status = g_decide(client, user, flag, count ? attributes : NULL, (size_t)count, bits, &decision);
+        Py_END_ALLOW_THREADS
+    } else {
+        status = g_decide(client, user, flag, count ? attributes : NULL, (size_t)count, bits, &decision);
+    }
     PyObject *result;
     if (status != EXP_OK) {
         PyObject *code = PyLong_FromLong((long)status);

@@ -590,7 +590,7 @@ class Client(SegmentsMixin):
             handle.free()
             raise
         self._h = handle
-        self._native = _native_of(handle)
+        self._native = _native_of(handle, options.get("profile_store"))
         _register(self, options.get("tag"), start == "async")
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -667,7 +667,7 @@ class Client(SegmentsMixin):
         borrowed = Client.__new__(Client)
         borrowed._h = _BorrowedHandle(out.value)
         borrowed._dispatcher = None
-        borrowed._native = _native_of(borrowed._h)
+        borrowed._native = _native_of(borrowed._h, "unknown")
         return borrowed
 
     @property
@@ -1248,9 +1248,13 @@ _PY_DECIDE = Client.decide
 _PY_VARIATION_KEY = Client.variation_key
 
 
-def _native_of(handle: "_Handle") -> Any:
-    """The accelerator's Native for a handle (its exp_client address); None without the accelerator."""
-    return _speedups.Native(handle.value) if _speedups is not None and handle.value else None
+def _native_of(handle: "_Handle", profile_store: Any) -> Any:
+    """The accelerator's Native for a handle (its exp_client address); None without the accelerator.
+    Its decide keeps the GIL unless the profile store may wait on I/O: SQLite (the default), Redis, or
+    unknown (a client found by tag)."""
+    if _speedups is None or not handle.value:
+        return None
+    return _speedups.Native(handle.value, profile_store not in ("none", "callbacks"))
 
 
 def _install_speedups() -> None:

@@ -336,3 +336,21 @@ def test_found_client_takes_the_fast_path(datafile_text):
         assert experiment.Client.find("speedups-find")._native is not None
         assert c._native is not None
     assert c._native is None
+
+
+@accelerated
+def test_gil_is_released_only_when_the_profile_store_may_wait(datafile_text, tmp_path):
+    class Profiles:
+        def lookup(self, user_id):
+            return None
+
+        def save(self, profile):
+            pass
+
+    for options, released in [({"profile_store": "none"}, False), ({"profile_store": Profiles()}, False),
+                              ({}, True), ({"profile_store": "sqlite"}, True)]:
+        with experiment.Client(datafile=datafile_text, state_dir=str(tmp_path), **options) as c:
+            assert c._native.release_gil == released, options
+            assert c.variation_key("user-1", "checkout_flow", {"country": "NL"}) == \
+                client_module._PY_VARIATION_KEY(c, "user-1", "checkout_flow", {"country": "NL"})
+
