@@ -1260,15 +1260,20 @@ def _native_of(handle: "_Handle", profile_store: Any) -> Any:
 def _install_speedups() -> None:
     """Hands the accelerator the library's exp_decide and exp_decision_release (the same .so ctypes loaded)
     and the binding's own helpers, then makes Client.decide and Client.variation_key its C methods."""
+    global _speedups, _make_decision
     if _speedups is None:
         return
     from .decision import _ALL_BITS
-    _speedups.install(cast(_lib.exp_decide, c_void_p).value, cast(_lib.exp_decision_release, c_void_p).value, {
-        "Client": Client, "DecideOption": DecideOption, "Decision": Decision, "all_option_bits": _ALL_BITS,
-        "raise_status": _raise, "decide_options_to_int": decide_options_to_int, "option_bits": _OPTION_BITS,
-        "variables": _variables, "variables_cache": _VARIABLES,
-    })
-    global _make_decision
+    try:
+        _speedups.install(cast(_lib.exp_decide, c_void_p).value, cast(_lib.exp_decision_release, c_void_p).value, {
+            "Client": Client, "DecideOption": DecideOption, "Decision": Decision, "all_option_bits": _ALL_BITS,
+            "raise_status": _raise, "decide_options_to_int": decide_options_to_int, "option_bits": _OPTION_BITS,
+            "variables": _variables, "variables_cache": _VARIABLES,
+        })
+    except Exception as exc:  # e.g. an extension built from another version of this package
+        _log.warning("experiment._speedups not used (%s): deciding through ctypes", exc)
+        _speedups = None
+        return
     _make_decision = _speedups.new_decision  # same result, without a Python frame
     Client.decide = _speedups.FastMethod(_PY_DECIDE, _speedups.DECIDE)  # type: ignore[assignment]
     Client.variation_key = _speedups.FastMethod(_PY_VARIATION_KEY, _speedups.VARIATION_KEY)  # type: ignore[assignment]
