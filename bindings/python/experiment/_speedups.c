@@ -15,11 +15,13 @@
  * attributes. A non-OK status is turned into the binding's exception by its own _raise(status), which
  * reads exp_last_error() on this thread.
  *
- * The GIL stays held during exp_decide when the client has no profile store or the host's callbacks as its
- * store (Native.release_gil false): the call then takes a fraction of a microsecond and waits on no I/O,
- * and releasing and taking back the GIL would add ~50 ns (15%) uncontended and a GIL hand-off under
- * contention. With a SQLite or Redis profile store (the default is SQLite) a decide may read or write
- * the store, or wait on its busy timeout or network, so the GIL is released for the call as ctypes does.
+ * The GIL is released during exp_decide when the call may wait: when the client's profile store may do
+ * I/O (SQLite, the default, or Redis: reads, writes, busy timeouts, network), and when it may send an
+ * impression (the event queue appends to its journal, sometimes a SQLite transaction), i.e. unless
+ * DISABLE_DECISION_EVENT is in the call's or the client's default options. Otherwise (profile_store "none"
+ * or the host's callbacks, no impression) the call takes a fraction of a microsecond and waits on nothing,
+ * and the GIL stays held: releasing and taking it back would add ~50 ns (15%) uncontended, and a GIL
+ * hand-off to another thread under contention. The binding held it for every call before, too.
  * Library callbacks into Python made during the call (logger, listeners, dispatcher, profile callbacks)
  * take the GIL with PyGILState_Ensure, which works in both cases. A call holds its own reference to the
  * client's native handle (client._h) and to the attribute keys and values it passes, so a close() or a
@@ -71,14 +73,16 @@ static PyObject *g_argument_names[4]; /* user_id, flag_key, attributes, options 
 typedef struct {
     PyObject_HEAD
     exp_client *client;
-    int release_gil; /* the client's decide may wait on I/O (a SQLite or Redis profile store) */
+    int store_may_wait; /* its profile store may wait on I/O (SQLite, Redis, unknown) */
+    int events_off;     /* its default decide options include DISABLE_DECISION_EVENT */
 } Native;
 
 static PyObject *native_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *address;
-    int release_gil;
-    if (!PyArg_ParseTuple(args, "Op:Native", &address, &release_gil) || (kwargs && PyDict_GET_SIZE(kwargs))) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Native(address, release_gil) takes no keyword arguments");
+    int store_may_wait, events_off;
+    if (!PyArg_ParseTuple(args, "Opp:Native", &address, &store_may_wait, &events_off) ||
+        (kwargs && PyDict_GET_SIZE(kwargs))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Native(...) takes no keyword arguments");
         return NULL;
     }
     void *client = PyLong_AsVoidPtr(address);
@@ -89,21 +93,25 @@ static PyObject *native_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     Native *self = (Native *)type->tp_alloc(type, 0);
     if (self) {
         self->client = (exp_client *)client;
-        self->release_gil = release_gil;
+        self->store_may_wait = store_may_wait;
+        self->events_off = events_off;
     }
     return (PyObject *)self;
 }
 
 static PyMemberDef native_members[] = {
-    {"release_gil", T_INT, offsetof(Native, release_gil), READONLY, "whether exp_decide runs without the GIL"},
+    {"store_may_wait", T_INT, offsetof(Native, store_may_wait), READONLY, "its decides run without the GIL"},
+    {"events_off", T_INT, offsetof(Native, events_off), READONLY,
+     "decides send no impression by default (else those without DISABLE_DECISION_EVENT run without the GIL)"},
     {NULL, 0, 0, 0, NULL},
 };
 
 static PyTypeObject NativeType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "experiment._speedups.Native",
-    .tp_doc = "Native(address, release_gil): the exp_client address a Client decides with on the fast path, and\n"
-              "whether exp_decide runs without the GIL (a client whose profile store may wait on I/O).",
+    .tp_doc = "Native(address, store_may_wait, events_off): the exp_client address a Client decides with on the\n"
+              "fast path; whether its profile store may wait on I/O; whether its default decide options\n"
+              "disable impression events. Both decide whether exp_decide runs without the GIL.",
     .tp_basicsize = sizeof(Native),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_members = native_members,
@@ -470,7 +478,10 @@ static PyObject *fast_method_call(PyObject *callable, PyObject *const *args, siz
     memset(&decision, 0, sizeof decision);
     exp_client *client = ((Native *)native)->client;
     exp_status status;
-    if (((Native *)native)->release_gil) {
+    /* Without the GIL when the call may wait: on the profile store, or on the event queue (an impression). */
+    int release_gil = ((Native *)native)->store_may_wait ||
+                      !(((Native *)native)->events_off || (bits & EXP_DECIDE_DISABLE_DECISION_EVENT));
+    if (release_gil) {
         Py_BEGIN_ALLOW_THREADS
         status = g_decide(client, user, flag, count ? attributes : NULL, (size_t)count, bits, &decision);
         Py_END_ALLOW_THREADS

@@ -62,6 +62,7 @@ def _load_speedups() -> Any:
 _speedups = _load_speedups()
 
 _EXCLUDE_VARIABLES = int(DecideOption.EXCLUDE_VARIABLES)  # a plain int: `bits | flag` skips IntFlag's operators
+_DISABLE_DECISION_EVENT = int(DecideOption.DISABLE_DECISION_EVENT)
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 _CACHE_MAX = 4096          # entries per cache (a full cache is cleared)
@@ -590,7 +591,7 @@ class Client(SegmentsMixin):
             handle.free()
             raise
         self._h = handle
-        self._native = _native_of(handle, options.get("profile_store"))
+        self._native = _native_of(handle, options.get("profile_store"), default_decide_options)
         _register(self, options.get("tag"), start == "async")
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -667,7 +668,7 @@ class Client(SegmentsMixin):
         borrowed = Client.__new__(Client)
         borrowed._h = _BorrowedHandle(out.value)
         borrowed._dispatcher = None
-        borrowed._native = _native_of(borrowed._h, "unknown")
+        borrowed._native = _native_of(borrowed._h, "unknown", ())
         return borrowed
 
     @property
@@ -1248,13 +1249,18 @@ _PY_DECIDE = Client.decide
 _PY_VARIATION_KEY = Client.variation_key
 
 
-def _native_of(handle: "_Handle", profile_store: Any) -> Any:
+def _native_of(handle: "_Handle", profile_store: Any, default_decide_options: OptionsArg) -> Any:
     """The accelerator's Native for a handle (its exp_client address); None without the accelerator.
-    Its decide keeps the GIL unless the profile store may wait on I/O: SQLite (the default), Redis, or
-    unknown (a client found by tag)."""
+    A decide keeps the GIL unless it may wait: on the profile store (SQLite, the default, Redis, or
+    unknown: a client found by tag) or on the event queue (an impression not disabled by the call's or
+    the client's default options)."""
     if _speedups is None or not handle.value:
         return None
-    return _speedups.Native(handle.value, profile_store not in ("none", "callbacks"))
+    try:
+        events_off = bool(decide_options_to_int(default_decide_options) & _DISABLE_DECISION_EVENT)
+    except Exception:  # the library accepted them: an entry only it knows, so assume events
+        events_off = False
+    return _speedups.Native(handle.value, profile_store not in ("none", "callbacks"), events_off)
 
 
 def _install_speedups() -> None:

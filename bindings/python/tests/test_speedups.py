@@ -339,7 +339,9 @@ def test_found_client_takes_the_fast_path(datafile_text):
 
 
 @accelerated
-def test_gil_is_released_only_when_the_profile_store_may_wait(datafile_text, tmp_path):
+def test_gil_is_released_only_when_the_decide_may_wait(datafile_text, tmp_path):
+    """Without the GIL: clients whose profile store may wait on I/O; the others keep it unless the call
+    may send an impression (see _speedups.c). The flags only: timing is the benchmarks' business."""
     class Profiles:
         def lookup(self, user_id):
             return None
@@ -347,10 +349,13 @@ def test_gil_is_released_only_when_the_profile_store_may_wait(datafile_text, tmp
         def save(self, profile):
             pass
 
-    for options, released in [({"profile_store": "none"}, False), ({"profile_store": Profiles()}, False),
-                              ({}, True), ({"profile_store": "sqlite"}, True)]:
+    cases = [({"profile_store": "none"}, 0, 0), ({"profile_store": Profiles()}, 0, 0),
+             ({}, 1, 0), ({"profile_store": "sqlite"}, 1, 0),
+             ({"profile_store": "none", "default_decide_options": ["DISABLE_DECISION_EVENT"]}, 0, 1),
+             ({"profile_store": "none", "default_decide_options": experiment.DecideOption.DISABLE_DECISION_EVENT}, 0, 1)]
+    for options, store_may_wait, events_off in cases:
         with experiment.Client(datafile=datafile_text, state_dir=str(tmp_path), **options) as c:
-            assert c._native.release_gil == released, options
-            assert c.variation_key("user-1", "checkout_flow", {"country": "NL"}) == \
-                client_module._PY_VARIATION_KEY(c, "user-1", "checkout_flow", {"country": "NL"})
-
+            assert (c._native.store_may_wait, c._native.events_off) == (store_may_wait, events_off), options
+            for call_options in ((), ("DISABLE_DECISION_EVENT",)):
+                assert c.variation_key("user-1", "checkout_flow", {"country": "NL"}, call_options) == \
+                    client_module._PY_VARIATION_KEY(c, "user-1", "checkout_flow", {"country": "NL"}, call_options)
