@@ -412,6 +412,36 @@ static PyObject *speedups_new_decision(PyObject *module, PyObject *const *args, 
     return new_decision(values);
 }
 
+/* decisions_by_flag(address, count) -> {flag_key: Decision} for count filled exp_decisions at address
+   (decide_all and decide_for_keys; the caller releases them). */
+static PyObject *speedups_decisions_by_flag(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "decisions_by_flag(address, count)");
+        return NULL;
+    }
+    if (g_decision_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "experiment._speedups: install() was not called");
+        return NULL;
+    }
+    const exp_decision *decisions = (const exp_decision *)PyLong_AsVoidPtr(args[0]);
+    Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    if ((decisions == NULL && count > 0) || count < 0) {
+        PyErr_SetString(PyExc_ValueError, "decisions_by_flag: no decisions at a NULL address");
+        return NULL;
+    }
+    PyObject *result = PyDict_New();
+    for (Py_ssize_t i = 0; result != NULL && i < count; i++) {
+        PyObject *flag_key = key_text(decisions[i].flag_key);
+        PyObject *decision = flag_key ? make_decision(flag_key, &decisions[i]) : NULL;
+        if (decision == NULL || PyDict_SetItem(result, flag_key, decision) < 0) Py_CLEAR(result);
+        Py_XDECREF(flag_key);
+        Py_XDECREF(decision);
+    }
+    return result;
+}
+
 /* ------------------------------------------------------------------------------------------------
  * FastMethod: Client.decide / Client.variation_key
  * ------------------------------------------------------------------------------------------------ */
@@ -683,6 +713,8 @@ static PyObject *speedups_install(PyObject *module, PyObject *const *args, Py_ss
 static PyMethodDef speedups_methods[] = {
     {"install", (PyCFunction)(void (*)(void))speedups_install, METH_FASTCALL,
      "install(decide_address, release_address, hooks): wires the module to the binding and its library"},
+    {"decisions_by_flag", (PyCFunction)(void (*)(void))speedups_decisions_by_flag, METH_FASTCALL,
+     "decisions_by_flag(address, count) -> {flag_key: Decision} from filled exp_decisions"},
     {"new_decision", (PyCFunction)(void (*)(void))speedups_new_decision, METH_FASTCALL,
      "new_decision(flag_key, enabled, variation_key, rule_key, variables, reasons) -> Decision"},
     {NULL, NULL, 0, NULL},

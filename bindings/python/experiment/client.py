@@ -352,6 +352,22 @@ def _from_native(d: ExpDecision, flag_key: Optional[str] = None) -> Decision:
                           _string(d.variation_key), _string(d.rule_key), _variables(d.variables_json), reasons)
 
 
+def _decisions_by_flag(decisions: Any, count: int) -> Dict[str, Decision]:
+    """{flag key: Decision} for the first `count` filled exp_decisions of a ctypes array."""
+    result: Dict[str, Decision] = {}
+    for i in range(count):
+        d = _from_native(decisions[i])
+        result[d.flag_key] = d  # type: ignore[index]
+    return result
+
+
+_PY_DECISIONS_BY_FLAG = _decisions_by_flag  # (the accelerator's replaces it)
+
+
+def _decisions_by_flag_in_c(decisions: Any, count: int) -> Dict[str, Decision]:
+    return _speedups.decisions_by_flag(addressof(decisions), count)  # type: ignore[union-attr]
+
+
 def _from_json(flag_key: str, obj: Any) -> Decision:
     return _make_decision(obj.get("flag_key", flag_key), bool(obj.get("enabled")), obj.get("variation_key"),
                           obj.get("rule_key"), obj.get("variables") or {}, list(obj.get("reasons") or ()))
@@ -836,11 +852,7 @@ class Client(SegmentsMixin):
                 _raise(status)
             n = min(filled.value, cap)
             try:
-                result: Dict[str, Decision] = {}
-                for i in range(n):
-                    d = _from_native(decisions[i])
-                    result[d.flag_key] = d
-                return result
+                return _decisions_by_flag(decisions, n)
             finally:
                 _lib.exp_decisions_release(decisions, n)
         raise error_for_status(ERR_BUFFER_TOO_SMALL, "exp_decide_all kept asking for a larger buffer")
@@ -874,11 +886,7 @@ class Client(SegmentsMixin):
         if status:
             _raise(status)
         try:
-            result: Dict[str, Decision] = {}
-            for i in range(filled.value):
-                d = _from_native(decisions[i])
-                result[d.flag_key] = d
-            return result
+            return _decisions_by_flag(decisions, filled.value)
         finally:
             _lib.exp_decisions_release(decisions, filled.value)
 
@@ -1266,7 +1274,7 @@ def _native_of(handle: "_Handle", profile_store: Any, default_decide_options: Op
 def _install_speedups() -> None:
     """Hands the accelerator the library's exp_decide and exp_decision_release (the same .so ctypes loaded)
     and the binding's own helpers, then makes Client.decide and Client.variation_key its C methods."""
-    global _speedups, _make_decision
+    global _speedups, _make_decision, _decisions_by_flag
     if _speedups is None:
         return
     from .decision import _ALL_BITS
@@ -1280,7 +1288,8 @@ def _install_speedups() -> None:
         _log.warning("experiment._speedups not used (%s): deciding through ctypes", exc)
         _speedups = None
         return
-    _make_decision = _speedups.new_decision  # same result, without a Python frame
+    _make_decision = _speedups.new_decision  # same results, without Python frames or ctypes field reads
+    _decisions_by_flag = _decisions_by_flag_in_c
     Client.decide = _speedups.FastMethod(_PY_DECIDE, _speedups.DECIDE)  # type: ignore[assignment]
     Client.variation_key = _speedups.FastMethod(_PY_VARIATION_KEY, _speedups.VARIATION_KEY)  # type: ignore[assignment]
 

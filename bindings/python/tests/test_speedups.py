@@ -36,6 +36,7 @@ def pure(monkeypatch):
         monkeypatch.setattr(experiment.Client, "decide", client_module._PY_DECIDE)
         monkeypatch.setattr(experiment.Client, "variation_key", client_module._PY_VARIATION_KEY)
         monkeypatch.setattr(client_module, "_make_decision", client_module._PY_MAKE_DECISION)
+        monkeypatch.setattr(client_module, "_decisions_by_flag", client_module._PY_DECISIONS_BY_FLAG)
     return use_ctypes_path
 
 
@@ -63,6 +64,22 @@ def test_both_paths_decide_the_same(datafile_text, pure, options):
         slow = _decisions(c, options)
     assert fast == slow
     assert any(d is not None and getattr(d, "variation_key", d) for d in fast)
+
+
+@pytest.mark.parametrize("options", [(), ("INCLUDE_REASONS",), ("EXCLUDE_VARIABLES", "ENABLED_FLAGS_ONLY")])
+def test_decide_all_and_for_keys_agree(datafile_text, pure, options):
+    """decide_all / decide_for_keys build their Decisions in C with the accelerator."""
+    def decide_many(c):
+        return [(c.decide_all(user, attributes, options),
+                 c.decide_for_keys(user, ["search_ranking", "no_such_flag", "checkout_flow"], attributes, options))
+                for user, attributes in list(_users())[:60]]
+
+    with experiment.Client(datafile=datafile_text, profile_store="none") as c:
+        fast = decide_many(c)
+        pure()
+        slow = decide_many(c)
+    assert fast == slow
+    assert [list(d) for d, _ in fast] == [list(d) for d, _ in slow]  # the same flag order
 
 
 def test_variation_key_equals_decide(datafile_text):
