@@ -20,22 +20,30 @@ In one run, on the same datafile and the same users:
      same audience at 50%) for the same users: another native-core engine, for scale. Its results are
      not compared (different hashing), and its assignment logging is off, like our events.
 
-Each timing is the median over --repeats runs of a loop over all users, measured with
-time.perf_counter_ns; the result is µs per call. The speedup is optimizely's time / ours.
+Each timing is the median (--best: the minimum) over --repeats runs of a loop over all users, measured
+with time.perf_counter_ns; the result is µs per call. The speedup is optimizely's time / ours.
 
 Users are the first --users of the 10,000 the C benchmark uses (same ids, same attributes).
+
+--instructions prints, instead of timings, the instructions per call of our three decide rows (events off)
+and of the bare loop, counted by valgrind's callgrind: the process runs once with --instruction-calls calls
+and once with none, and the difference is divided by the calls. Unlike wall clock on a shared machine, these
+counts repeat within a few percent from run to run (PYTHONHASHSEED is fixed for the children).
 
 The binding is loaded from bindings/python (added to sys.path when `experiment` is not importable);
 it finds libexperiment.so through EXPERIMENT_LIBRARY or the repository build (.build/release).
 
 Usage: python3 benchmarks/python/bench_decide.py [--datafile F] [--flag K] [--all-datafile F]
-           [--users N] [--all-users N] [--repeats R] [--results FILE]
+           [--users N] [--all-users N] [--repeats R] [--results FILE] [--instructions [--instruction-calls N]]
 """
 import argparse
 import gc
 import json
 import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 
@@ -48,11 +56,12 @@ except ImportError:
     sys.path.insert(0, os.path.join(REPO, "bindings", "python"))
     import experiment
 
-from optimizely import optimizely
-from optimizely.decision.optimizely_decide_option import OptimizelyDecideOption
-from optimizely.helpers.sdk_settings import OptimizelySdkSettings
-from optimizely.logger import NoOpLogger
-from optimizely.version import __version__ as optimizely_version
+if "--instruction-child" not in sys.argv:  # (children counting our instructions need no reference SDK)
+    from optimizely import optimizely
+    from optimizely.decision.optimizely_decide_option import OptimizelyDecideOption
+    from optimizely.helpers.sdk_settings import OptimizelySdkSettings
+    from optimizely.logger import NoOpLogger
+    from optimizely.version import __version__ as optimizely_version
 
 COUNTRIES = ["NL", "DE", "FR", "US", "GB"]
 APP_VERSIONS = ["1.9.3", "2.0.0", "2.4.1", "3.1.0"]
@@ -166,15 +175,15 @@ def check_equal(ours, reference, users, flag_key, all_flags=False):
 
 
 NO_EVENT_OURS = ("DISABLE_DECISION_EVENT",)
-NO_EVENT_REF = [OptimizelyDecideOption.DISABLE_DECISION_EVENT]
+NO_EVENT_REF = [OptimizelyDecideOption.DISABLE_DECISION_EVENT] if "OptimizelyDecideOption" in globals() else None
 
 
 # ------------------------------------------------------------------------------------------------
 # Timing
 # ------------------------------------------------------------------------------------------------
 
-def time_per_call_us(loop, calls, repeats):
-    """Median over `repeats` runs of loop() (which makes `calls` calls), in µs per call."""
+def time_per_call_us(loop, calls, repeats, best=False):
+    """Median (with best: minimum) over `repeats` runs of loop() (which makes `calls` calls), in µs per call."""
     loop()  # warm-up
     samples = []
     for _ in range(repeats):
@@ -182,7 +191,7 @@ def time_per_call_us(loop, calls, repeats):
         start = time.perf_counter_ns()
         loop()
         samples.append((time.perf_counter_ns() - start) / calls / 1000.0)
-    return statistics.median(samples)
+    return min(samples) if best else statistics.median(samples)
 
 
 def ours_decide_loop(ours, users, flag_key, options, read_all):
@@ -244,6 +253,64 @@ def decide_all_loops(ours, reference, users, ours_options, reference_options):
     return ours_all, reference_per_user, reference_reused
 
 
+# ------------------------------------------------------------------------------------------------
+# Instruction counts (--instructions)
+# ------------------------------------------------------------------------------------------------
+
+INSTRUCTION_ROWS = [
+    ("ours-variation_key", "ours: client.variation_key() (a str)"),
+    ("ours-key", "ours: variation key only (EXCLUDE_VARIABLES)"),
+    ("ours-full", "ours: full Decision, every field read"),
+    ("loop", "the loop alone (included in the rows above)"),
+]
+
+
+def instruction_child(args, row, calls):
+    """Runs `calls` calls of one row (events off), for a parent counting instructions."""
+    with open(args.datafile) as f:
+        ours = make_ours(f.read(), CountingDispatcher())
+    users = make_users(min(args.users, 10000))
+    work = (users * (calls // len(users) + 1))[:calls]
+    key_options = NO_EVENT_OURS + ("EXCLUDE_VARIABLES",)
+    loops = {
+        "ours-variation_key": ours_variation_key_loop(ours, work, args.flag, NO_EVENT_OURS),
+        "ours-key": ours_decide_loop(ours, work, args.flag, key_options, False),
+        "ours-full": ours_decide_loop(ours, work, args.flag, NO_EVENT_OURS, True),
+        "loop": lambda: [None for _user_id, _attributes in work],
+    }
+    for loop in loops.values():  # the same warm-up whatever the row, so it cancels out
+        ours_variation_key_loop(ours, users[:50], args.flag, NO_EVENT_OURS)()
+        ours_decide_loop(ours, users[:50], args.flag, NO_EVENT_OURS, True)()
+    loops[row]()
+    ours.close()
+
+
+def count_instructions(args):
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        sys.exit("--instructions needs valgrind")
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    print("Python: instructions per call (callgrind; %d calls minus none; %s, events off)"
+          % (args.instruction_calls, args.flag))
+    print("binding's C accelerator: %s" % ("on" if experiment.client._speedups is not None else "off"))
+    for row, title in INSTRUCTION_ROWS:
+        totals = []
+        for calls in (0, args.instruction_calls):
+            command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                       os.path.abspath(__file__), "--datafile", args.datafile, "--flag", args.flag,
+                       "--users", str(args.users), "--instruction-child", row, str(calls)]
+            result = subprocess.run(command, env=env, capture_output=True, text=True)
+            found = re.search(r"Collected : (\d+)", result.stderr)
+            if result.returncode != 0 or not found:
+                sys.exit("callgrind run failed:\n%s" % result.stderr[-2000:])
+            totals.append(int(found.group(1)))
+        per_call = (totals[1] - totals[0]) / args.instruction_calls
+        print("%-35s %-46s %10.0f" % ("decide:" + row, title, per_call))
+        if args.results:
+            with open(args.results, "a") as results:
+                results.write("py-instructions\tdecide:%s\t%s\t%.0f\t\t\n" % (row, title, per_call))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datafile", default=os.path.join(REPO, "benchmarks/data/bench_ab_rollout.json"))
@@ -253,7 +320,18 @@ def main():
     parser.add_argument("--all-users", type=int, default=200, help="users for decide_all")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--results", help="append TSV rows to this file")
+    parser.add_argument("--best", action="store_true",
+                        help="report the fastest of the repeats (timeit's convention; less moved by a busy machine) "
+                             "instead of the median, for every row alike")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per call with callgrind instead of timing")
+    parser.add_argument("--instruction-calls", type=int, default=20000)
+    parser.add_argument("--instruction-child", nargs=2, metavar=("ROW", "CALLS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.instruction_child:
+        return instruction_child(args, args.instruction_child[0], int(args.instruction_child[1]))
+    if args.instructions:
+        return count_instructions(args)
 
     users = make_users(min(args.users, 10000))
     all_users = make_users(min(args.all_users, 10000))
@@ -278,7 +356,7 @@ def main():
     rows = []  # (name, title, µs per call, optimizely µs with a new context, with a reused context)
 
     def timed(loop, calls):
-        return time_per_call_us(loop, calls, args.repeats)
+        return time_per_call_us(loop, calls, args.repeats, args.best)
 
     def run(label, ours_options, reference_options):
         """Four ways to decide args.flag for every user, timed; rows with speedups vs optimizely."""
@@ -338,8 +416,8 @@ def main():
     rows.append(("decide_all:optimizely-reuse", "optimizely: reused context", t_reuse,
                  None, None))
 
-    print("\nPython: µs per call, median of %d repeats (decide: %d users x %s; decide_all: %d users)"
-          % (args.repeats, len(users), args.flag, len(all_users)))
+    print("\nPython: µs per call, %s of %d repeats (decide: %d users x %s; decide_all: %d users)"
+          % ("best" if args.best else "median", args.repeats, len(users), args.flag, len(all_users)))
     print("events off = DISABLE_DECISION_EVENT on both sides; +events = impressions to a no-op dispatcher")
     print("binding's C accelerator: %s" % ("on" if experiment.client._speedups is not None
                                           else "off (not built, or EXPERIMENT_NO_SPEEDUPS set)"))

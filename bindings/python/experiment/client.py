@@ -16,7 +16,7 @@ from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, EXP_READY_FN, ExpAttribute, ExpDecision, ExpValue
 from ._native import EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN
 from .decision import _CACHE as _OPTION_BITS
-from .decision import DecideOption, Decision, Event, OptionsArg, decide_options_to_int
+from .decision import _SLOTTED, DecideOption, Decision, Event, OptionsArg, decide_options_to_int
 from .segments import SegmentsMixin  # real-time segments (ODP) methods
 from .sigma import UserExperiment
 from .errors import (
@@ -48,22 +48,21 @@ _exp_decision_release = CFUNCTYPE(None, c_void_p)(("exp_decision_release", _lib)
 
 
 def _load_speedups() -> Any:
-    """The optional C accelerator (experiment/_speedups.c), wired to the library loaded above; None when it
-    is not built or EXPERIMENT_NO_SPEEDUPS is set. Results are the same either way."""
+    """The optional C accelerator (experiment/_speedups.c); None when it is not built or EXPERIMENT_NO_SPEEDUPS
+    is set. Results are the same either way. _install_speedups() wires it up once Client exists."""
     if os.environ.get("EXPERIMENT_NO_SPEEDUPS"):
         return None
     try:
         from . import _speedups  # type: ignore[attr-defined]
     except ImportError:
         return None
-    _speedups.install(cast(_lib.exp_decide, c_void_p).value, cast(_lib.exp_decision_release, c_void_p).value)
     return _speedups
 
 
 _speedups = _load_speedups()
-_fast_decide = _speedups.decide if _speedups is not None else None
-_fast_variation_key = _speedups.variation_key if _speedups is not None else None
 
+_EXCLUDE_VARIABLES = int(DecideOption.EXCLUDE_VARIABLES)  # a plain int: `bits | flag` skips IntFlag's operators
+_DISABLE_DECISION_EVENT = int(DecideOption.DISABLE_DECISION_EVENT)
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 _CACHE_MAX = 4096          # entries per cache (a full cache is cleared)
@@ -309,9 +308,17 @@ def _variables(raw: Optional[bytes]) -> Dict[str, Any]:
 
 def _make_decision(flag_key: Optional[str], enabled: bool, variation_key: Optional[str],
                    rule_key: Optional[str], variables: Dict[str, Any], reasons: List[str]) -> Decision:
-    # Decision is a frozen dataclass; filling the instance dict directly skips the frozen
-    # __setattr__ path, which costs more than the native call itself.
+    # Decision is a frozen dataclass; filling the instance directly skips the frozen __setattr__ path
+    # (and the generated __init__), which cost more than the native call itself.
     decision = _new(Decision)
+    if _SLOTTED:
+        _set_flag_key(decision, flag_key)
+        _set_enabled(decision, enabled)
+        _set_variation_key(decision, variation_key)
+        _set_rule_key(decision, rule_key)
+        _set_variables(decision, variables)
+        _set_reasons(decision, reasons)
+        return decision
     fields = decision.__dict__
     fields["flag_key"] = flag_key
     fields["enabled"] = enabled
@@ -320,6 +327,17 @@ def _make_decision(flag_key: Optional[str], enabled: bool, variation_key: Option
     fields["variables"] = variables
     fields["reasons"] = reasons
     return decision
+
+
+_PY_MAKE_DECISION = _make_decision  # (the accelerator's new_decision replaces it)
+
+if _SLOTTED:  # the slots' own setters: no frozen __setattr__ in the way
+    _set_flag_key = Decision.flag_key.__set__  # type: ignore[attr-defined]
+    _set_enabled = Decision.enabled.__set__  # type: ignore[attr-defined]
+    _set_variation_key = Decision.variation_key.__set__  # type: ignore[attr-defined]
+    _set_rule_key = Decision.rule_key.__set__  # type: ignore[attr-defined]
+    _set_variables = Decision.variables.__set__  # type: ignore[attr-defined]
+    _set_reasons = Decision.reasons.__set__  # type: ignore[attr-defined]
 
 
 def _from_native(d: ExpDecision, flag_key: Optional[str] = None) -> Decision:
@@ -332,6 +350,22 @@ def _from_native(d: ExpDecision, flag_key: Optional[str] = None) -> Decision:
         reasons = []
     return _make_decision(flag_key if flag_key is not None else _string(d.flag_key), d.enabled != 0,
                           _string(d.variation_key), _string(d.rule_key), _variables(d.variables_json), reasons)
+
+
+def _decisions_by_flag(decisions: Any, count: int) -> Dict[str, Decision]:
+    """{flag key: Decision} for the first `count` filled exp_decisions of a ctypes array."""
+    result: Dict[str, Decision] = {}
+    for i in range(count):
+        d = _from_native(decisions[i])
+        result[d.flag_key] = d  # type: ignore[index]
+    return result
+
+
+_PY_DECISIONS_BY_FLAG = _decisions_by_flag  # (the accelerator's replaces it)
+
+
+def _decisions_by_flag_in_c(decisions: Any, count: int) -> Dict[str, Decision]:
+    return _speedups.decisions_by_flag(addressof(decisions), count)  # type: ignore[union-attr]
 
 
 def _from_json(flag_key: str, obj: Any) -> Decision:
@@ -521,7 +555,8 @@ class Client(SegmentsMixin):
     native client; afterwards every call raises :class:`ClosedError`.
     """
 
-    __slots__ = ("_h", "_dispatcher", "__weakref__")
+    # _native: the accelerator's view of _h (a _speedups.Native), None without it or once closed
+    __slots__ = ("_h", "_dispatcher", "_native", "__weakref__")
 
     def __init__(self, sdk_key: Optional[str] = None, datafile: Optional[Text] = None, *,
                  default_decide_options: OptionsArg = (), user_store_capacity: Optional[int] = None,
@@ -530,6 +565,7 @@ class Client(SegmentsMixin):
                  on_ready: Any = None, **options: Any) -> None:
         self._h: Optional[_Handle] = None
         self._dispatcher = None
+        self._native = None
         if start not in (None, "sync", "async", "none"):
             raise InvalidArgumentError('start: expected "sync", "async" or "none", got %r' % (start,))
         if start is None:
@@ -571,6 +607,7 @@ class Client(SegmentsMixin):
             handle.free()
             raise
         self._h = handle
+        self._native = _native_of(handle, options.get("profile_store"), default_decide_options)
         _register(self, options.get("tag"), start == "async")
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -647,6 +684,7 @@ class Client(SegmentsMixin):
         borrowed = Client.__new__(Client)
         borrowed._h = _BorrowedHandle(out.value)
         borrowed._dispatcher = None
+        borrowed._native = _native_of(borrowed._h, "unknown", ())
         return borrowed
 
     @property
@@ -680,6 +718,7 @@ class Client(SegmentsMixin):
         if handle is None:
             return
         self._h = None
+        self._native = None
         # A client found by tag and created elsewhere belongs to its creator: only detach from it.
         status = 0 if isinstance(handle, _BorrowedHandle) else _lib.exp_client_close(handle)
         # Dropping the last reference frees the handle (see _Handle); in-flight calls on other threads
@@ -752,6 +791,11 @@ class Client(SegmentsMixin):
 
     # -- decisions -----------------------------------------------------------------------------
 
+    # With the C accelerator, Client.decide and Client.variation_key are replaced by C method descriptors
+    # (_install_speedups, below the class) that take the common calls without running these methods; these
+    # remain the reference and take every call the accelerator leaves to them (closed client, unusual
+    # arguments: see _speedups.c).
+
     def decide(self, user_id: Text, flag_key: Text, attributes: Attributes = None,
                options: OptionsArg = ()) -> Decision:
         """Decides one flag for one user."""
@@ -762,13 +806,6 @@ class Client(SegmentsMixin):
         bits = _OPTION_BITS.get(options) if type(options) is tuple else None
         if bits is None:
             bits = decide_options_to_int(options) if options else 0
-        if _fast_decide is not None:
-            fast = _fast_decide(handle.value, user_id, flag_key, attributes, bits)
-            if fast is not NotImplemented:
-                if type(fast) is int:
-                    _raise(fast)
-                enabled, variation_key, rule_key, variables_json, reasons = fast
-                return _make_decision(flag_key, enabled, variation_key, rule_key, _variables(variables_json), reasons)
         array, count = _attributes(attributes) if attributes else (None, 0)
         decision = ExpDecision()
         address = addressof(decision)
@@ -785,20 +822,12 @@ class Client(SegmentsMixin):
                       options: OptionsArg = ()) -> Optional[str]:
         """The variation key ``decide`` gives (None when the user gets none): the quickest decision to ask
         for, as nothing else is converted. Sends the same impression event as ``decide``."""
-        handle = self._h
-        if handle is None:
+        if self._h is None:
             raise _closed_error()
-        # A tuple of options seen before costs one dict lookup (decide_options_to_int's own cache).
         bits = _OPTION_BITS.get(options) if type(options) is tuple else None
         if bits is None:
             bits = decide_options_to_int(options) if options else 0
-        if _fast_variation_key is not None:
-            fast = _fast_variation_key(handle.value, user_id, flag_key, attributes, bits)
-            if fast is not NotImplemented:
-                if type(fast) is int:
-                    _raise(fast)
-                return fast
-        return self.decide(user_id, flag_key, attributes, bits | DecideOption.EXCLUDE_VARIABLES).variation_key
+        return self.decide(user_id, flag_key, attributes, bits | _EXCLUDE_VARIABLES).variation_key
 
     def decide_all(self, user_id: Text, attributes: Attributes = None,
                    options: OptionsArg = ()) -> Dict[str, Decision]:
@@ -823,11 +852,7 @@ class Client(SegmentsMixin):
                 _raise(status)
             n = min(filled.value, cap)
             try:
-                result: Dict[str, Decision] = {}
-                for i in range(n):
-                    d = _from_native(decisions[i])
-                    result[d.flag_key] = d
-                return result
+                return _decisions_by_flag(decisions, n)
             finally:
                 _lib.exp_decisions_release(decisions, n)
         raise error_for_status(ERR_BUFFER_TOO_SMALL, "exp_decide_all kept asking for a larger buffer")
@@ -861,11 +886,7 @@ class Client(SegmentsMixin):
         if status:
             _raise(status)
         try:
-            result: Dict[str, Decision] = {}
-            for i in range(filled.value):
-                d = _from_native(decisions[i])
-                result[d.flag_key] = d
-            return result
+            return _decisions_by_flag(decisions, filled.value)
         finally:
             _lib.exp_decisions_release(decisions, filled.value)
 
@@ -1225,6 +1246,55 @@ class Client(SegmentsMixin):
         status = _lib.exp_flush_user(self._live(), _text(user_id, "user_id"))
         if status:
             _raise(status)
+
+
+# ------------------------------------------------------------------------------------------------
+# The C accelerator (experiment/_speedups.c)
+# ------------------------------------------------------------------------------------------------
+
+# The Python methods, also when the accelerator replaces them on the class.
+_PY_DECIDE = Client.decide
+_PY_VARIATION_KEY = Client.variation_key
+
+
+def _native_of(handle: "_Handle", profile_store: Any, default_decide_options: OptionsArg) -> Any:
+    """The accelerator's Native for a handle (its exp_client address); None without the accelerator.
+    A decide keeps the GIL unless it may wait: on the profile store (SQLite, the default, Redis, or
+    unknown: a client found by tag) or on the event queue (an impression not disabled by the call's or
+    the client's default options)."""
+    if _speedups is None or not handle.value:
+        return None
+    try:
+        events_off = bool(decide_options_to_int(default_decide_options) & _DISABLE_DECISION_EVENT)
+    except Exception:  # the library accepted them: an entry only it knows, so assume events
+        events_off = False
+    return _speedups.Native(handle.value, profile_store not in ("none", "callbacks"), events_off)
+
+
+def _install_speedups() -> None:
+    """Hands the accelerator the library's exp_decide and exp_decision_release (the same .so ctypes loaded)
+    and the binding's own helpers, then makes Client.decide and Client.variation_key its C methods."""
+    global _speedups, _make_decision, _decisions_by_flag
+    if _speedups is None:
+        return
+    from .decision import _ALL_BITS
+    try:
+        _speedups.install(cast(_lib.exp_decide, c_void_p).value, cast(_lib.exp_decision_release, c_void_p).value, {
+            "Client": Client, "DecideOption": DecideOption, "Decision": Decision, "all_option_bits": _ALL_BITS,
+            "raise_status": _raise, "decide_options_to_int": decide_options_to_int, "option_bits": _OPTION_BITS,
+            "variables": _variables, "variables_cache": _VARIABLES,
+        })
+    except Exception as exc:  # e.g. an extension built from another version of this package
+        _log.warning("experiment._speedups not used (%s): deciding through ctypes", exc)
+        _speedups = None
+        return
+    _make_decision = _speedups.new_decision  # same results, without Python frames or ctypes field reads
+    _decisions_by_flag = _decisions_by_flag_in_c
+    Client.decide = _speedups.FastMethod(_PY_DECIDE, _speedups.DECIDE)  # type: ignore[assignment]
+    Client.variation_key = _speedups.FastMethod(_PY_VARIATION_KEY, _speedups.VARIATION_KEY)  # type: ignore[assignment]
+
+
+_install_speedups()
 
 
 def _check_profile_service(service: Any) -> None:
