@@ -6,16 +6,24 @@
 public final class StringStorage: @unchecked Sendable {
     // Written only while the config is being compiled (single-threaded), read-only afterwards.
     private var blocks: [UnsafeMutableRawPointer] = []
+    private var cursor: UnsafeMutableRawPointer? = nil
+    private var remaining = 0
+    private var nextBlockBytes = StringStorage.firstBlockBytes
+
+    // An arena: most stored values are a few bytes, and a heap block each doubled a config's memory with
+    // allocator overhead. Blocks grow from 1 KB to 64 KB, so a small datafile wastes little.
+    static let firstBlockBytes = 1 << 10
+    static let largestBlockBytes = 64 << 10
 
     public init() {}
 
     /// Stores a copy of `elements` (trivial values only) and returns a view valid for this storage's
     /// lifetime: the decision path reads config tables through such views without reference counting.
     public func store<T: BitwiseCopyable>(_ elements: [T]) -> UnsafeBufferPointer<T> {
-        let block = UnsafeMutablePointer<T>.allocate(capacity: max(elements.count, 1))
-        block.initialize(from: elements, count: elements.count)
-        blocks.append(UnsafeMutableRawPointer(block))
-        return UnsafeBufferPointer(start: block, count: elements.count)
+        let memory = allocate(byteCount: MemoryLayout<T>.stride * elements.count, alignment: MemoryLayout<T>.alignment)
+        let start = memory.bindMemory(to: T.self, capacity: elements.count)
+        start.initialize(from: elements, count: elements.count)
+        return UnsafeBufferPointer(start: start, count: elements.count)
     }
 
     /// Stores a NUL-terminated copy of `text` and returns a pointer valid for this storage's lifetime.
@@ -25,13 +33,36 @@ public final class StringStorage: @unchecked Sendable {
     }
 
     public func store(bytes: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar> {
-        let block = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+        let memory = allocate(byteCount: bytes.count + 1, alignment: 1)
         if let base = bytes.baseAddress, bytes.count > 0 {
-            UnsafeMutableRawPointer(block).copyMemory(from: base, byteCount: bytes.count)
+            memory.copyMemory(from: base, byteCount: bytes.count)
         }
-        block[bytes.count] = 0
-        blocks.append(UnsafeMutableRawPointer(block))
-        return UnsafePointer(block)
+        memory.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
+        return UnsafePointer(memory.bindMemory(to: CChar.self, capacity: bytes.count + 1))
+    }
+
+    /// `byteCount` bytes at `alignment` from the current block, a new block, or (large values) a block of
+    /// their own, which leaves the current block's free space for later small values.
+    private func allocate(byteCount: Int, alignment: Int) -> UnsafeMutableRawPointer {
+        if let cursor {
+            let padding = (alignment - Int(bitPattern: cursor) % alignment) % alignment
+            if padding + byteCount <= remaining {
+                self.cursor = cursor + padding + byteCount
+                remaining -= padding + byteCount
+                return cursor + padding
+            }
+        }
+        if byteCount > nextBlockBytes / 4 {
+            let block = UnsafeMutableRawPointer.allocate(byteCount: max(byteCount, 1), alignment: 16)
+            blocks.append(block)
+            return block
+        }
+        let block = UnsafeMutableRawPointer.allocate(byteCount: nextBlockBytes, alignment: 16)
+        blocks.append(block)
+        cursor = block + byteCount
+        remaining = nextBlockBytes - byteCount
+        nextBlockBytes = min(nextBlockBytes * 2, Self.largestBlockBytes)
+        return block
     }
 
     deinit {
@@ -42,17 +73,15 @@ public final class StringStorage: @unchecked Sendable {
 /// A string of the config: Swift text for building payloads, plus its stored C form for the ABI.
 public struct ConfigString: Sendable {
     public let text: String
-    public let utf8: [UInt8]
     public nonisolated(unsafe) let cString: UnsafePointer<CChar>
     /// The stored bytes (without the NUL), for hashing and comparing without reference counting.
     public nonisolated(unsafe) let bytes: UTF8Text
 
     init(_ text: String, in storage: StringStorage) {
         self.text = text
-        self.utf8 = Array(text.utf8)
         self.cString = storage.store(text)
-        self.bytes = UTF8Text(start: UnsafeRawPointer(cString).assumingMemoryBound(to: UInt8.self), count: utf8.count)
+        self.bytes = UTF8Text(start: UnsafeRawPointer(cString).assumingMemoryBound(to: UInt8.self), count: text.utf8.count)
     }
 
-    public var isEmpty: Bool { utf8.isEmpty }
+    public var isEmpty: Bool { bytes.isEmpty }
 }
