@@ -39,8 +39,8 @@ public enum EventPayloads {
     /// `region.uppercased() == "EU"` without making the uppercased copy (an allocation per event): only the
     /// two ASCII letters in either case uppercase to exactly "EU".
     static func isEU(_ region: String) -> Bool {
-        var letters = region.utf8.makeIterator()
-        guard let first = letters.next(), let second = letters.next(), letters.next() == nil else { return false }
+        let utf8 = region.utf8
+        guard utf8.count == 2, let first = utf8.first, let second = utf8.last else { return false }
         return first | 0x20 == UInt8(ascii: "e") && second | 0x20 == UInt8(ascii: "u")
     }
 
@@ -151,9 +151,10 @@ public enum EventPayloads {
         }
     }
 
-    /// Runs `body` with a payload writer whose first 2 KB (a typical event is under 1 KB) are on the stack.
+    /// Runs `body` with a payload writer whose first 1 KB (most events are 500-900 bytes) is on the stack
+    /// (the standard library keeps temporary allocations of up to 1 KB on the stack, larger ones go to the heap).
     private static func withPayloadWriter(_ body: (inout PayloadWriter) -> EventBatch) -> EventBatch {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 2048) { scratch in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { scratch in
             var writer = PayloadWriter(scratch: scratch)
             return body(&writer)
         }
