@@ -15,6 +15,9 @@
  *                from the first call until the server has counted every event, and the caller's rate.
  *
  * Usage: bench_events [--data-dir DIR] [--results FILE]   (TSV rows: ev<TAB>scenario<TAB>value<TAB>unit)
+ *        bench_events --calls N --scenario track|decide-imp [--data-dir DIR]
+ *            runs exactly N calls (after a warm-up) inside bench_measured_calls(), for
+ *            valgrind --tool=callgrind --toggle-collect=bench_measured_calls ./bench_events --calls 20000 --scenario track
  * Build (benchmarks/run.sh does this):
  *   cc -O2 -std=gnu11 -Wall -Wextra -Iinclude benchmarks/c/bench_events.c -o bench_events \
  *      -L.build/release -lexperiment -Wl,-rpath,$PWD/.build/release -lpthread
@@ -182,12 +185,43 @@ static void report(const char *scenario, double value, const char *unit) {
         qsort((samples), (size_t)(calls), sizeof(uint64_t), compare_u64);     \
     } while (0)
 
+static void run_calls(exp_client *client, int track, long calls, char (*users)[16],
+                      const exp_attribute *attributes) {
+    for (long i = 0; i < calls; ++i) {
+        if (track) {
+            check(exp_track(client, "purchase", users[i % 1000], attributes, 2, NULL), "exp_track");
+        } else {
+            exp_decision d;
+            check(exp_decide(client, users[i % 1000], "checkout_flow", attributes, 2, 0, &d), "exp_decide");
+        }
+    }
+}
+
+/* Not inlined and not cloned, so that callgrind can collect exactly this function (--toggle-collect). */
+__attribute__((noinline, noclone))
+void bench_measured_calls(exp_client *client, int track, long calls, char (*users)[16],
+                          const exp_attribute *attributes) {
+    run_calls(client, track, calls, users, attributes);
+}
+
 int main(int argc, char **argv) {
     const char *data_dir = "benchmarks/data";
+    const char *scenario = NULL;
+    long fixed_calls = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--data-dir") && i + 1 < argc) data_dir = argv[++i];
         else if (!strcmp(argv[i], "--results") && i + 1 < argc) g_results = fopen(argv[++i], "a");
-        else { fprintf(stderr, "usage: bench_events [--data-dir DIR] [--results FILE]\n"); return 2; }
+        else if (!strcmp(argv[i], "--calls") && i + 1 < argc) fixed_calls = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--scenario") && i + 1 < argc) scenario = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_events [--data-dir DIR] [--results FILE]\n"
+                            "       bench_events --calls N --scenario track|decide-imp [--data-dir DIR]\n");
+            return 2;
+        }
+    }
+    if (fixed_calls > 0 && (!scenario || (strcmp(scenario, "track") && strcmp(scenario, "decide-imp")))) {
+        fprintf(stderr, "bench_events: --calls needs --scenario track or decide-imp\n");
+        return 2;
     }
     char path[1024];
     snprintf(path, sizeof path, "%s/bench_ab_rollout.json", data_dir);
@@ -202,6 +236,18 @@ int main(int argc, char **argv) {
     exp_attribute attributes[2];
     attributes[0] = exp_attr_string("country", "NL");
     attributes[1] = exp_attr_int("age", 30);
+
+    if (fixed_calls > 0) {
+        /* Callgrind mode: a warm-up, then exactly N calls of one scenario inside bench_measured_calls(). */
+        int track = !strcmp(scenario, "track");
+        exp_client *client = make_client(datafile, length, port, 100);
+        run_calls(client, track, 2000, users, attributes);
+        bench_measured_calls(client, track, fixed_calls, users, attributes);
+        check(exp_client_close(client), "exp_client_close");
+        exp_client_free(client);
+        free(datafile);
+        return 0;
+    }
 
     printf("== events: durable queue (SQLite WAL, synchronous=NORMAL) and delivery to 127.0.0.1:%d\n", port);
 

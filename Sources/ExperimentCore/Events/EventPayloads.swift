@@ -33,7 +33,15 @@ public struct ImpressionSubject {
 
 public enum EventPayloads {
     public static func endpoint(region: String) -> String {
-        region.uppercased() == "EU" ? "https://eu.logx.optimizely.com/v1/events" : "https://logx.optimizely.com/v1/events"
+        isEU(region) ? "https://eu.logx.optimizely.com/v1/events" : "https://logx.optimizely.com/v1/events"
+    }
+
+    /// `region.uppercased() == "EU"` without making the uppercased copy (an allocation per event): only the
+    /// two ASCII letters in either case uppercase to exactly "EU".
+    static func isEU(_ region: String) -> Bool {
+        let utf8 = region.utf8
+        guard utf8.count == 2, let first = utf8.first, let second = utf8.last else { return false }
+        return first | 0x20 == UInt8(ascii: "e") && second | 0x20 == UInt8(ascii: "u")
     }
 
     /// The impression of a flag decision, as the reference sends it from decide.
@@ -102,30 +110,23 @@ public enum EventPayloads {
         _ subject: ImpressionSubject, config: ProjectConfig, userId: String, attributes: A, uuid: String,
         timestamp: Int64, client: EventClient
     ) -> EventBatch {
-        let campaignId = subject.layerId.isEmpty ? subject.experimentId : subject.layerId
-        var writer = batchPrologue(config: config, client: client)
-        writer.beginObject()  // visitor
-        writer.key(literal: "snapshots"); writer.beginArray(); writer.beginObject()
-        writer.key(literal: "events"); writer.beginArray(); writer.beginObject()
-        writer.field(literal: "entity_id", campaignId)
-        writer.field(literal: "uuid", uuid)
-        writer.field(literal: "key", "campaign_activated")
-        writer.key(literal: "timestamp"); writer.int(timestamp)
-        writer.endObject(); writer.endArray()
-        writer.key(literal: "decisions"); writer.beginArray(); writer.beginObject()
-        writer.field(literal: "campaign_id", campaignId)
-        writer.field(literal: "experiment_id", subject.experimentId)
-        writer.field(literal: "variation_id", subject.variationId.flatMap { isNumericId($0) ? $0 : nil })
-        writer.key(literal: "metadata"); writer.beginObject()
-        writer.field(literal: "flag_key", subject.flagKey)
-        writer.field(literal: "rule_key", subject.ruleKey)
-        writer.field(literal: "rule_type", subject.ruleType.rawValue)
-        writer.field(literal: "variation_key", subject.variationKey)
-        writer.field(literal: "enabled", subject.enabled)
-        writer.endObject()
-        writer.endObject(); writer.endArray()
-        writer.endObject(); writer.endArray()  // snapshot, snapshots
-        return batchEpilogue(&writer, config: config, userId: userId, attributes: attributes)
+        withPayloadWriter { writer in
+            let campaignId = subject.layerId.isEmpty ? subject.experimentId : subject.layerId
+            writePrologue(&writer, config: config, client: client)
+            writer.literal("{\"snapshots\":[{\"events\":[{\"entity_id\":"); writer.string(campaignId)
+            writer.literal(",\"uuid\":"); writer.string(uuid)
+            writer.literal(",\"key\":\"campaign_activated\",\"timestamp\":"); writer.int(timestamp)
+            writer.literal("}],\"decisions\":[{\"campaign_id\":"); writer.string(campaignId)
+            writer.literal(",\"experiment_id\":"); writer.string(subject.experimentId)
+            writer.literal(",\"variation_id\":"); writer.string(subject.variationId.flatMap { isNumericId($0) ? $0 : nil })
+            writer.literal(",\"metadata\":{\"flag_key\":"); writer.string(subject.flagKey)
+            writer.literal(",\"rule_key\":"); writer.string(subject.ruleKey)
+            writer.literal(",\"rule_type\":"); writer.string(subject.ruleType.rawValue)
+            writer.literal(",\"variation_key\":"); writer.string(subject.variationKey)
+            writer.literal(",\"enabled\":"); writer.bool(subject.enabled)
+            writer.literal("}}]}]")  // metadata, decision, decisions, snapshot, snapshots
+            return writeEpilogue(&writer, config: config, userId: userId, attributes: attributes)
+        }
     }
 
     /// A conversion. `tags` is the caller's validated tag object as JSON text (nil: no tags), with the
@@ -134,22 +135,81 @@ public enum EventPayloads {
         event: Event, tags: EventTags?, config: ProjectConfig, userId: String, attributes: A, uuid: String,
         timestamp: Int64, client: EventClient
     ) -> EventBatch {
-        var writer = batchPrologue(config: config, client: client)
-        writer.beginObject()  // visitor
-        writer.key(literal: "snapshots"); writer.beginArray(); writer.beginObject()
-        writer.key(literal: "events"); writer.beginArray(); writer.beginObject()
-        writer.field(literal: "entity_id", event.id)
-        writer.field(literal: "uuid", uuid)
-        writer.field(literal: "key", event.key)
-        writer.key(literal: "timestamp"); writer.int(timestamp)
-        if let tags {
-            if let revenue = tags.revenue { writer.key(literal: "revenue"); writer.raw(revenue) }
-            if let value = tags.value { writer.key(literal: "value"); writer.double(value) }
-            writer.key(literal: "tags"); writer.raw(tags.json)
+        withPayloadWriter { writer in
+            writePrologue(&writer, config: config, client: client)
+            writer.literal("{\"snapshots\":[{\"events\":[{\"entity_id\":"); writer.string(event.id)
+            writer.literal(",\"uuid\":"); writer.string(uuid)
+            writer.literal(",\"key\":"); writer.string(event.key)
+            writer.literal(",\"timestamp\":"); writer.int(timestamp)
+            if let tags {
+                if let revenue = tags.revenue { writer.literal(",\"revenue\":"); writer.raw(revenue) }
+                if let value = tags.value { writer.literal(",\"value\":"); writer.double(value) }
+                writer.literal(",\"tags\":"); writer.raw(tags.json)
+            }
+            writer.literal("}]}]")  // event, events, snapshot, snapshots
+            return writeEpilogue(&writer, config: config, userId: userId, attributes: attributes)
         }
-        writer.endObject(); writer.endArray()
-        writer.endObject(); writer.endArray()  // snapshot, snapshots
-        return batchEpilogue(&writer, config: config, userId: userId, attributes: attributes)
+    }
+
+    /// Runs `body` with a payload writer whose first 1 KB (most events are 500-900 bytes) is on the stack
+    /// (the standard library keeps temporary allocations of up to 1 KB on the stack, larger ones go to the heap).
+    private static func withPayloadWriter(_ body: (inout PayloadWriter) -> EventBatch) -> EventBatch {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { scratch in
+            var writer = PayloadWriter(scratch: scratch)
+            return body(&writer)
+        }
+    }
+
+    /// The batch's header through `"visitors":[`, exactly as `batchPrologue` writes it.
+    private static func writePrologue(_ writer: inout PayloadWriter, config: ProjectConfig, client: EventClient) {
+        writer.literal("{\"account_id\":"); writer.string(config.accountId)
+        writer.literal(",\"project_id\":"); writer.string(config.projectId)
+        writer.literal(",\"revision\":"); writer.string(config.revision)
+        writer.literal(",\"client_name\":"); writer.string(client.name)
+        writer.literal(",\"client_version\":"); writer.string(client.version)
+        writer.literal(",\"anonymize_ip\":"); writer.bool(config.anonymizeIP)
+        writer.literal(",\"enrich_decisions\":true,\"visitors\":[")
+    }
+
+    /// The visitor's attributes and id and the closing brackets, as `JSONWriter` wrote them for
+    /// the reference's batch (the bot-filtering attribute last); the visitor's snapshots are written already.
+    private static func writeEpilogue<A: UserAttributes>(_ writer: inout PayloadWriter, config: ProjectConfig,
+                                                         userId: String, attributes: A) -> EventBatch
+    {
+        writer.literal(",\"attributes\":[")
+        var first = true
+        attributes.forEach { key, value in
+            guard isReportable(value) else { return }
+            if PayloadWriter.isPlainASCII(key) {
+                // The same lookup as attributeId(forKey:), without making a String of the key.
+                let id: String?
+                if let index = config.attributeKeyIndex.find(key) {
+                    id = config.attributes[index].id
+                } else {
+                    id = key.starts(with: "$opt_".utf8) ? String(decoding: key, as: UTF8.self) : nil
+                }
+                guard let id else { return }
+                writer.literal(first ? "{\"entity_id\":" : ",{\"entity_id\":"); writer.string(id)
+                writer.literal(",\"key\":"); writer.string(utf8: key)
+            } else {
+                let name = String(decoding: key, as: UTF8.self)
+                guard let id = config.attributeId(forKey: name) else { return }
+                writer.literal(first ? "{\"entity_id\":" : ",{\"entity_id\":"); writer.string(id)
+                writer.literal(",\"key\":"); writer.string(name)
+            }
+            first = false
+            writer.literal(",\"type\":\"custom\",\"value\":"); writer.value(value)
+            writer.literal("}")
+        }
+        if let botFiltering = config.botFiltering {
+            writer.literal(first ? "{" : ",{")
+            writer.literal("\"entity_id\":\"$opt_bot_filtering\",\"key\":\"$opt_bot_filtering\",\"type\":\"custom\",\"value\":")
+            writer.bool(botFiltering)
+            writer.literal("}")
+        }
+        writer.literal("],\"visitor_id\":"); writer.string(userId)
+        writer.literal("}]}")  // visitor, visitors, batch
+        return EventBatch(url: endpoint(region: config.region), httpVerb: "POST", body: writer.text)
     }
 
     static func batchPrologue(config: ProjectConfig, client: EventClient) -> JSONWriter {
@@ -164,32 +224,6 @@ public enum EventPayloads {
         writer.field(literal: "enrich_decisions", true)
         writer.key(literal: "visitors"); writer.beginArray()
         return writer
-    }
-
-    /// Finishes the batch `writer` holds (inout: a copy would duplicate its buffer).
-    private static func batchEpilogue<A: UserAttributes>(_ writer: inout JSONWriter, config: ProjectConfig,
-                                                         userId: String, attributes: A) -> EventBatch
-    {
-        writer.key(literal: "attributes"); writer.beginArray()
-        attributes.forEach { key, value in
-            let name = String(decoding: key, as: UTF8.self)
-            guard let id = config.attributeId(forKey: name), isReportable(value) else { return }
-            writer.beginObject()
-            writer.field(literal: "entity_id", id)
-            writer.field(literal: "key", name)
-            writer.field(literal: "type", "custom")
-            writer.key(literal: "value"); write(value, to: &writer)
-            writer.endObject()
-        }
-        if let botFiltering = config.botFiltering {
-            writer.beginObject()
-            writer.field(literal: "entity_id", "$opt_bot_filtering")
-            writer.field(literal: "key", "$opt_bot_filtering")
-            writer.field(literal: "type", "custom")
-            writer.field(literal: "value", botFiltering)
-            writer.endObject()
-        }
-        return finishBatch(&writer, userId: userId, config: config)
     }
 
     /// Closes the visitor's attributes array, the visitor, the visitors array and the batch.

@@ -13,7 +13,7 @@ public final class EventSink: @unchecked Sendable {
     // A concrete stored closure guarded by a plain lock: passing a closure through a generic container
     // (Locked<Dispatch?>) re-abstracts it on every access, wrapping it in one more thunk each time.
     private let lock = Lock()
-    private var dispatcher: Dispatch?
+    private var dispatcher: DispatcherBox?
     /// The built-in pipeline, opened on the first event (or at creation when the state file exists, so
     /// events an earlier run left on disk are sent).
     private var processor: EventProcessor?
@@ -40,7 +40,17 @@ public final class EventSink: @unchecked Sendable {
     /// A client released without close: stop the dispatcher thread (events stay on disk).
     deinit { processor?.close(timeoutMs: 0) }
 
-    public func setDispatcher(_ dispatch: Dispatch?) { lock.withLock { dispatcher = dispatch } }
+    /// The closure in a class: read under the lock as a plain reference (an optional closure returned
+    /// through the generic withLock was re-wrapped in a heap-allocated thunk on every event).
+    private final class DispatcherBox {
+        let dispatch: Dispatch
+        init(_ dispatch: @escaping Dispatch) { self.dispatch = dispatch }
+    }
+
+    public func setDispatcher(_ dispatch: Dispatch?) {
+        let box = dispatch.map { DispatcherBox($0) }
+        lock.withLock { dispatcher = box }
+    }
 
     public var hasDispatcher: Bool { lock.withLock { dispatcher != nil } }
 
@@ -56,12 +66,12 @@ public final class EventSink: @unchecked Sendable {
     /// Hands the batch to the host's dispatcher (outside the lock: the callback may take its time or
     /// re-enter), or appends it to the durable queue. Throws when the queue refuses it (full, store failure).
     public func send(_ batch: EventBatch, uuid: String, eventCount: Int = 1) throws(ClientError) {
-        let current: Dispatch? = lock.withLock { dispatcher }
+        let current: DispatcherBox? = lock.withLock { dispatcher }
         guard let current else {
             guard pipelineEnabled else { return countDropped() }
             return try pipeline().enqueue(batch, uuid: uuid)
         }
-        let accepted = current(batch)
+        let accepted = current.dispatch(batch)
         if accepted {
             stats.sent.add(eventCount, ordering: .relaxed)
         } else {
