@@ -240,11 +240,14 @@ func ownedValue(_ pointer: UnsafePointer<exp_value>?, what: String) throws(Clien
     }
 }
 
-/// Rejects option bits the header does not define.
+/// Rejects option bits the header does not define (inlined: the check is one mask test).
+@inline(__always)
 func decideOptions(_ raw: UInt32) throws(ClientError) -> DecideOptions {
-    let options = DecideOptions(rawValue: raw)
-    guard DecideOptions.all.isSuperset(of: options) else {
-        throw ClientError(.invalidArgument, "options: unknown decide option bits 0x\(String(raw & ~DecideOptions.all.rawValue, radix: 16))")
-    }
-    return options
+    if raw & ~DecideOptions.all.rawValue == 0 { return DecideOptions(rawValue: raw) }
+    throw unknownDecideOptions(raw)
+}
+
+@inline(never)
+func unknownDecideOptions(_ raw: UInt32) -> ClientError {
+    ClientError(.invalidArgument, "options: unknown decide option bits 0x\(String(raw & ~DecideOptions.all.rawValue, radix: 16))")
 }
