@@ -83,16 +83,23 @@ struct CAttributes: UserAttributes {
     let items: UnsafeBufferPointer<exp_attribute>
     /// Byte lengths measured during validation: keys at [i], string values at [count + i].
     let lengths: UnsafeMutableBufferPointer<Int>
+    /// The index of the last `$opt_bucketing_id` key, or -1: found while validating (one length compare per
+    /// key), so the two bucketing-id reads of a decision do not search the array.
+    let bucketingIdIndex: Int
 
     /// Validates `items`, measuring keys and string values into `lengths` (caller-provided scratch of twice
     /// the count), so lookups never measure a string again.
     init(_ items: UnsafeBufferPointer<exp_attribute>, lengths: UnsafeMutableBufferPointer<Int>) throws(ClientError) {
         self.items = items
         self.lengths = lengths
+        let bucketingName: StaticString = "$opt_bucketing_id"
+        var bucketingIdIndex = -1
         for index in items.indices {
             let item = items[index]
             let key = try text(item.key, "attributes[\(index)].key")
             lengths[index] = key.count
+            if key.count == bucketingName.utf8CodeUnitCount
+                && memcmp(key.baseAddress!, bucketingName.utf8Start, key.count) == 0 { bucketingIdIndex = index }
             switch UInt32(bitPattern: item.value.type) {
             case EXP_VALUE_NULL.rawValue, EXP_VALUE_BOOL.rawValue, EXP_VALUE_INT.rawValue, EXP_VALUE_DOUBLE.rawValue:
                 break
@@ -105,7 +112,11 @@ struct CAttributes: UserAttributes {
                 throw ClientError(.invalidArgument, "attributes[\(index)].value.type: \(item.value.type) is not an exp_value_type")
             }
         }
+        self.bucketingIdIndex = bucketingIdIndex
     }
+
+    @inline(__always)
+    func bucketingIdValue() -> AttributeValue? { bucketingIdIndex >= 0 ? value(at: bucketingIdIndex) : nil }
 
     @inline(__always)
     func value(named name: UTF8Text) -> AttributeValue? {
@@ -229,11 +240,14 @@ func ownedValue(_ pointer: UnsafePointer<exp_value>?, what: String) throws(Clien
     }
 }
 
-/// Rejects option bits the header does not define.
+/// Rejects option bits the header does not define (inlined: the check is one mask test).
+@inline(__always)
 func decideOptions(_ raw: UInt32) throws(ClientError) -> DecideOptions {
-    let options = DecideOptions(rawValue: raw)
-    guard DecideOptions.all.isSuperset(of: options) else {
-        throw ClientError(.invalidArgument, "options: unknown decide option bits 0x\(String(raw & ~DecideOptions.all.rawValue, radix: 16))")
-    }
-    return options
+    if raw & ~DecideOptions.all.rawValue == 0 { return DecideOptions(rawValue: raw) }
+    throw unknownDecideOptions(raw)
+}
+
+@inline(never)
+func unknownDecideOptions(_ raw: UInt32) -> ClientError {
+    ClientError(.invalidArgument, "options: unknown decide option bits 0x\(String(raw & ~DecideOptions.all.rawValue, radix: 16))")
 }

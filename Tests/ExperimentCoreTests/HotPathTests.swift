@@ -167,4 +167,11 @@ private struct TestLeaves: LeafEvaluator {
             withExtendedLifetime(storage) {}
         }
     }
+
+    @Test func allDecideOptionsIsTheUnionOfEveryOption() {
+        let union: DecideOptions = [.disableDecisionEvent, .enabledFlagsOnly, .ignoreUserProfileService,
+                                    .includeReasons, .excludeVariables]
+        #expect(DecideOptions.all == union)
+        #expect(DecideOptions.names.reduce(DecideOptions()) { $0.union($1.1) } == DecideOptions.all)
+    }
 }

@@ -128,7 +128,7 @@ private func withService<R>(_ datafile: String,
     return withExtendedLifetime(config) {
         user.withUnsafeBufferPointer { userId in
             body(DecisionService(config: config, userId: userId, attributes: NoAttributes(), overrides: NoOverrides(),
-                                 includeReasons: false))
+                                 reasons: nil))
         }
     }
 }

@@ -58,11 +58,12 @@ private func outcome<O: DecisionOverrides>(_ key: String, user: String, sticky: 
     let config = try DatafileCompiler.compile(datafile)
     let index = try #require(config.experimentKeyIndex.find(key))
     var userBytes = Array(user.utf8)
-    // The service does not retain its config: keep it alive for the call.
-    return withExtendedLifetime(config) {
+    let reasons = ReasonLog()
+    // The service retains neither its config nor its reasons log: keep them alive for the call.
+    return withExtendedLifetime((config, reasons)) {
         userBytes.withUnsafeMutableBufferPointer { buffer in
             DecisionService(config: config, userId: UnsafeBufferPointer(buffer), attributes: NoAttributes(),
-                            overrides: overrides, sticky: sticky, includeReasons: true).outcome(experiment: index)
+                            overrides: overrides, sticky: sticky, reasons: reasons).outcome(experiment: index)
         }
     }
 }

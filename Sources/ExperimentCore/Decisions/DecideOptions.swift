@@ -1,6 +1,7 @@
 /// The reference SDK's decide options, as the bit set the C ABI passes (EXP_DECIDE_*).
 public struct DecideOptions: OptionSet, Sendable, Hashable {
     public let rawValue: UInt32
+    @inlinable
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
     public static let disableDecisionEvent = DecideOptions(rawValue: 1 << 0)
@@ -9,11 +10,10 @@ public struct DecideOptions: OptionSet, Sendable, Hashable {
     public static let includeReasons = DecideOptions(rawValue: 1 << 3)
     public static let excludeVariables = DecideOptions(rawValue: 1 << 4)
 
-    /// Computed, not stored: a stored static of an array literal is initialized lazily, and every read
-    /// (each decide call validates its options against it) would check that it was.
-    public static var all: DecideOptions {
-        [.disableDecisionEvent, .enabledFlagsOnly, .ignoreUserProfileService, .includeReasons, .excludeVariables]
-    }
+    /// The five options above as one constant (HotPathTests checks it equals their union): each decide call
+    /// validates its options against it, and a constant reads no global and builds no set.
+    @inlinable
+    public static var all: DecideOptions { DecideOptions(rawValue: 0b1_1111) }
 
     public static let names: [(String, DecideOptions)] = [
         ("DISABLE_DECISION_EVENT", .disableDecisionEvent), ("ENABLED_FLAGS_ONLY", .enabledFlagsOnly),

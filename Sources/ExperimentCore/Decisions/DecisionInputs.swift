@@ -7,6 +7,14 @@ public protocol UserAttributes {
     func isQualified(for segment: UTF8Text) -> Bool
     /// Every attribute once, in order (the one that wins when a key repeats), for event payloads.
     func forEach(_ body: (UTF8Text, AttributeValue) -> Void)
+    /// The value of `$opt_bucketing_id` (as `value(named:)` gives it): asked twice per decision, so a type
+    /// that can find it once when it is built answers without a search.
+    func bucketingIdValue() -> AttributeValue?
+}
+
+extension UserAttributes {
+    @inlinable
+    public func bucketingIdValue() -> AttributeValue? { value(named: StaticName.bucketingId) }
 }
 
 /// Per-user overrides a decision honors before bucketing: forced decisions (flag or flag+rule level)

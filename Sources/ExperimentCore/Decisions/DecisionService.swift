@@ -13,20 +13,26 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     public let attributes: Attributes
     public let overrides: Overrides
     public let sticky: Sticky
-    public let reasons: ReasonLog?
+    /// Not retained: the caller owns the log (nil unless reasons are collected) and keeps it alive while the
+    /// service runs. With only trivial fields (for trivial attribute, override and sticky types) destroying a
+    /// service costs nothing; an owned optional log made every decision pay for a generic destroy through
+    /// the type's metadata.
+    @usableFromInline let reasonLog: Unmanaged<ReasonLog>?
+    /// Tested for nil before any reference is formed: a decision without reasons makes no retain call.
+    public var reasons: ReasonLog? {
+        @inline(__always) get { reasonLog?.takeUnretainedValue() }
+    }
 
-    /// Inlinable: a caller passing `includeReasons: false` then sees a nil log, and destroying the service
-    /// costs nothing.
     @inlinable @inline(__always)
     public init(config: ProjectConfig, userId: UTF8Text, attributes: Attributes, overrides: Overrides,
-                sticky: Sticky, includeReasons: Bool)
+                sticky: Sticky, reasons: ReasonLog?)
     {
         self.config = config
         self.userId = userId
         self.attributes = attributes
         self.overrides = overrides
         self.sticky = sticky
-        self.reasons = includeReasons ? ReasonLog() : nil
+        self.reasonLog = reasons.map { Unmanaged.passUnretained($0) }
     }
 
     var userText: String { String(decoding: userId, as: UTF8.self) }
@@ -35,10 +41,10 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
 extension DecisionService where Sticky == NoStickyAssignments {
     /// A stateless decision (no sticky bucketing).
     public init(config: ProjectConfig, userId: UTF8Text, attributes: Attributes, overrides: Overrides,
-                includeReasons: Bool)
+                reasons: ReasonLog?)
     {
         self.init(config: config, userId: userId, attributes: attributes, overrides: overrides,
-                  sticky: NoStickyAssignments(), includeReasons: includeReasons)
+                  sticky: NoStickyAssignments(), reasons: reasons)
     }
 }
 
@@ -309,7 +315,7 @@ extension DecisionService {
 
     /// `$opt_bucketing_id` when it is a string, else the user id.
     public func bucketingId() -> UTF8Text {
-        let found = attributes.value(named: StaticName.bucketingId)
+        let found = attributes.bucketingIdValue()
         switch found {
         case .string(let text)?: return text
         case nil, .null?: return userId
@@ -381,8 +387,10 @@ public struct AttributeLeaves<Attributes: UserAttributes>: LeafEvaluator {
     }
 }
 
+@usableFromInline
 enum StaticName {
     /// Static bytes (no lazily initialized global to check on every read).
+    @inlinable
     static var bucketingId: UTF8Text {
         let name: StaticString = "$opt_bucketing_id"
         return UTF8Text(start: name.utf8Start, count: name.utf8CodeUnitCount)

@@ -158,7 +158,7 @@ public final class Client: @unchecked Sendable {
               segments.isEmpty, properties.isEmpty, overrides.isEmpty
         else { return nil }
         return DecisionService(config: config, userId: userId, attributes: attributes, overrides: NoOverrides(),
-                               sticky: NoStickyAssignments(), includeReasons: false).decide(flag: flag)
+                               sticky: NoStickyAssignments(), reasons: nil).decide(flag: flag)
     }
 
     public func decide<A: UserAttributes>(config: ProjectConfig, flag: Int, userId: UTF8Text, attributes: A,
@@ -235,14 +235,16 @@ public final class Client: @unchecked Sendable {
         _ sticky: S, _ options: DecideOptions, _ body: (DecideResult) -> Void
     ) {
         for flag in flags {
+            // Owned here, read below after the service's last use: alive for all of it.
+            let reasons = options.contains(.includeReasons) ? ReasonLog() : nil
             let service = DecisionService(config: config, userId: userId, attributes: attributes, overrides: overrides,
-                                          sticky: sticky, includeReasons: options.contains(.includeReasons))
+                                          sticky: sticky, reasons: reasons)
             let decision = service.decide(flag: flag)
             var dispatched = false
             if !options.contains(.disableDecisionEvent) {
                 dispatched = sendImpressions(of: decision, config: config, userId: userId, attributes: attributes)
             }
-            let result = DecideResult(decision: decision, reasons: service.reasons?.messages ?? [])
+            let result = DecideResult(decision: decision, reasons: reasons?.messages ?? [])
             if notifications.hasListeners(.decision) {
                 notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, dispatched: dispatched)
             }
@@ -273,11 +275,11 @@ public final class Client: @unchecked Sendable {
             outcome = ProfileTracker.withTracker(service: profiles, userId: userId) { tracker in
                 DecisionService(config: config, userId: userId, attributes: merged,
                                 overrides: overrides.overrides(of: userId), sticky: tracker,
-                                includeReasons: false).outcome(experiment: experiment)
+                                reasons: nil).outcome(experiment: experiment)
             }
         } else {
             outcome = DecisionService(config: config, userId: userId, attributes: merged,
-                                      overrides: overrides.overrides(of: userId), includeReasons: false)
+                                      overrides: overrides.overrides(of: userId), reasons: nil)
                 .outcome(experiment: experiment)
         }
         if sendImpression, case .variation(let variation) = outcome {
