@@ -48,6 +48,12 @@ results=$out/results.tsv
 : > "$results"
 failed=()
 
+# A state directory of the run's own: clients that use the default one would otherwise resend events left
+# there by earlier programs (background retries during the measurements), and leave their own behind.
+export XDG_STATE_HOME=$repo/$out/state
+rm -rf "$XDG_STATE_HOME"
+mkdir -p "$XDG_STATE_HOME"
+
 # Programs linked with -lexperiment record the SONAME (libexperiment.so.0), so the loader needs a file of
 # that name next to the rpath. A build directory that has only libexperiment.so gets a private link here.
 linkdir=$libdir
