@@ -79,11 +79,7 @@ extension EventPayloads {
         writer.endObject(); writer.endArray()  // snapshot, snapshots
         writer.key("attributes"); writer.beginArray()
         for entry in data.custom {
-            let name = "kameleoon_custom_\(entry.index)"
-            writer.beginObject()
-            writer.field("entity_id", name)
-            writer.field("key", name)
-            writer.field("type", "custom")
+            beginCustomAttribute("kameleoon_custom_\(entry.index)", in: &writer)
             writer.key("value")
             if entry.values.count == 1 {
                 writer.string(entry.values[0])
@@ -93,14 +89,18 @@ extension EventPayloads {
             writer.endObject()
         }
         for interest in data.interests {
-            let name = "kameleoon_interest_\(interest)"
-            writer.beginObject()
-            writer.field("entity_id", name)
-            writer.field("key", name)
-            writer.field("type", "custom")
+            beginCustomAttribute("kameleoon_interest_\(interest)", in: &writer)
             writer.field("value", true)
             writer.endObject()
         }
         return finishBatch(&writer, userId: userId, config: config)
+    }
+
+    /// Opens one of the visitor's custom attributes: {"entity_id": name, "key": name, "type": "custom", ...
+    private static func beginCustomAttribute(_ name: String, in writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.field("entity_id", name)
+        writer.field("key", name)
+        writer.field("type", "custom")
     }
 }

@@ -122,12 +122,7 @@ extension Client {
     {
         let decision = result.decision
         notifications.notify(.decision) {
-            var writer = JSONWriter()
-            writer.beginObject()
-            writer.field("type", "flag")
-            writer.field("user_id", String(decoding: userId, as: UTF8.self))
-            writer.key("attributes"); Self.write(attributes, to: &writer)
-            writer.key("decision_info"); writer.beginObject()
+            var writer = Self.decisionNotification(type: "flag", userId: userId, attributes: attributes)
             writer.field("flag_key", config.flags[Int(decision.flag)].key.text)
             writer.field("enabled", decision.enabled(in: config))
             writer.key("variables"); writer.raw(String(cString: decision.variablesJSON(in: config)))
@@ -150,12 +145,7 @@ extension Client {
             if case .variation(let index) = outcome {
                 variation = (definition.variations[Int(index)].key.text, definition.variations[Int(index)].id.text)
             }
-            var writer = JSONWriter()
-            writer.beginObject()
-            writer.field("type", "ab-test")
-            writer.field("user_id", String(decoding: userId, as: UTF8.self))
-            writer.key("attributes"); Self.write(attributes, to: &writer)
-            writer.key("decision_info"); writer.beginObject()
+            var writer = Self.decisionNotification(type: "ab-test", userId: userId, attributes: attributes)
             writer.field("experiment_key", definition.key.text)
             writer.field("experiment_id", definition.id.text)
             writer.field("variation_key", variation?.key)
@@ -178,6 +168,20 @@ extension Client {
             writer.endObject()
             return writer.text
         }
+    }
+
+    /// A decision notification up to its open "decision_info" object (which the caller fills and closes,
+    /// then the outer object).
+    private static func decisionNotification<A: UserAttributes>(type: String, userId: UTF8Text, attributes: A)
+        -> JSONWriter
+    {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.field("type", type)
+        writer.field("user_id", String(decoding: userId, as: UTF8.self))
+        writer.key("attributes"); write(attributes, to: &writer)
+        writer.key("decision_info"); writer.beginObject()
+        return writer
     }
 
     private static func write<A: UserAttributes>(_ attributes: A, to writer: inout JSONWriter) {

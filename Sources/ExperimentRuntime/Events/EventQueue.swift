@@ -279,16 +279,19 @@ final class EventQueue: @unchecked Sendable {
             }
             let removed = try database.transaction { () throws(SQLiteError) -> Int in
                 var removed = 0
-                for id in ids {
-                    deleteOne.reset()
-                    try deleteOne.bind(1, id)
-                    try deleteOne.step()
-                    removed += database.changes
-                }
+                for id in ids { removed += try delete(id) }
                 return removed
             }
             rowCount.add(-removed, ordering: .relaxed)  // committed
         }
+    }
+
+    /// Deletes one event (called under the lock, inside a transaction); the number of rows removed.
+    private func delete(_ id: Int64) throws(SQLiteError) -> Int {
+        deleteOne.reset()
+        try deleteOne.bind(1, id)
+        try deleteOne.step()
+        return database.changes
     }
 
     /// Schedules events for another attempt at `at`; `countAttempt` adds one to their attempt count
@@ -319,10 +322,7 @@ final class EventQueue: @unchecked Sendable {
                     try copyToDeadLetter.bind(3, reason)
                     try copyToDeadLetter.bind(4, now)
                     try copyToDeadLetter.step()
-                    deleteOne.reset()
-                    try deleteOne.bind(1, id)
-                    try deleteOne.step()
-                    removed += database.changes
+                    removed += try delete(id)
                 }
                 return removed
             }
