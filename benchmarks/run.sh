@@ -102,7 +102,7 @@ echo "== C datafile load: ~10 KB, 1 MB, 10 MB datafiles (generated), against jso
 "$out/bench_load" "$out/load_10k.json" "$out/load_1m.json" "$out/load_10m.json" \
     || failed+=("C datafile load benchmark (exit status $?)")
 echo "== C events: exp_track with the durable queue, sustained delivery to a local HTTP server"
-"$cc" -O2 -std=gnu11 -Wall -Wextra -Iinclude benchmarks/c/bench_events.c -o "$out/bench_events" \
+"$cc" -O2 -std=gnu11 -Wall -Wextra -Iinclude -Itests/support benchmarks/c/bench_events.c -o "$out/bench_events" \
     -L"$linkdir" -lexperiment -Wl,-rpath,"$linkdir" -lpthread
 "$out/bench_events" --data-dir benchmarks/data --results "$results" || failed+=("C events benchmark (exit status $?)")
 

@@ -19,102 +19,21 @@
  *            runs exactly N calls (after a warm-up) inside bench_measured_calls(), for
  *            valgrind --tool=callgrind --toggle-collect=bench_measured_calls ./bench_events --calls 20000 --scenario track
  * Build (benchmarks/run.sh does this):
- *   cc -O2 -std=gnu11 -Wall -Wextra -Iinclude benchmarks/c/bench_events.c -o bench_events \
+ *   cc -O2 -std=gnu11 -Wall -Wextra -Iinclude -Itests/support benchmarks/c/bench_events.c -o bench_events \
  *      -L.build/release -lexperiment -Wl,-rpath,$PWD/.build/release -lpthread
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "experiment.h"
-
-/* ---------------------------------------------------------------------------------------------- */
-/* The local event endpoint                                                                        */
-/* ---------------------------------------------------------------------------------------------- */
-
-static atomic_long g_visitors_received;
-static atomic_long g_requests;
-static int g_listen_fd = -1;
-
-static long count_visitors(const char *body, size_t length) {
-    static const char needle[] = "\"visitor_id\"";
-    long count = 0;
-    const char *cursor = body, *end = body + length;
-    while ((cursor = memmem(cursor, (size_t)(end - cursor), needle, sizeof needle - 1)) != NULL) {
-        ++count;
-        cursor += sizeof needle - 1;
-    }
-    return count;
-}
-
-/* Serves one connection: requests until the client closes it. */
-static void serve_connection(int fd) {
-    size_t capacity = 1 << 20, filled = 0;
-    char *buffer = malloc(capacity);
-    for (;;) {
-        char *header_end = NULL;
-        while ((header_end = memmem(buffer, filled, "\r\n\r\n", 4)) == NULL) {
-            if (filled == capacity) buffer = realloc(buffer, capacity *= 2);
-            ssize_t got = read(fd, buffer + filled, capacity - filled);
-            if (got <= 0) goto done;
-            filled += (size_t)got;
-        }
-        size_t header_length = (size_t)(header_end - buffer) + 4;
-        size_t body_length = 0;
-        char *length_field = memmem(buffer, header_length, "Content-Length:", 15);
-        if (!length_field) length_field = memmem(buffer, header_length, "content-length:", 15);
-        if (length_field) body_length = strtoul(length_field + 15, NULL, 10);
-        while (filled < header_length + body_length) {
-            if (filled == capacity) buffer = realloc(buffer, capacity *= 2);
-            ssize_t got = read(fd, buffer + filled, capacity - filled);
-            if (got <= 0) goto done;
-            filled += (size_t)got;
-        }
-        atomic_fetch_add(&g_visitors_received, count_visitors(buffer + header_length, body_length));
-        atomic_fetch_add(&g_requests, 1);
-        static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-        if (write(fd, reply, sizeof reply - 1) < 0) goto done;
-        size_t used = header_length + body_length;
-        memmove(buffer, buffer + used, filled - used);
-        filled -= used;
-    }
-done:
-    free(buffer);
-    close(fd);
-}
-
-static void *serve(void *unused) {
-    (void)unused;
-    for (;;) {
-        int fd = accept(g_listen_fd, NULL, NULL);
-        if (fd < 0) return NULL;
-        serve_connection(fd);
-    }
-}
-
-static int start_server(void) {
-    g_listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t length = sizeof address;
-    if (bind(g_listen_fd, (struct sockaddr *)&address, sizeof address) || listen(g_listen_fd, 64) ||
-        getsockname(g_listen_fd, (struct sockaddr *)&address, &length)) {
-        perror("bench_events: server");
-        exit(1);
-    }
-    pthread_t thread;
-    pthread_create(&thread, NULL, serve, NULL);
-    pthread_detach(thread);
-    return ntohs(address.sin_port);
-}
+#include "event_receiver.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Helpers                                                                                          */
@@ -227,7 +146,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/bench_ab_rollout.json", data_dir);
     size_t length;
     char *datafile = read_file(path, &length);
-    int port = start_server();
+    int port = receiver_start(0);
 
     enum { CALLS = 20000, WARMUP = 2000 };
     static uint64_t samples[CALLS];
@@ -295,14 +214,14 @@ int main(int argc, char **argv) {
     /* sustained delivery */
     enum { EVENTS = 200000 };
     client = make_client(datafile, length, port, 500);
-    long base = atomic_load(&g_visitors_received);
+    long base = atomic_load(&receiver_visitors);
     uint64_t start = now_ns();
     for (int i = 0; i < EVENTS; ++i) check(exp_track(client, "purchase", users[i % 1000], attributes, 2, NULL), "exp_track");
     uint64_t tracked = now_ns();
-    while (atomic_load(&g_visitors_received) - base < EVENTS) {
+    while (atomic_load(&receiver_visitors) - base < EVENTS) {
         if (now_ns() - start > 120ull * 1000000000ull) {
             fprintf(stderr, "bench_events: only %ld of %d events arrived within 120 s\n",
-                    atomic_load(&g_visitors_received) - base, EVENTS);
+                    atomic_load(&receiver_visitors) - base, EVENTS);
             return 1;
         }
         usleep(1000);
@@ -310,7 +229,7 @@ int main(int argc, char **argv) {
     uint64_t delivered = now_ns();
     report("caller rate, exp_track (events/s)", EVENTS / ((tracked - start) / 1e9), "events/s");
     report("delivered to 127.0.0.1 (events/s)", EVENTS / ((delivered - start) / 1e9), "events/s");
-    printf("  (%d events, batch size 500, %ld POSTs in all)\n", EVENTS, atomic_load(&g_requests));
+    printf("  (%d events, batch size 500, %ld POSTs in all)\n", EVENTS, atomic_load(&receiver_requests));
     check(exp_client_close(client), "exp_client_close");
     exp_client_free(client);
     free(datafile);

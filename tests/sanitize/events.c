@@ -8,82 +8,19 @@
  *   events DATAFILE
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "experiment.h"
+#include "event_receiver.h"
 
 enum { THREADS = 4, EVENTS_PER_THREAD = 1500 };
 
-static atomic_long g_received;   /* visitors in acknowledged requests */
-static atomic_long g_requests;
 static atomic_long g_accepted;   /* exp_track / impression calls that returned EXP_OK */
-static int g_listen_fd;
-
-static long count_visitors(const char *body, size_t length) {
-    static const char needle[] = "\"visitor_id\"";
-    long count = 0;
-    const char *cursor = body, *end = body + length;
-    while ((cursor = memmem(cursor, (size_t)(end - cursor), needle, sizeof needle - 1)) != NULL) {
-        ++count;
-        cursor += sizeof needle - 1;
-    }
-    return count;
-}
-
-static void serve_connection(int fd) {
-    size_t capacity = 1 << 16, filled = 0;
-    char *buffer = malloc(capacity);
-    for (;;) {
-        char *header_end;
-        while ((header_end = memmem(buffer, filled, "\r\n\r\n", 4)) == NULL) {
-            if (filled == capacity) buffer = realloc(buffer, capacity *= 2);
-            ssize_t got = read(fd, buffer + filled, capacity - filled);
-            if (got <= 0) goto done;
-            filled += (size_t)got;
-        }
-        size_t header_length = (size_t)(header_end - buffer) + 4, body_length = 0;
-        char *field = memmem(buffer, header_length, "Content-Length:", 15);
-        if (field) body_length = strtoul(field + 15, NULL, 10);
-        while (filled < header_length + body_length) {
-            if (filled == capacity) buffer = realloc(buffer, capacity *= 2);
-            ssize_t got = read(fd, buffer + filled, capacity - filled);
-            if (got <= 0) goto done;
-            filled += (size_t)got;
-        }
-        long number = atomic_fetch_add(&g_requests, 1);
-        const char *reply;
-        if (number % 3 == 2) {
-            reply = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
-        } else {
-            atomic_fetch_add(&g_received, count_visitors(buffer + header_length, body_length));
-            reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-        }
-        if (write(fd, reply, strlen(reply)) < 0) goto done;
-        size_t used = header_length + body_length;
-        memmove(buffer, buffer + used, filled - used);
-        filled -= used;
-    }
-done:
-    free(buffer);
-    close(fd);
-}
-
-static void *serve(void *unused) {
-    (void)unused;
-    for (;;) {
-        int fd = accept(g_listen_fd, NULL, NULL);
-        if (fd < 0) return NULL;
-        serve_connection(fd);
-    }
-}
 
 static exp_client *open_client(const char *state_dir, int port, const char *datafile, size_t length) {
     char options[512];
@@ -136,18 +73,7 @@ int main(int argc, char **argv) {
     if (fread(datafile, 1, (size_t)size, f) != (size_t)size) { perror(argv[1]); return 2; }
     fclose(f);
 
-    g_listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t length = sizeof address;
-    if (bind(g_listen_fd, (struct sockaddr *)&address, sizeof address) || listen(g_listen_fd, 16) ||
-        getsockname(g_listen_fd, (struct sockaddr *)&address, &length)) {
-        perror("events: server");
-        return 1;
-    }
-    int port = ntohs(address.sin_port);
-    pthread_t server;
-    pthread_create(&server, NULL, serve, NULL);
-    pthread_detach(server);
+    int port = receiver_start(3); /* every third request fails: retries and the SQLite queue run */
 
     char state_dir[] = "/tmp/sanitize-events-XXXXXX";
     if (!mkdtemp(state_dir)) { perror("mkdtemp"); return 1; }
@@ -168,8 +94,8 @@ int main(int argc, char **argv) {
     exp_client_free(client);
     free(datafile);
 
-    long accepted = atomic_load(&g_accepted), received = atomic_load(&g_received);
-    printf("events: %ld accepted, %ld received in %ld requests\n", accepted, received, atomic_load(&g_requests));
+    long accepted = atomic_load(&g_accepted), received = atomic_load(&receiver_visitors);
+    printf("events: %ld accepted, %ld received in %ld requests\n", accepted, received, atomic_load(&receiver_requests));
     if (received < accepted) {
         fprintf(stderr, "events: %ld accepted events were not delivered\n", accepted - received);
         return 1;

@@ -54,7 +54,7 @@ for sanitizer in thread address; do
     fi
     echo "   real-time segments from 4 threads, close with fetches in flight: no $sanitizer sanitizer report"
     # The event pipeline: 4 tracking threads + flush/stats, a 127.0.0.1 server failing every third POST.
-    "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/events.c -o "$out/events-$sanitizer" \
+    "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude -Itests/support tests/sanitize/events.c -o "$out/events-$sanitizer" \
         -L"$lib" -lexperiment -Wl,-rpath,"$lib" -L"$runtime" -ldispatch -lBlocksRuntime -Wl,-rpath,"$runtime" -lpthread
     TSAN_OPTIONS="halt_on_error=1 exitcode=66" ASAN_OPTIONS="detect_leaks=1" \
         "$out/events-$sanitizer" examples/datafiles/demo.json > "$out/events-$sanitizer.log" 2>&1 || {
