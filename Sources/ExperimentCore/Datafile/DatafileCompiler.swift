@@ -15,12 +15,12 @@ public enum DatafileCompiler {
     public static func compile(_ bytes: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
         let document: JSONDocument
         do {
-            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth,
-                                              borrowing: true)
+            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
         } catch {
             throw DatafileError(error)
         }
-        // The readers borrow the document, which borrows `bytes`: both must outlive the compilation.
+        // The readers borrow json-c's tree; it is freed (with the document) when the config is compiled,
+        // before the caller publishes it.
         return try withExtendedLifetime(document) { () throws(DatafileError) -> ProjectConfig in
             var compiler = Compilation(root: DatafileReader(document.root))
             return try compiler.run()
@@ -32,8 +32,7 @@ public enum DatafileCompiler {
     public static func problems(_ bytes: UnsafeRawBufferPointer) -> [DatafileError] {
         let document: JSONDocument
         do {
-            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth,
-                                              borrowing: true)
+            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
         } catch {
             return [DatafileError(error)]
         }
@@ -192,12 +191,12 @@ private struct Compilation {
                 guard let textBytes = conditionsField.value.stringBytes else {
                     throw conditionsField.fail("expected a string, got \(conditionsField.value.kindName)")
                 }
-                // The conditions text lives in the datafile's document, which outlives this nested one.
+                // The conditions text lives in the datafile's tree, which outlives this nested one.
                 let parsed: JSONDocument
                 do {
                     parsed = try JSONDocument.parse(UnsafeRawBufferPointer(textBytes), what: "datafile",
                                                     maxBytes: DatafileCompiler.maxBytes,
-                                                    maxDepth: DatafileCompiler.maxDepth, borrowing: true)
+                                                    maxDepth: DatafileCompiler.maxDepth)
                 } catch {
                     // The place is worked out for the message only.
                     let message = error.message.dropFirst("datafile".count)

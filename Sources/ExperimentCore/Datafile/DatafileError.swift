@@ -25,10 +25,10 @@ public struct DatafileError: Error, Equatable {
 
 /// Typed access to a datafile's JSON that reports the exact place of every problem.
 ///
-/// A reader is just a value of the tape: its place ("experiments[12].variations[3].key") is worked out
-/// from the tape only when a message needs it, by walking down from the document's root to the value.
-/// Carrying the place along (a chain of steps per value read) cost allocations and reference counting
-/// on every field of every entity of a datafile that is nearly always valid.
+/// A reader is just a view of a json-c value: its place ("experiments[12].variations[3].key") is worked
+/// out only when a message needs it, by searching the document from its root for the value's container
+/// (json-c objects have no parent links). Carrying the place along (a chain of steps per value read) would
+/// cost allocations and reference counting on every field of a datafile that is nearly always valid.
 struct DatafileReader {
     let value: JSONValue
 
@@ -78,21 +78,19 @@ struct DatafileReader {
 
     func array() throws(DatafileError) -> [DatafileReader] {
         guard value.kind == .array else { throw fail("expected an array, got \(value.kindName)") }
-        let nodes = value.document.nodes
-        let count = Int(nodes[value.index].second)
+        let count = value.count
         var elements: [DatafileReader] = []
         elements.reserveCapacity(count)
-        var child = value.index + 1
-        for _ in 0..<count {
-            elements.append(DatafileReader(JSONValue(document: value.document, index: child)))
-            child = Int(nodes[child].next)
-        }
+        for index in 0..<count { elements.append(DatafileReader(value[index])) }
         return elements
     }
 
     func object() throws(DatafileError) -> [(key: String, value: DatafileReader)] {
         guard value.kind == .object else { throw fail("expected an object, got \(value.kindName)") }
-        return value.members.map { ($0.key, DatafileReader($0.value)) }
+        var members: [(key: String, value: DatafileReader)] = []
+        members.reserveCapacity(value.count)
+        value.forEachMember { name, member in members.append((String(cString: name), DatafileReader(member))) }
+        return members
     }
 
     func requiredString(_ key: String) throws(DatafileError) -> String { try required(key).string() }
@@ -122,42 +120,15 @@ struct DatafileReader {
     func optionalBool(_ key: String) throws(DatafileError) -> Bool? { try optional(key)?.bool() }
     func optionalArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try optional(key)?.array() ?? [] }
 
-    /// The place of `target` in its document: each step down from the root picks the element or member
-    /// whose nodes contain the target ("name" or "[index]", joined as "a.b[2].c").
+    /// The place of `target` in its document: each step down from the root ("name" or "[index]",
+    /// joined as "a.b[2].c"), after the place of the string it was read from for a nested document.
     static func path(of target: JSONValue) -> String {
-        let document = target.document
-        let nodes = document.nodes
-        var text = document.enclosingField.map { path(of: $0) } ?? ""
-        var current = 1  // the root
-        while current != target.index {
-            let node = nodes[current]
-            var child = current + 1
-            var found = false
-            for position in 0..<Int(node.second) {
-                if node.kind == JSONNode.object {
-                    let value = child + 1
-                    let end = Int(nodes[value].next)
-                    if target.index < end {
-                        let name = JSONValue(document: document, index: child).string ?? ""
-                        text += text.isEmpty ? name : "." + name
-                        current = value
-                        found = true
-                        break
-                    }
-                    child = end
-                } else {
-                    let end = Int(nodes[child].next)
-                    if target.index < end {
-                        text += "[\(position)]"
-                        current = child
-                        found = true
-                        break
-                    }
-                    child = end
-                }
+        var text = target.document.enclosingField.map { path(of: $0) } ?? ""
+        for step in target.steps ?? [] {
+            switch step {
+            case .member(let name): text += (text.isEmpty ? "" : ".") + String(cString: name)
+            case .element(let position): text += "[\(position)]"
             }
-            // A member name is not a value of its own; readers never stand on one.
-            guard found, node.kind == JSONNode.object || node.kind == JSONNode.array else { break }
         }
         return text
     }
