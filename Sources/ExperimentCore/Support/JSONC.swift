@@ -65,6 +65,12 @@ public final class JSONDocument {
         let text = base.assumingMemoryBound(to: CChar.self)
         switch JSONDocument.tokenize(text, count: bytes.count, maxDepth: maxDepth) {
         case .success(let tree):
+            // json-c's UTF-8 check takes overlong forms, UTF-16 surrogates and scalars above U+10FFFF;
+            // the library keeps only text the reference could have received. One pass, for non-ASCII text.
+            if let invalid = UTF8Validation.firstInvalidByte(bytes.assumingMemoryBound(to: UInt8.self)) {
+                json_object_put(tree)
+                throw .invalidUTF8("\(what): invalid UTF-8 at byte \(invalid)")
+            }
             return JSONDocument(tree: tree)
         case .failure(let failure):
             throw error(failure, in: bytes, what: what, maxDepth: maxDepth)
@@ -123,20 +129,28 @@ public final class JSONDocument {
         -> JSONError
     {
         let offset = failure.offset
+        // Invalid UTF-8 up to where json-c stopped is the problem to name, whatever json-c tripped on.
+        if let invalid = UTF8Validation.firstInvalidByte(bytes.assumingMemoryBound(to: UInt8.self)), invalid <= offset {
+            return .invalidUTF8("\(what): invalid UTF-8 at byte \(invalid)")
+        }
         switch failure.status {
         case json_tokener_error_depth:
             return .tooDeep("\(what): nesting deeper than \(maxDepth) levels (at byte \(offset))")
         case json_tokener_error_parse_eof:
             return .malformed("\(what): unexpected end of document (truncated JSON) at byte \(offset)")
         case json_tokener_error_parse_utf8_string:
-            // json-c stops where it noticed; the message names where the bad sequence starts.
-            let start = UTF8Validation.firstInvalidByte(bytes.assumingMemoryBound(to: UInt8.self)) ?? offset
-            return .invalidUTF8("\(what): invalid UTF-8 at byte \(min(start, offset))")
+            return .invalidUTF8("\(what): invalid UTF-8 at byte \(offset)")
         case json_tokener_error_size:
             return .tooLarge("\(what): too large for the JSON parser")
         default:
-            let trailing = failure.trailing || isTrailing(bytes, at: offset, maxDepth: maxDepth)
-            let problem = trailing ? "unexpected text after the JSON value" : describe(failure.status)
+            let problem: String
+            if failure.trailing || isTrailing(bytes, at: offset, maxDepth: maxDepth) {
+                problem = "unexpected text after the JSON value"
+            } else if failure.status == json_tokener_error_parse_unexpected {
+                problem = isObjectEnd(bytes, at: offset) ? "expected a member name in double quotes" : "expected a JSON value"
+            } else {
+                problem = describe(failure.status)
+            }
             return .malformed("\(what): malformed JSON at byte \(offset): \(problem)")
         }
     }
@@ -149,6 +163,14 @@ public final class JSONDocument {
         guard case .success(let tree) = tokenize(prefix, count: offset, maxDepth: maxDepth) else { return false }
         json_object_put(tree)
         return true
+    }
+
+    /// Whether json-c stopped at a '}' right after a ',' (in strict mode a member must follow).
+    private static func isObjectEnd(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Bool {
+        guard offset < bytes.count, bytes[offset] == UInt8(ascii: "}") else { return false }
+        var before = offset - 1
+        while before >= 0, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[before]) { before -= 1 }
+        return before >= 0 && bytes[before] == UInt8(ascii: ",")
     }
 
     private static func describe(_ status: json_tokener_error) -> String {
