@@ -12,19 +12,35 @@ public enum DatafileCompiler {
     public static let maxKeyBytes = 1024
     public static let supportedVersions: Set<String> = ["4"]
 
+    /// The steps of a compilation, for callers that time them (see `compile(_:after:)`).
+    public enum Step: Sendable { case parsed, compiled, freed }
+
     public static func compile(_ bytes: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
-        let document: JSONDocument
+        try compile(bytes, after: nil)
+    }
+
+    /// json-c parses `bytes` in place, the compiler reads its tree into the config, and the tree is freed
+    /// before the config is returned (so before a caller publishes it). `after` is called once each step
+    /// is done (parsed, compiled, freed): the runtime times them for its debug log.
+    public static func compile(_ bytes: UnsafeRawBufferPointer, after: ((Step) -> Void)?) throws(DatafileError)
+        -> ProjectConfig
+    {
+        var document: JSONDocument?
         do {
             document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
         } catch {
             throw DatafileError(error)
         }
-        // The readers borrow json-c's tree; it is freed (with the document) when the config is compiled,
-        // before the caller publishes it.
-        return try withExtendedLifetime(document) { () throws(DatafileError) -> ProjectConfig in
-            var compiler = Compilation(root: DatafileReader(document.root))
+        after?(.parsed)
+        // The readers borrow json-c's tree: the document must outlive the compilation.
+        let config = try withExtendedLifetime(document!) { () throws(DatafileError) -> ProjectConfig in
+            var compiler = Compilation(root: DatafileReader(document!.root))
             return try compiler.run()
         }
+        after?(.compiled)
+        document = nil
+        after?(.freed)
+        return config
     }
 
     /// Every problem of a datafile with its place, as far as one pass can tell (an entity that fails is
