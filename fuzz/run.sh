@@ -87,7 +87,7 @@ CFLAGS=(-g -O1 -std=c11 -Wall -Wextra -Werror -fno-omit-frame-pointer
 # shellcheck disable=SC2206
 CFLAGS+=(${FUZZ_EXTRA_CFLAGS:-})
 LDFLAGS=(-L"$LIB_DIR" -lexperiment -Wl,-rpath,"$LIB_DIR")
-# json-c: fuzz_datafile compares the library's verdict on each input with json-c's.
+# json-c: the harnesses compare what the library accepts as JSON with json-c, called as the library calls it.
 # shellcheck disable=SC2207
 CFLAGS+=($(pkg-config --cflags json-c))
 # shellcheck disable=SC2207
