@@ -21,7 +21,9 @@ public enum JSONError: Error, Equatable {
 /// attribute, profile document and server response goes through `parse`.
 ///
 /// json-c reads straight from the caller's bytes (no copy first), with the library's depth limit and
-/// `JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8`; nothing may follow the value. Values read from
+/// `JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8`; nothing may follow the value. What json-c's strict
+/// mode still takes and Python's `json` refuses (see `JSONStrictTokens`), and UTF-8 json-c lets through
+/// (overlong forms, surrogates), is refused after json-c accepted the text. Values read from
 /// the document (`JSONValue`) are views of json-c's objects, valid while the document lives; the tree is
 /// freed with the document.
 ///
@@ -70,6 +72,12 @@ public final class JSONDocument {
             if let invalid = UTF8Validation.firstInvalidByte(bytes.assumingMemoryBound(to: UInt8.self)) {
                 json_object_put(tree)
                 throw .invalidUTF8("\(what): invalid UTF-8 at byte \(invalid)")
+            }
+            // json-c's strict mode still takes a few texts Python's `json` refuses; the reference would
+            // refuse such a datafile or variable value, so the library does too.
+            if let (offset, problem) = JSONStrictTokens.firstProblem(bytes) {
+                json_object_put(tree)
+                throw .malformed("\(what): malformed JSON at byte \(offset): \(problem)")
             }
             return JSONDocument(tree: tree)
         case .failure(let failure):
@@ -414,6 +422,74 @@ extension JSONValue {
             return true
         }
         return false
+    }
+}
+
+/// The tokens of a text json-c has accepted that Python's `json` (the reference's reader) refuses:
+/// single-quoted member names, numbers such as `1.`, `1.e5` or `-01`, and control characters written
+/// unescaped in strings. One pass over the bytes; the grammar around the tokens is json-c's.
+enum JSONStrictTokens {
+    static func firstProblem(_ bytes: UnsafeRawBufferPointer) -> (offset: Int, problem: String)? {
+        let text = bytes.assumingMemoryBound(to: UInt8.self)
+        let count = text.count
+        var index = 0
+        while index < count {
+            let byte = text[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                while index < count {
+                    let inner = text[index]
+                    if inner == UInt8(ascii: "\"") { break }
+                    if inner == UInt8(ascii: "\\") { index += 2; continue }
+                    if inner < 0x20 { return (index, "unescaped control character in a string") }
+                    index += 1
+                }
+                index += 1
+            case UInt8(ascii: "'"):
+                return (index, "expected a member name in double quotes")
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if byte == UInt8(ascii: "-"), index + 1 < count, text[index + 1] == UInt8(ascii: "I") {
+                    index += 1  // -Infinity
+                    continue
+                }
+                let start = index
+                while index < count, isNumberByte(text[index]) { index += 1 }
+                if !isJSONNumber(UnsafeBufferPointer(rebasing: text[start..<index])) { return (start, "malformed number") }
+            default:
+                index += 1
+            }
+        }
+        return nil
+    }
+
+    private static func isNumberByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")
+            || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")
+    }
+
+    /// RFC 8259's number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+    private static func isJSONNumber(_ token: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        let count = token.count
+        func digits() -> Int {
+            let start = index
+            while index < count, token[index] >= 0x30 && token[index] <= 0x39 { index += 1 }
+            return index - start
+        }
+        if index < count, token[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < count else { return false }
+        if token[index] == UInt8(ascii: "0") { index += 1 } else if digits() == 0 { return false }
+        if index < count, token[index] == UInt8(ascii: ".") {
+            index += 1
+            if digits() == 0 { return false }
+        }
+        if index < count, token[index] | 0x20 == UInt8(ascii: "e") {
+            index += 1
+            if index < count, token[index] == UInt8(ascii: "+") || token[index] == UInt8(ascii: "-") { index += 1 }
+            if digits() == 0 { return false }
+        }
+        return index == count
     }
 }
 
