@@ -35,4 +35,13 @@ public final class ReasonLog {
     public init() {}
 
     public func add(_ message: String) { messages.append(message) }
+
+    public var count: Int { messages.count }
+
+    /// Appends again every message from position `start` on. The reference's get_decision_for_flag hands
+    /// its reasons so far to get_variation, which returns them with its own, and then appends that whole
+    /// list to the same reasons: each experiment rule it evaluates repeats what came before.
+    public func repeatMessages(from start: Int) {
+        messages.append(contentsOf: messages[start...])
+    }
 }
