@@ -54,13 +54,14 @@ extension DecisionService {
 
     public func decide(flag flagIndex: Int) -> FlagDecision {
         var decision = FlagDecision(flag: Int32(flagIndex))
-        if let forced = forcedFlagVariation(flag: flagIndex, rule: nil) {
+        let forced = forcedFlagVariation(flag: flagIndex, rule: nil)
+        // The reference keeps the flag-level forced decision's reasons apart from the flag's own ones.
+        reasons?.endForcedDecisionReasons()
+        if let forced {
             decision.source = .featureTest
             decision.flagVariation = forced
             return decision
         }
-        // The reference keeps the flag-level forced decision's reasons apart from the flag's own ones.
-        let flagReasonsStart = reasons?.count ?? 0
         for holdoutIndex in config.hot.globalHoldouts {
             guard let variation = holdoutVariation(Int(holdoutIndex)) else { continue }
             let holdout = config.holdouts[Int(holdoutIndex)]
@@ -74,7 +75,7 @@ extension DecisionService {
             decision.exclusionHoldoutVariation = variation
             break
         }
-        if let decided = decideExperimentRules(flag: flagIndex, base: decision, reasonsStart: flagReasonsStart) {
+        if let decided = decideExperimentRules(flag: flagIndex, base: decision) {
             return decided
         }
         if decision.exclusionHoldout >= 0 {
@@ -84,7 +85,7 @@ extension DecisionService {
         return decideRolloutRules(flag: flagIndex, base: decision)
     }
 
-    private func decideExperimentRules(flag flagIndex: Int, base: FlagDecision, reasonsStart: Int) -> FlagDecision? {
+    private func decideExperimentRules(flag flagIndex: Int, base: FlagDecision) -> FlagDecision? {
         let flag = config.hot.flags[flagIndex]
         for slot in 0..<Int(flag.experimentRuleCount) {
             let rule = config.hot.rules[Int(flag.firstRule) + slot]
@@ -100,7 +101,7 @@ extension DecisionService {
                 return caught
             }
             // As the reference: each experiment rule's get_variation repeats the flag's reasons so far.
-            reasons?.repeatMessages(from: reasonsStart)
+            reasons?.repeatFlagReasons()
             if case .variation(let variation) = outcome(experiment: Int(rule.experiment)) {
                 decision.variation = variation
                 decision.flagVariation = rule.flagVariationOf[Int(variation)]
