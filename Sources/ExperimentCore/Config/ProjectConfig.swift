@@ -128,6 +128,9 @@ public struct TrafficRange: Sendable, BitwiseCopyable {
     public static let emptyEntity: Int32 = -1
     /// An "entityId" naming no entity here: no entity either, but the reference words it differently.
     public static let unknownEntity: Int32 = -2
+    /// Every bucket of an experiment or holdout whose key the reference refuses to bucket for
+    /// (`Bucketing.bucketsFor(key:)`).
+    public static let notBucketed: Int32 = -3
 }
 
 public enum RuleKind: Sendable {

@@ -352,7 +352,8 @@ extension DecisionService {
             reasons?.add(ReasonMessages.holdoutAudienceNotMet(user: userText, holdout: holdout.key.text))
             return nil
         }
-        let variation = holdout.traffic.withUnsafeBufferPointer { bucket(bucketingId(), parent: holdout.id.bytes, ranges: $0) }
+        let traffic = Bucketing.bucketsFor(key: holdout.key.text) ? holdout.traffic : Bucketing.neverBucketed
+        let variation = traffic.withUnsafeBufferPointer { bucket(bucketingId(), parent: holdout.id.bytes, ranges: $0) }
         guard variation >= 0 else {
             explainEmptyBucket(variation)
             reasons?.add(ReasonMessages.holdoutNotBucketed(user: userText, holdout: holdout.key.text))

@@ -554,3 +554,23 @@ def test_no_reasons_without_include_reasons(pairs):
         assert list(client.decide(USER, "flag", {}).reasons) == pair.reasons("flag")
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("key", ["", " ", "\u00a0\u3000", "\t\n"], ids=["empty", "space", "unicode spaces", "tab newline"])
+def test_blank_keys_are_never_bucketed(pairs, key):
+    """The reference's bucketer refuses an experiment, rule or holdout whose key is blank (`not key.strip()`):
+    no variation and no bucketing reason, not even a group's."""
+    b = Builder()
+    blank = b.rule(key, ["on"], [("on", 10000)])
+    b.group([blank], [(key, 10000)])
+    b.df["groups"][0]["trafficAllocation"][0]["entityId"] = blank["id"]
+    rule = b.rule(key + "r", ["r_on"], [("r_on", 10000)])
+    rule["key"] = key
+    everyone = b.rule("everyone", ["e_on"], [("e_on", 10000)])
+    flag = b.flag("flag", [blank], b.rollout([rule, everyone]))
+    b.holdout("held")["key"] = key
+    pair = pairs(b.text())
+    reasons = pair.reasons(flag)
+    assert not any("of group" in r for r in reasons)
+    contains(reasons, "User 'user-1' is not bucketed into any variation for holdout", 'User "user-1" is in no variation.',
+             'User "user-1" not bucketed into a targeting rule 1.', 'User "user-1" bucketed into a targeting rule Everyone Else.')
