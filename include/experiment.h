@@ -342,6 +342,9 @@ exp_status exp_decide_all(exp_client *client, const char *user_id, const exp_att
  * not have gives a decision with enabled 0, NULL variation and rule, "{}" variables and flag_key pointing
  * at the caller's string (so valid only as long as that string), as the reference SDK does — even with
  * EXP_DECIDE_ENABLED_FLAGS_ONLY, which leaves out only the disabled flags the datafile has.
+ * A key given more than once is decided each time; with EXP_DECIDE_INCLUDE_REASONS each later decision of
+ * it carries the reasons of all its evaluations so far, so the last one has the reference's reasons for
+ * the key (the reference keeps one reasons list per key).
  * Errors and thread-safety as exp_decide_all.
  *
  *     const char *keys[] = {"free_shipping", "dark_mode"};
