@@ -105,6 +105,10 @@ for h in $HARNESSES; do
 done
 echo "== built $HARNESSES with $("$CC" --version | head -1) against $LIB_DIR/libexperiment.so"
 
+# The harnesses' clients keep their state file (sticky bucketing, queued events) here, never in the user's
+# own state directory; the event endpoint is left as a user has it (the default unless the caller set one).
+export XDG_STATE_HOME="$OUT/state"
+mkdir -p "$XDG_STATE_HOME"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1:symbolize=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 [ -x "$(dirname "$CC")/llvm-symbolizer" ] && export ASAN_SYMBOLIZER_PATH="$(dirname "$CC")/llvm-symbolizer"
