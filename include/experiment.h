@@ -355,8 +355,9 @@ exp_status exp_decide_all(exp_client *client, const char *user_id, const exp_att
 
 /*
  * Decides the flags named in keys[0..key_count) into out[0..capacity) (capacity must be at least
- * key_count), in the order given, and writes how many were filled to *out_count. A key the datafile does
- * not have gives a decision with enabled 0, NULL variation and rule, "{}" variables and flag_key pointing
+ * key_count; key_count at most EXP_MAX_DECISIONS, else EXP_ERR_TOO_LARGE), in the order given, and writes
+ * how many were filled to *out_count. A key the datafile does not have gives a decision with enabled 0,
+ * NULL variation and rule, "{}" variables and flag_key pointing
  * at the caller's string (so valid only as long as that string), as the reference SDK does — even with
  * EXP_DECIDE_ENABLED_FLAGS_ONLY, which leaves out only the disabled flags the datafile has.
  * Errors and thread-safety as exp_decide_all.
@@ -370,8 +371,9 @@ exp_status exp_decide_for_keys(exp_client *client, const char *user_id, const ch
                                size_t key_count, const exp_attribute *attributes, size_t attribute_count,
                                unsigned options, exp_decision *out, size_t capacity, size_t *out_count);
 
-/* Releases decisions[0..count) as exp_decision_release does. NULL is a no-op; never fails. Thread-safe for
- * distinct arrays (each array belongs to one caller). Example: exp_decide_all. */
+/* Releases decisions[0..count) as exp_decision_release does. NULL is a no-op; never fails. A count past
+ * EXP_MAX_DECISIONS (e.g. `int n = -1` passed as the count) releases nothing and sets exp_last_error().
+ * Thread-safe for distinct arrays (each array belongs to one caller). Example: exp_decide_all. */
 void exp_decisions_release(exp_decision *decisions, size_t count);
 
 /*
