@@ -110,6 +110,12 @@ public func abiDecisionRelease(_ decision: UnsafeMutablePointer<exp_decision>?) 
 @_cdecl("exp_decisions_release")
 public func abiDecisionsRelease(_ decisions: UnsafeMutablePointer<exp_decision>?, _ count: Int) {
     guard let decisions else { return }
+    // No status to answer with: a count past EXP_MAX_DECISIONS (an `int n = -1`, SIZE_MAX) releases nothing
+    // and is reported through exp_last_error.
+    guard UInt(bitPattern: count) <= UInt(maxDecisions) else {
+        LastError.set(countTooLarge(count, limit: maxDecisions, "count").message)
+        return
+    }
     for index in 0..<count { abiDecisionRelease(decisions + index) }
 }
 
@@ -181,9 +187,10 @@ public func abiDecideAll(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar
         let options = try decideOptions(rawOptions)
         let lease = try client.lease()
         let config = lease.config
-        guard capacity >= config.flags.count else {
+        // Any capacity is acceptable (only the flags are written): compared unsigned, as size_t.
+        guard UInt(bitPattern: capacity) >= UInt(config.flags.count) else {
             outCount.pointee = config.flags.count
-            throw ClientError(.bufferTooSmall, "capacity \(capacity) is less than the \(config.flags.count) flags of the datafile")
+            throw ClientError(.bufferTooSmall, "capacity \(UInt(bitPattern: capacity)) is less than the \(config.flags.count) flags of the datafile")
         }
         let out = try required(out, "out")
         try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
@@ -209,10 +216,11 @@ public func abiDecideForKeys(_ handle: OpaquePointer?, _ userId: UnsafePointer<C
         let outCount = try required(outCount, "out_count")
         let user = try text(userId, "user_id")
         let options = try decideOptions(rawOptions)
+        let keyCount = try checkedCount(keyCount, limit: maxDecisions, "key_count")
         if keyCount > 0 && keys == nil { throw ClientError(.invalidArgument, "keys is NULL but key_count is \(keyCount)") }
-        guard capacity >= keyCount else {
+        guard UInt(bitPattern: capacity) >= UInt(keyCount) else {
             outCount.pointee = keyCount
-            throw ClientError(.bufferTooSmall, "capacity \(capacity) is less than key_count \(keyCount)")
+            throw ClientError(.bufferTooSmall, "capacity \(UInt(bitPattern: capacity)) is less than key_count \(keyCount)")
         }
         let lease = try client.lease()
         let config = lease.config

@@ -56,7 +56,7 @@ public final class Client: @unchecked Sendable {
         self.odp = ODPManager(options: options.odp, stateDir: options.stateDir, closeTimeoutMs: options.closeTimeoutMs,
                               logger: logger)
         let state = Self.openStateDirectory(options, logger: logger)
-        self.overrides = OverrideStore(state: state, logger: logger)
+        self.overrides = OverrideStore(state: state, logger: logger, capacity: options.userStoreCapacity)
         self.profileSlot = ProfileSlot(Self.makeProfileService(options, state: state, logger: logger))
     }
 
