@@ -4,7 +4,9 @@
 #   make test      everything: Swift tests, C examples (-Werror), the ABI/symbol checks, pytest incl. differential
 #   make lib       the shipping build: .build/release/libexperiment.so (static Swift stdlib, SONAME, exp_* only)
 #   make cli       .build/release/experiment-cli (validate, decide, explain, batch)
-#   make install PREFIX=/usr/local   library (+ SONAME links), header, pkg-config file
+#   make install PREFIX=/usr/local   library (stripped, SONAME links), headers, pkg-config, CMake package, CLI, docs
+#   make uninstall PREFIX=/usr/local the same files removed (both take DESTDIR)
+#   make docs      API reference (Markdown) from include/experiment.h and the Python docstrings
 #   make bench     benchmarks side by side with the reference SDK (see benchmarks/README.md)
 
 PREFIX      ?= /usr/local
@@ -25,7 +27,7 @@ APT_PACKAGES := libjson-c-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev
 TEST_APT_PACKAGES := redis-server
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
 
-.PHONY: all deps test-deps lib cli demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
+.PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
         bench clean
 
 all: lib
@@ -49,7 +51,7 @@ test-deps: deps
 	@$(PYTHON) -c "import pytest, optimizely, openfeature.api" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
 
 lib: deps
-	swift build -c release -Xswiftc -static-stdlib --product experiment
+	swift build -c release -Xswiftc -static-stdlib --disable-local-rpath --product experiment
 	@# Programs linked against the build record the SONAME: give it a file name to resolve to.
 	ln -sf libexperiment.so $(RELEASE_DIR)/libexperiment.so.$(MAJOR)
 	@echo "built $(LIB)"
@@ -58,7 +60,7 @@ CLI := $(RELEASE_DIR)/experiment-cli
 
 # The command-line tool (static Swift stdlib like the library).
 cli: deps
-	swift build -c release -Xswiftc -static-stdlib --product experiment-cli
+	swift build -c release -Xswiftc -static-stdlib --disable-local-rpath --product experiment-cli
 	@echo "built $(CLI)"
 
 $(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib
@@ -84,13 +86,14 @@ $(TEST_TARGETS): export EXPERIMENT_EVENT_ENDPOINT = none
 test-swift:
 	swift test
 
-# The shipped .so: only exp_* exported, SONAME with the major version, no toolchain path in its deps.
+# The shipped .so: only exp_* exported, SONAME with the major version, no toolchain path in its deps, no RUNPATH.
 test-abi: lib
 	@extra=$$(nm -D --defined-only $(LIB) | awk '{print $$NF}' | grep -v '^exp_' | grep -v '^_init$$\|^_fini$$' || true); \
 	  if [ -n "$$extra" ]; then echo "exported non-exp_ symbols:"; echo "$$extra" | head; exit 1; fi
 	@readelf -d $(LIB) | grep -q "SONAME.*libexperiment.so.$(MAJOR)" || { echo "SONAME is not libexperiment.so.$(MAJOR)"; exit 1; }
 	@if ldd $(LIB) | grep -q swift; then echo "libexperiment.so depends on the Swift toolchain:"; ldd $(LIB); exit 1; fi
-	@if readelf -d $(LIB) | grep -q 'RUNPATH\|RPATH.*swift'; then readelf -d $(LIB) | grep -i path; fi
+	@# No RUNPATH: a library installed in /usr/lib must not search next to itself (--disable-local-rpath).
+	@if readelf -d $(LIB) | grep -q 'RUNPATH\|RPATH'; then echo "libexperiment.so has a run path:"; readelf -d $(LIB) | grep -i path; exit 1; fi
 	@echo "ABI checks passed: $$(nm -D --defined-only $(LIB) | grep -c ' exp_') exp_* symbols, SONAME libexperiment.so.$(MAJOR)"
 
 # Sigma example (typed flags, the user's flags / experiments / holdouts, user properties).
@@ -136,39 +139,72 @@ test-cli: lib cli
 	bash tests/cli/test_cli.sh $(CLI)
 
 # make install into a temporary prefix, then build the examples with pkg-config against that copy.
-test-install: lib
-	MAKE="$(MAKE)" CC="$(CC)" CXX="$(CXX)" bash tests/install/test_install.sh
-	PYTHON=$(PYTHON) bash tests/install/test_pip.sh
+test-# Installs like libcurl or libgit2 (PREFIX, DESTDIR and the *DIR variables as in the GNU conventions):
+#   lib/libexperiment.so.$(VERSION)   stripped, no RUNPATH; its debug info in lib/.debug/ (found by gdb through
+#                                     the library's .gnu_debuglink), SONAME links .so.$(MAJOR) and .so
+#   include/experiment.h, include/experiment.hpp
+#   lib/pkgconfig/experiment.pc       ${prefix}-relative
+#   lib/cmake/experiment/             find_package(experiment CONFIG) -> experiment::experiment (relocatable)
+#   bin/experiment-cli                stripped
+#   share/doc/libexperiment/          LICENSE, NOTICE, CHANGELOG.md, README.md, the API reference (make docs)
+# `make uninstall` with the same variables removes exactly these files.
+BINDIR      ?= $(PREFIX)/bin
+DATAROOTDIR ?= $(PREFIX)/share
+DOCDIR      ?= $(DATAROOTDIR)/doc/libexperiment
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+CMAKEDIR    ?= $(LIBDIR)/cmake/experiment
+DEBUGDIR    := $(LIBDIR)/.debug
+MINOR       := $(word 2,$(subst ., ,$(VERSION)))
+DOCS_DIR    := .build/docs
+DOC_FILES   := LICENSE NOTICE CHANGELOG.md README.md
+API_DOCS    := api-c.md api-python.md
+INSTALLED_FILES := $(LIBDIR)/libexperiment.so.$(VERSION) $(LIBDIR)/libexperiment.so.$(MAJOR) $(LIBDIR)/libexperiment.so \
+	$(DEBUGDIR)/libexperiment.so.$(VERSION).debug $(INCLUDEDIR)/experiment.h $(INCLUDEDIR)/experiment.hpp \
+	$(PKGCONFIGDIR)/experiment.pc $(CMAKEDIR)/experimentConfig.cmake $(CMAKEDIR)/experimentConfigVersion.cmake \
+	$(BINDIR)/experiment-cli $(addprefix $(DOCDIR)/,$(DOC_FILES) $(API_DOCS))
+INSTALLED_DIRS := $(DEBUGDIR) $(CMAKEDIR) $(DOCDIR)
 
-# The binding's optional C accelerator for decide (bindings/python/experiment/_speedups.c). It links
-# nothing: the binding hands it the library's function addresses. Skipped when Python.h is missing.
-PY_INCLUDE  := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
-PY_EXT      := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
-SPEEDUPS    := bindings/python/experiment/_speedups$(PY_EXT)
+# A path under $(PREFIX) as ${prefix}/..., any other path as it is (pkg-config).
+prefixed = $(if $(filter $(PREFIX)/%,$(1)),$${prefix}/$(patsubst $(PREFIX)/%,%,$(1)),$(1))
 
-python-speedups:
-	@if [ -f "$(PY_INCLUDE)/Python.h" ]; then \
-	  $(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -Iinclude -I$(PY_INCLUDE) \
-	    -o $(SPEEDUPS) bindings/python/experiment/_speedups.c && echo "built $(SPEEDUPS)"; \
-	else echo "Python.h not found under '$(PY_INCLUDE)': the binding runs without its C accelerator"; fi
+# The API reference in Markdown, from include/experiment.h and the Python package's docstrings.
+docs:
+	$(PYTHON) tools/api_docs.py --out $(DOCS_DIR)
 
-# The whole suite with the accelerator, then the decide tests once more through the pure ctypes path.
-test-python: test-deps lib python-speedups
-	EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
-	  $(PYTHON) -m pytest -q bindings/python/tests
-	EXPERIMENT_NO_SPEEDUPS=1 EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
-	  $(PYTHON) -m pytest -q bindings/python/tests/test_decide.py bindings/python/tests/test_input_errors.py \
-	    bindings/python/tests/test_speedups.py
-
-install: lib
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
-	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libexperiment.so.$(VERSION)
+install: lib cli docs
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DEBUGDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	  $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
+	@# Debug info apart, then a stripped copy that points at it; the build's RUNPATH ($$ORIGIN) is not kept.
+	objcopy --only-keep-debug $(LIB) $(DESTDIR)$(DEBUGDIR)/libexperiment.so.$(VERSION).debug
+	chmod 0644 $(DESTDIR)$(DEBUGDIR)/libexperiment.so.$(VERSION).debug
+	objcopy --strip-unneeded --remove-section=.comment \
+	  --add-gnu-debuglink=$(DESTDIR)$(DEBUGDIR)/libexperiment.so.$(VERSION).debug \
+	  $(LIB) $(DESTDIR)$(LIBDIR)/libexperiment.so.$(VERSION)
+	chmod 0755 $(DESTDIR)$(LIBDIR)/libexperiment.so.$(VERSION)
+	@if readelf -d $(DESTDIR)$(LIBDIR)/libexperiment.so.$(VERSION) | grep -q 'RPATH\|RUNPATH'; then \
+	  echo "the library carries a RUNPATH (build it with make lib)"; exit 1; fi
 	ln -sf libexperiment.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libexperiment.so.$(MAJOR)
 	ln -sf libexperiment.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libexperiment.so
-	install -m 0644 include/experiment.h $(DESTDIR)$(INCLUDEDIR)/experiment.h
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
-	  experiment.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/experiment.pc
+	install -m 0644 include/experiment.h bindings/cpp/experiment.hpp $(DESTDIR)$(INCLUDEDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR_PC@|$(call prefixed,$(LIBDIR))|; s|@INCLUDEDIR_PC@|$(call prefixed,$(INCLUDEDIR))|' \
+	  -e 's|@VERSION@|$(VERSION)|' experiment.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/experiment.pc
+	@# The CMake package finds the prefix from its own place: ../.. per level of CMAKEDIR below PREFIX.
+	@up=$$(echo "$(patsubst $(PREFIX)/%,%,$(CMAKEDIR))" | awk -F/ '{ for (i = 1; i <= NF; i++) printf "%s..", (i > 1 ? "/" : "") }'); \
+	  rel() { case "$$1" in $(PREFIX)/*) echo "\$${_experiment_prefix}/$${1#$(PREFIX)/}";; *) echo "$$1";; esac; }; \
+	  for f in experimentConfig experimentConfigVersion; do \
+	    sed -e "s|@CMAKE_TO_PREFIX@|$$up|; s|@LIBDIR_FROM_PREFIX@|$$(rel $(LIBDIR))|g; s|@INCLUDEDIR_FROM_PREFIX@|$$(rel $(INCLUDEDIR))|g" \
+	        -e 's|@VERSION@|$(VERSION)|g; s|@MAJOR@|$(MAJOR)|g; s|@MINOR@|$(MINOR)|g' \
+	        cmake/$$f.cmake.in > $(DESTDIR)$(CMAKEDIR)/$$f.cmake || exit 1; \
+	  done
+	install -m 0755 -s $(CLI) $(DESTDIR)$(BINDIR)/experiment-cli
+	install -m 0644 $(DOC_FILES) $(addprefix $(DOCS_DIR)/,$(API_DOCS)) $(DESTDIR)$(DOCDIR)/
 	@echo "installed libexperiment $(VERSION) under $(DESTDIR)$(PREFIX)"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
+	@# Only the directories that are libexperiment's own, and only when nothing else is in them.
+	-rmdir $(addprefix $(DESTDIR),$(INSTALLED_DIRS)) 2>/dev/null
+	@echo "removed libexperiment $(VERSION) from $(DESTDIR)$(PREFIX)"
 
 # The benchmarks also time eppo-server-sdk (a native-core Python SDK) for scale, when it installs.
 BENCH_PIP_PACKAGES := eppo-server-sdk==4.4.1

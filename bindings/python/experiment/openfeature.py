@@ -310,7 +310,7 @@ class ExperimentProvider(AbstractProvider):
             new_flags = list(config.get("flags") or ())
             seen = set(new_flags)
             changed = new_flags + [key for key in old_flags if key not in seen]
-            metadata = {"revision": str(config.get("revision") or "")}
+            metadata: Dict[str, Union[bool, int, float, str]] = {"revision": str(config.get("revision") or "")}
             if recovered:
                 self.emit_provider_ready(ProviderEventDetails(metadata=dict(metadata)))
             self.emit_provider_configuration_changed(ProviderEventDetails(
