@@ -24,8 +24,8 @@ LINK_LOCAL  := -L$(RELEASE_DIR) -lexperiment -Wl,-rpath,$(CURDIR)/$(RELEASE_DIR)
 PYTHON      ?= python3
 APT_PACKAGES := libjson-c-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev pkg-config
 # What only the tests need: a real redis-server for the shared profile store tests.
-TEST_APT_PACKAGES := redis-server
-PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
+TEST_APT_PACKAGES := redis-server cmake
+PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0 mypy==1.13.0
 
 .PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
         bench clean
@@ -48,7 +48,7 @@ deps:
 
 test-deps: deps
 	$(call apt_install,$(TEST_APT_PACKAGES))
-	@$(PYTHON) -c "import pytest, optimizely, openfeature.api" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
+	@$(PYTHON) -c "import pytest, optimizely, openfeature.api, mypy" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
 
 lib: deps
 	swift build -c release -Xswiftc -static-stdlib --disable-local-rpath --product experiment
@@ -138,8 +138,33 @@ test-sanitize: deps
 test-cli: lib cli
 	bash tests/cli/test_cli.sh $(CLI)
 
-# make install into a temporary prefix, then build the examples with pkg-config against that copy.
-test-# Installs like libcurl or libgit2 (PREFIX, DESTDIR and the *DIR variables as in the GNU conventions):
+# make install into a temporary prefix (and a DESTDIR stage), build the examples with pkg-config and CMake
+# against that copy, run them, make uninstall; then pip install the Python package into a fresh venv.
+test-install: lib cli
+	MAKE="$(MAKE)" CC="$(CC)" CXX="$(CXX)" bash tests/install/test_install.sh
+	PYTHON=$(PYTHON) bash tests/install/test_pip.sh
+
+# The binding's optional C accelerator for decide (bindings/python/experiment/_speedups.c). It links
+# nothing: the binding hands it the library's function addresses. Skipped when Python.h is missing.
+PY_INCLUDE  := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
+PY_EXT      := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+SPEEDUPS    := bindings/python/experiment/_speedups$(PY_EXT)
+
+python-speedups:
+	@if [ -f "$(PY_INCLUDE)/Python.h" ]; then \
+	  $(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -Iinclude -I$(PY_INCLUDE) \
+	    -o $(SPEEDUPS) bindings/python/experiment/_speedups.c && echo "built $(SPEEDUPS)"; \
+	else echo "Python.h not found under '$(PY_INCLUDE)': the binding runs without its C accelerator"; fi
+
+# The whole suite with the accelerator, then the decide tests once more through the pure ctypes path.
+test-python: test-deps lib python-speedups
+	EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
+	  $(PYTHON) -m pytest -q bindings/python/tests
+	EXPERIMENT_NO_SPEEDUPS=1 EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
+	  $(PYTHON) -m pytest -q bindings/python/tests/test_decide.py bindings/python/tests/test_input_errors.py \
+	    bindings/python/tests/test_speedups.py
+
+# Installs like libcurl or libgit2 (PREFIX, DESTDIR and the *DIR variables as in the GNU conventions):
 #   lib/libexperiment.so.$(VERSION)   stripped, no RUNPATH; its debug info in lib/.debug/ (found by gdb through
 #                                     the library's .gnu_debuglink), SONAME links .so.$(MAJOR) and .so
 #   include/experiment.h, include/experiment.hpp

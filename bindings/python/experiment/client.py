@@ -475,7 +475,7 @@ def _make_log_callback(logger: logging.Logger) -> Any:
     return EXP_LOG_FN(on_log)
 
 
-_NOTIFICATION_TYPES = {"decision": 1, "track": 2, "log_event": 3, "config_update": 4}
+_NOTIFICATION_TYPES = {"decision": 1, "track": 2, "log_event": 3, "config_update": 4, "datafile_fetch": 5}
 
 
 def _make_notification_callback(listener: Any) -> Any:
@@ -759,7 +759,7 @@ class Client(SegmentsMixin):
 
     def add_listener(self, kind: Any, listener: Any) -> int:
         """Calls ``listener(payload)`` (a dict) for every notification of ``kind``: "decision", "track",
-        "log_event" or "config_update" (or an EXP_NOTIFY_* number). Listeners run synchronously on the
+        "log_event", "config_update" or "datafile_fetch" (or an EXP_NOTIFY_* number). Listeners run synchronously on the
         thread that caused the notification; an exception in one is logged and swallowed. Returns an id
         for :meth:`remove_listener`."""
         handle = self._live()
