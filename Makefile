@@ -117,10 +117,13 @@ $(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experime
 $(RELEASE_DIR)/sigma-cpp: examples/cpp/sigma.cpp bindings/cpp/experiment.hpp include/experiment.h lib
 	$(CXX) $(CXXFLAGS_STRICT) -o $@ examples/cpp/sigma.cpp $(LINK_LOCAL)
 
+# Then: every exp_* function of the header is reached by experiment.hpp and run (gcov) by an example or
+# tests/cpp/test_wrapper.cpp; the functions missing are named.
 test-cpp: $(RELEASE_DIR)/quickstart-cpp $(RELEASE_DIR)/sigma-cpp
 	$(RELEASE_DIR)/quickstart-cpp examples/datafiles/demo.json > /dev/null
 	$(RELEASE_DIR)/sigma-cpp examples/datafiles/demo.json > /dev/null
 	@echo "C++ example built with $(CXXFLAGS_STRICT) and ran"
+	CXX="$(CXX)" $(PYTHON) tests/cpp/check_wrapper.py --lib-dir $(CURDIR)/$(RELEASE_DIR)
 
 # A short libFuzzer round per harness over the C ABI's parsers (regressions replayed first); `make fuzz` runs
 # long rounds against a coverage-instrumented build of the library.

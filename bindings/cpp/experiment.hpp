@@ -32,7 +32,12 @@
  *  - The event dispatcher runs synchronously on the thread whose call produced the event, so it must be
  *    thread-safe if the Client is shared. Exceptions thrown by it never reach the C library: they are
  *    caught and reported to the library as a failed dispatch. Every dispatcher ever installed on a Client
- *    is kept alive until the Client is destroyed, because another thread may still be inside it.
+ *    is kept alive until the Client is destroyed, because another thread may still be inside it; so are
+ *    loggers, listeners and profile stores (set_logger, add_listener, set_profile_store), whose exceptions
+ *    are swallowed likewise.
+ *
+ * Coverage: every exp_* function of experiment.h has a C++ form here (Experiment for exp_experiment
+ * handles); tests/cpp/check_wrapper.py fails, naming the function, when one is added to the header without.
  */
 #ifndef EXPERIMENT_HPP
 #define EXPERIMENT_HPP

@@ -103,7 +103,10 @@ def executed_wrapper_lines(lib_dir: str, workdir: str) -> Set[int]:
             raise SystemExit("check_wrapper: gcov wrote no experiment.hpp.gcov for %s" % name)
         with open(report, encoding="utf-8") as handle:
             for line in handle:
-                count, number, _source = line.split(":", 2)
+                parts = line.split(":", 2)
+                if len(parts) < 3:
+                    continue  # a function summary or a wrapped source line
+                count, number, _source = parts
                 count = count.strip().rstrip("*")
                 if count and count not in ("-", "#####", "=====") and int(count) > 0:
                     executed.add(int(number))
