@@ -27,7 +27,7 @@ APT_PACKAGES := libjson-c-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev
 TEST_APT_PACKAGES := redis-server cmake
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0 mypy==1.13.0
 
-.PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
+.PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-abi test-python test-fuzz test-sanitize fuzz install \
         bench clean
 
 all: lib
@@ -72,14 +72,14 @@ $(RELEASE_DIR)/async_start: examples/c/async_start.c include/experiment.h lib
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
-test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-swift test-python test-fuzz test-sanitize
+test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-docs test-swift test-python test-fuzz test-sanitize
 	@echo "make test: all suites passed"
 
 # Test programs keep sticky bucketing, overrides and queued events in a private state directory under
 # .build (never the user's own), and a test that installs no event dispatcher and names no event_endpoint
 # never reaches the internet (the pipeline tests pass their own 127.0.0.1 endpoint).
 TEST_STATE_HOME := $(CURDIR)/.build/test-state
-TEST_TARGETS := test test-swift test-c test-cpp test-segments-c test-cli test-install test-python test-fuzz test-sanitize
+TEST_TARGETS := test test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-python test-fuzz test-sanitize
 $(TEST_TARGETS) bench: export XDG_STATE_HOME = $(TEST_STATE_HOME)
 $(TEST_TARGETS): export EXPERIMENT_EVENT_ENDPOINT = none
 
@@ -146,6 +146,14 @@ test-cli: lib cli
 test-install: lib cli
 	MAKE="$(MAKE)" CC="$(CC)" CXX="$(CXX)" bash tests/install/test_install.sh
 	PYTHON=$(PYTHON) bash tests/install/test_pip.sh
+
+# The documentation tells the truth: every code block of README.md and bindings/*/README* runs as written
+# (blocks that cannot are marked <!-- doc-check: fragment|skip: why -->), no file names a machine's absolute
+# path, the Python package passes mypy --strict, and every public Python member has a docstring (make docs).
+test-docs: test-deps lib cli python-speedups
+	$(PYTHON) tools/check_doc_blocks.py
+	cd bindings/python && $(PYTHON) -m mypy --strict -p experiment
+	$(MAKE) --no-print-directory docs
 
 # The binding's optional C accelerator for decide (bindings/python/experiment/_speedups.c). It links
 # nothing: the binding hands it the library's function addresses. Skipped when Python.h is missing.
