@@ -153,7 +153,7 @@ test-install: lib cli
 test-docs: test-deps lib cli python-speedups
 	$(PYTHON) tools/check_doc_blocks.py
 	cd bindings/python && $(PYTHON) -m mypy --strict -p experiment
-	$(MAKE) --no-print-directory docs
+	$(PYTHON) tools/api_docs.py --strict --out $(DOCS_DIR)
 
 # The binding's optional C accelerator for decide (bindings/python/experiment/_speedups.c). It links
 # nothing: the binding hands it the library's function addresses. Skipped when Python.h is missing.
@@ -239,7 +239,9 @@ install: lib cli docs
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
 	@# Only the directories that are libexperiment's own, and only when nothing else is in them.
-	-rmdir $(addprefix $(DESTDIR),$(INSTALLED_DIRS)) 2>/dev/null
+	@for dir in $(addprefix $(DESTDIR),$(INSTALLED_DIRS)); do \
+	  if [ -d "$$dir" ]; then rmdir --ignore-fail-on-non-empty "$$dir"; fi; \
+	done
 	@echo "removed libexperiment $(VERSION) from $(DESTDIR)$(PREFIX)"
 
 # The benchmarks also time eppo-server-sdk (a native-core Python SDK) for scale, when it installs.

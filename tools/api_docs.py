@@ -8,7 +8,8 @@ api-c.md: the header's opening comment, then each section of the header (its ban
 declaration (function, typedef, enum, struct, macro) and the comment written above it, in header order.
 api-python.md: each public module's docstring and every public class, function, method and property with
 its signature and docstring. The Python side is read with `ast`, not imported, so no library is needed.
-Fails (exit 1) when a public Python member has no docstring. (Header functions declared in a group share the
+With --strict (make test-docs) it fails (exit 1) when a public Python member has no docstring; without,
+it names them and writes the reference anyway. (Header functions declared in a group share the
 comment above the group, so the C side is not checked per function.)
 """
 from __future__ import annotations
@@ -220,6 +221,7 @@ def _document(node: ast.AST, owner: str, out: List[str], missing: List[str], lev
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(ROOT, ".build", "docs"))
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a public Python member has no docstring")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     problems = []
@@ -230,7 +232,7 @@ def main() -> int:
         print("wrote %s (%d lines)" % (os.path.join(args.out, name), text.count("\n") + 1))
     for problem in problems:
         print(problem, file=sys.stderr)
-    return 1 if problems else 0
+    return 1 if problems and args.strict else 0
 
 
 if __name__ == "__main__":

@@ -759,9 +759,10 @@ class Client(SegmentsMixin):
 
     def add_listener(self, kind: Any, listener: Any) -> int:
         """Calls ``listener(payload)`` (a dict) for every notification of ``kind``: "decision", "track",
-        "log_event", "config_update" or "datafile_fetch" (or an EXP_NOTIFY_* number). Listeners run synchronously on the
-        thread that caused the notification; an exception in one is logged and swallowed. Returns an id
-        for :meth:`remove_listener`."""
+        "log_event", "config_update" or "datafile_fetch" (how each datafile fetch ended: ``outcome``
+        "updated", "not_modified", "failed" or "rejected"; or an EXP_NOTIFY_* number). Listeners run
+        synchronously on the thread that caused the notification; an exception in one is logged and
+        swallowed. Returns an id for :meth:`remove_listener`."""
         handle = self._live()
         code = _NOTIFICATION_TYPES.get(kind, kind) if isinstance(kind, str) else kind
         if not isinstance(code, int) or isinstance(code, bool):
