@@ -12,6 +12,7 @@
  */
 #include <atomic>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
@@ -274,10 +275,24 @@ void async_start(const char *datafile_path) {
     experiment::Client client{R"({"sdk_key": ")" + sdk_key + R"(", "datafile_url_template": "file://)" + directory +
                               R"(/{sdk_key}.json", "polling_interval_s": 0, "retry_count": 0, "tag": "cpp-async",
                                  "profile_store": "none", "event_endpoint": "none"})"};
-    auto ready_status = std::make_shared<std::atomic<int>>(1);
-    client.start_async({}, [ready_status](exp_status status) { *ready_status = status; });
+    // on_ready runs on the library's thread once the start is over, which may be after wait_ready returns.
+    struct Outcome {
+        std::mutex mutex;
+        std::condition_variable done;
+        std::optional<exp_status> status;
+    };
+    auto outcome = std::make_shared<Outcome>();
+    client.start_async({}, [outcome](exp_status status) {
+        std::lock_guard<std::mutex> lock(outcome->mutex);
+        outcome->status = status;
+        outcome->done.notify_all();
+    });
     CHECK(client.wait_ready(std::chrono::milliseconds(5000)));
-    CHECK(ready_status->load() == EXP_OK);
+    {
+        std::unique_lock<std::mutex> lock(outcome->mutex);
+        outcome->done.wait_for(lock, std::chrono::seconds(10), [&] { return outcome->status.has_value(); });
+        CHECK(outcome->status == std::optional<exp_status>(EXP_OK));
+    }
     client.refresh();
     CHECK(client.datafile_status_json().find("\"ready\":true") != std::string::npos);
     CHECK(experiment::Client::find_native("cpp-async") == client.native_handle());
