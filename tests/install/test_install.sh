@@ -74,18 +74,22 @@ done
 [[ $(readlink -f "$libdir/libexperiment.so") == "$(readlink -f "$libdir/libexperiment.so.$version")" ]] \
     || fail "libexperiment.so does not resolve to libexperiment.so.$version"
 [[ -x $libdir/libexperiment.so.$version ]] || fail "libexperiment.so.$version is not executable (mode 0755)"
-readelf -d "$libdir/libexperiment.so.$version" | grep -q "Library soname: \[libexperiment.so.$major\]" \
+grep -q "Library soname: \[libexperiment.so.$major\]" <<<"$(readelf -d "$libdir/libexperiment.so.$version")" \
     || fail "installed library's SONAME is not libexperiment.so.$major"
 cmp -s include/experiment.h "$prefix/include/experiment.h" || fail "installed header differs from include/experiment.h"
 cmp -s bindings/cpp/experiment.hpp "$prefix/include/experiment.hpp" || fail "installed experiment.hpp differs from bindings/cpp/experiment.hpp"
 # Stripped, debug info apart (gdb finds it through the debuglink), no run path, only the libraries it needs.
 installed_lib=$libdir/libexperiment.so.$version
-readelf -S "$installed_lib" | grep -q '\.debug_info' && fail "the installed library is not stripped (.debug_info present)"
-readelf -S "$installed_lib" | grep -q '\.symtab' && fail "the installed library is not stripped (.symtab present)"
-readelf -S "$installed_lib" | grep -q '\.gnu_debuglink' || fail "the installed library has no .gnu_debuglink"
-readelf -S "$libdir/.debug/libexperiment.so.$version.debug" | grep -q '\.debug_info\|\.symtab' \
+# (readelf's output is read whole before grep -q: with pipefail, grep leaving early would fail the pipe)
+sections=$(readelf -S "$installed_lib")
+dynamic=$(readelf -d "$installed_lib")
+debug_sections=$(readelf -S "$libdir/.debug/libexperiment.so.$version.debug")
+grep -q '\.debug_info' <<<"$sections" && fail "the installed library is not stripped (.debug_info present)"
+grep -q '\.symtab' <<<"$sections" && fail "the installed library is not stripped (.symtab present)"
+grep -q '\.gnu_debuglink' <<<"$sections" || fail "the installed library has no .gnu_debuglink"
+grep -q '\.debug_info' <<<"$debug_sections" && grep -q '\.symtab' <<<"$debug_sections" \
     || fail "lib/.debug/libexperiment.so.$version.debug holds no debug information"
-readelf -d "$installed_lib" | grep -q 'RPATH\|RUNPATH' && fail "the installed library has a run path: $(readelf -d "$installed_lib" | grep -i path)"
+grep -q 'RPATH\|RUNPATH' <<<"$dynamic" && fail "the installed library has a run path: $(grep -i path <<<"$dynamic")"
 [[ $(nm -D --defined-only "$installed_lib" | grep -c ' exp_') -eq $(nm -D --defined-only "$LIB_BUILT" | grep -c ' exp_') ]] \
     || fail "stripping changed the exported exp_* symbols"
 echo "    library: $(( $(stat -c %s "$installed_lib") / 1024 )) KiB stripped (build: $(( $(stat -c %s "$LIB_BUILT") / 1024 )) KiB)"
@@ -119,7 +123,7 @@ unset LD_LIBRARY_PATH LD_PRELOAD
 # Checks that `binary` needs libexperiment.so.<major>, that ldd resolves it inside $libdir, and that it ran.
 check_binary() {
     local binary=$1 resolved
-    readelf -d "$binary" | grep -q "NEEDED.*\[libexperiment.so.$major\]" \
+    grep -q "NEEDED.*\[libexperiment.so.$major\]" <<<"$(readelf -d "$binary")" \
         || fail "$(basename "$binary") does not record libexperiment.so.$major as NEEDED"
     resolved=$(ldd "$binary" | awk -v so="libexperiment.so.$major" '$1 == so { print $3 }')
     [[ $resolved == "$libdir/libexperiment.so.$major" ]] \
@@ -155,7 +159,7 @@ step "building examples/cpp/quickstart.cpp against the installed copy (experimen
 # shellcheck disable=SC2086
 check_header "$CXX" examples/cpp/quickstart.cpp -std=c++17 $cflags
 # shellcheck disable=SC2086
-"$CXX" -std=c++17 $cflags -M examples/cpp/quickstart.cpp | tr -s ' \\\n' '\n' | grep -qx "$prefix/include/experiment.hpp" \
+grep -qx "$prefix/include/experiment.hpp" <<<"$("$CXX" -std=c++17 $cflags -M examples/cpp/quickstart.cpp | tr -s ' \\\n' '\n')" \
     || fail "examples/cpp/quickstart.cpp did not compile against $prefix/include/experiment.hpp"
 # shellcheck disable=SC2086
 "$CXX" -std=c++17 -Wall -Wextra -Werror -pedantic -o "$build/quickstart-cpp" examples/cpp/quickstart.cpp \
@@ -195,7 +199,7 @@ fi
 # ------------------------------------------------------------------------------------------------------
 step "running the installed experiment-cli"
 "$prefix/bin/experiment-cli" validate "$datafile" > "$build/cli.out" 2>&1 || { cat "$build/cli.out"; fail "experiment-cli validate failed"; }
-readelf -S "$prefix/bin/experiment-cli" | grep -q '\.symtab' && fail "the installed experiment-cli is not stripped"
+grep -q '\.symtab' <<<"$(readelf -S "$prefix/bin/experiment-cli")" && fail "the installed experiment-cli is not stripped"
 echo "    $(head -n 1 "$build/cli.out")"
 
 # ------------------------------------------------------------------------------------------------------
