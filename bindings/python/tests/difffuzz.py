@@ -9,7 +9,7 @@ Run it against any build of the library (EXPERIMENT_LIBRARY picks the .so):
         python3 bindings/python/tests/difffuzz.py --seeds 0:200 --report out.json
 
 Options (`--help` lists them):
-    --seeds A:B       the seeds to run, A inclusive, B exclusive (default 0:60, the slice `make test` runs)
+    --seeds A:B       the seeds to run, A inclusive, B exclusive (default 0:120, the slice `make test` runs)
     --users N         users per datafile (default 24)
     --jobs N          worker processes over the seeds (default 1)
     --report FILE     write every signature, with counts and a minimal reproduction, as JSON
@@ -88,7 +88,7 @@ except Exception as exc:  # pragma: no cover - reported by main() and the test
     experiment = None  # type: ignore[assignment]
     IMPORT_ERROR = exc
 
-DEFAULT_SEEDS = (0, 60)
+DEFAULT_SEEDS = (0, 120)
 DEFAULT_USERS = 24
 UNMUTATED_ONE_IN = 10          # one seed in ten keeps the generator's valid datafile
 OPTIMIZELY_PACKAGE = os.path.dirname(optimizely_mod.__file__)
@@ -761,6 +761,16 @@ def _mutations_for_report(mutations: List[dict]) -> List[dict]:
 # One case: a datafile, its users, the calls
 # ===================================================================================================
 
+def first_reason_difference(ref: List[str], ours: List[str]) -> Tuple[int, Optional[str], Optional[str]]:
+    """(index, reference message, our message) of the first place the reason lists differ."""
+    for i in range(max(len(ref), len(ours))):
+        a = ref[i] if i < len(ref) else None
+        b = ours[i] if i < len(ours) else None
+        if a != b:
+            return i, a, b
+    return len(ref), None, None
+
+
 class Tally:
     """What a run found: comparisons per call, differences per signature (with the first example of
     each), reference crashes per kind (with one example)."""
@@ -937,7 +947,7 @@ class Case:
 
     def decide(self, flag: str, options: List[str], op: str = "decide") -> None:
         index, user_id, attrs = self.user
-        self.call = {"op": "decide", "flag": flag, "options": options}
+        self.call = {"op": op, "flag": flag, "options": options}
         try:
             uc = self.ref.create_user_context(user_id, dict(attrs))
             rd = uc.decide(flag, list(options))
@@ -962,6 +972,9 @@ class Case:
         for field in ("enabled", "variation_key", "rule_key", "variables", "flag_key", "reasons"):
             d = typed_diff(r[field], ours[field], field)
             if d:
+                if field == "reasons":
+                    i, a, b = first_reason_difference(r[field], ours[field])
+                    d = (f"reasons[{i}] (of {len(r[field])} / {len(ours[field])}): reference {a!r} / ours {b!r}")
                 self.difference(f"{op} {self.decision_kind(field, r[field], ours[field])}", r, ours, d)
                 return
 
@@ -978,15 +991,11 @@ class Case:
                         return f"variables: value ({rt} vs {ot})" if rt == ot else f"variables: {rt} vs {ot}"
             return "variables"
         if field == "reasons":
-            ref, ours = list(ref or []), list(ours or [])
-            for i in range(max(len(ref), len(ours))):
-                a = ref[i] if i < len(ref) else None
-                b = ours[i] if i < len(ours) else None
-                if a != b:
-                    if a is None:
-                        return f'reasons: ours has more: "{template(b)}"'
-                    return f'reasons: reference "{template(a)}"'
-            return "reasons"
+            _, a, b = first_reason_difference(ref, ours)
+            if a is None:
+                return f'reasons: ours has more: "{template(b)}"'
+            return f'reasons: reference "{template(a)}"'
+
         if field in ("variation_key", "rule_key"):
             if ref is None or ours is None:
                 return f"{field}: reference {'None' if ref is None else 'set'}, ours {'None' if ours is None else 'set'}"
@@ -1165,10 +1174,10 @@ def reproduces(example: dict, mutations: List[dict], attrs: Dict[str, Any]) -> b
         case.user = (index, user_id, attrs)
         call = example["call"]
         op = call["op"]
-        if op == "decide":
-            case.decide(call["flag"], list(call["options"]), op=example["signature"].split(" ")[0].rstrip(":"))
-        elif op == "decide_all":
+        if op == "decide_all":
             case.decide_all(list(call["options"]))
+        elif op.startswith("decide"):
+            case.decide(call["flag"], list(call["options"]), op=op)
         elif op.startswith(("get_variation", "activate")):
             case.variation(call["experiment"], op == "activate", op)
         elif op.startswith("track"):
@@ -1221,19 +1230,39 @@ def summary_line(tally: Tally, seeds: range, seconds: float) -> str:
             f"{sum(tally.crashes.values()):,} reference crashes skipped, {seconds:.0f} s")
 
 
-def format_report(tally: Tally, limit: int = 60, example_width: int = 700) -> str:
+def describe_example(sig: str, ex: dict, width: int = 600) -> List[str]:
+    """A signature's example in a few lines: where (seed, user, call), the mutations and attributes
+    (minimized when --minimize shrank them), what differs."""
+    minimal = ex.get("minimal") or {}
+    mutations = minimal.get("mutations", ex.get("mutations"))
+    attrs = minimal.get("attributes", ex.get("attributes"))
+    lines = [f"seed {ex.get('seed')}, user {ex.get('user_index')} (id {json.dumps(ex.get('user_id'), ensure_ascii=False)}), "
+             f"call {json.dumps(ex.get('call'), ensure_ascii=False)[:300]}",
+             f"mutations{' (minimized)' if 'mutations' in minimal else ''}: "
+             f"{json.dumps(mutations, ensure_ascii=False)[:width]}"]
+    if (ex.get("call") or {}).get("op") != "accept":
+        lines.append(f"attributes{' (minimized)' if 'attributes' in minimal else ''}: "
+                     f"{json.dumps(attrs, ensure_ascii=False)[:width]}")
+    detail = ex.get("diff") or ""
+    if not detail or sig.startswith("accept") or "raised" in sig:
+        detail = (f"reference {json.dumps(ex.get('reference'), ensure_ascii=False)[:width // 2]} / ours "
+                  f"{json.dumps(ex.get('ours'), ensure_ascii=False)[:width // 2]}")
+    lines.append(detail[:width])
+    return lines
+
+
+def format_report(tally: Tally, limit: int = 60, example_width: int = 600) -> str:
     lines = []
     comp = ", ".join(f"{k} {v:,}" for k, v in sorted(tally.comparisons.items(), key=lambda kv: -kv[1]))
     lines.append(f"comparisons: {comp}")
     lines.append("cases: " + ", ".join(f"{k}: {v}" for k, v in sorted(tally.cases.items())))
     if tally.differences:
         lines.append(f"{tally.total_differences:,} differences, {len(tally.differences)} signatures "
-                     f"(count, signature, then the first example):")
+                     f"(count, signature, then its first example):")
         for sig, count in sorted(tally.differences.items(), key=lambda kv: -kv[1])[:limit]:
-            ex = dict(tally.examples.get(sig, {}))
-            ex.pop("signature", None)
             lines.append(f"  {count:8,}  {sig}")
-            lines.append("            " + json.dumps(ex, ensure_ascii=False, default=repr)[:example_width])
+            lines += ["            " + line for line in describe_example(sig, tally.examples.get(sig, {}),
+                                                                         example_width)]
         if len(tally.differences) > limit:
             lines.append(f"  ... {len(tally.differences) - limit} more signatures (--report writes them all)")
     if tally.crashes:
@@ -1262,23 +1291,8 @@ def markdown_report(tally: Tally, seeds: range, seconds: float) -> str:
            f"Library: `{os.environ.get('EXPERIMENT_LIBRARY')}`. Reproduce one seed with "
            "`python3 bindings/python/tests/difffuzz.py --replay SEED`.", ""]
     for sig, count in sorted(tally.differences.items(), key=lambda kv: -kv[1]):
-        ex = tally.examples.get(sig, {})
-        minimal = ex.get("minimal") or {}
-        mutations = minimal.get("mutations", ex.get("mutations"))
-        attrs = minimal.get("attributes", ex.get("attributes"))
         out.append(f"- **{count:,}** `{sig}`")
-        out.append(f"  - seed {ex.get('seed')}, user {ex.get('user_index')} "
-                   f"(id {json.dumps(ex.get('user_id'), ensure_ascii=False)}), call `{json.dumps(ex.get('call'), ensure_ascii=False)[:300]}`")
-        out.append(f"  - mutations{' (minimized)' if 'mutations' in minimal else ''}: "
-                   f"`{json.dumps(mutations, ensure_ascii=False)[:600]}`")
-        if ex.get("call", {}).get("op") != "accept":
-            out.append(f"  - attributes{' (minimized)' if 'attributes' in minimal else ''}: "
-                       f"`{json.dumps(attrs, ensure_ascii=False)[:400]}`")
-        detail = ex.get("diff") or ""
-        if not detail or sig.startswith(("accept", "any call", "decide(unknown")) or "raised" in sig:
-            detail = f"reference {json.dumps(ex.get('reference'), ensure_ascii=False)[:250]} / ours " \
-                     f"{json.dumps(ex.get('ours'), ensure_ascii=False)[:250]}"
-        out.append(f"  - {detail[:600]}")
+        out += [f"  - `{line}`" for line in describe_example(sig, tally.examples.get(sig, {}))]
     if tally.crashes:
         out += ["", "Reference crashes (no answer, skipped):", ""]
         for kind, count in sorted(tally.crashes.items(), key=lambda kv: -kv[1]):
