@@ -73,7 +73,7 @@ os.environ.setdefault("EXPERIMENT_EVENT_ENDPOINT", "none")
 if "XDG_STATE_HOME" not in os.environ:
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="difffuzz-state-")
 
-from datafile_generator import generate_datafile, generate_users  # noqa: E402
+from datafile_generator import condition_leaves, generate_datafile, generate_users  # noqa: E402
 from test_differential import (RecordingDispatcher, _SILENT, _signature, normalize_event,  # noqa: E402
                                random_tags, typed_diff)
 
@@ -519,6 +519,16 @@ def mut_condition(df: dict, rng: random.Random) -> List[dict]:
     if r < 0.15 and isinstance(tree, list) and tree and isinstance(tree[0], str):
         tree[0] = rng.choice(OPERATORS)
         kind = "unknown condition operator"
+    elif r < 0.22:
+        # deep nesting (kept under the library's documented 64-level JSON limit, datafile levels included)
+        for _ in range(rng.randint(20, 50)):
+            tree = [rng.choice(["and", "or"]), tree]
+        kind = "condition deep nesting"
+    elif r < 0.26:
+        # an empty list inside the tree: the reference accepts the datafile and raises when it evaluates
+        # the audience (datafile_generator.REFERENCE_CRASHES), so only acceptance and the other calls count
+        tree = [rng.choice(["and", "or"]), tree, []] if rng.random() < 0.7 else []
+        kind = "condition empty list"
     elif leaves:
         _, leaf = rng.choice(leaves)
         field = rng.choice(["type", "match", "value", "name", "delete"])
@@ -668,7 +678,6 @@ def fuzz_users(seed: int, base: dict, n: int) -> List[Tuple[str, Dict[str, Any]]
     rng = random.Random(f"difffuzz-users-{seed}")
     condition_values: Dict[str, List[Any]] = collections.defaultdict(list)
     try:
-        from datafile_generator import condition_leaves
         for leaf in condition_leaves(base):
             if isinstance(leaf.get("name"), str):
                 condition_values[leaf["name"]].append(leaf.get("value"))
