@@ -736,13 +736,17 @@ def crash_kind(op: str, exc: BaseException) -> str:
 
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
+_INDEX = re.compile(r"\[\d+\]")
+_TREE = re.compile(r"(?<=: )\[.*\]")
+_GOT = re.compile(r"\bgot (an? )?[a-z]+")        # "expected a string, got an integer": the wrong type varies
 
 
 def template(message: Any, width: int = 90) -> str:
     """A message with its quoted parts and numbers generalized, to group differences by it."""
-    text = _QUOTED.sub("<>", str(message))
-    if "[" in text and "]" in text:          # a condition tree or an index: one placeholder
-        text = text[:text.index("[")] + "<list>" + text[text.rindex("]") + 1:]
+    text = _TREE.sub("<list>", str(message))   # a condition tree after "...: "
+    text = _QUOTED.sub("<>", text)
+    text = _INDEX.sub("[]", text)              # a path's indices
+    text = _GOT.sub("got <type>", text)
     text = _NUMBER.sub("N", text)
     return text[:width]
 
@@ -910,7 +914,7 @@ class Case:
         self.tally.cases[f"{'mutated' if self.mutations else 'valid'} datafile, reference "
                          f"{'accepts' if ref_ok else 'refuses'}"] += 1
         if ref_ok and not ours_ok:
-            self.difference(f"accept: reference accepts, ours refuses ({type(why).__name__}: {template(why, 70)})",
+            self.difference(f"accept: reference accepts, ours refuses ({type(why).__name__}: {template(why, 110)})",
                             True, f"{type(why).__name__}: {why}")
         elif ours_ok and not ref_ok:
             kinds = ", ".join(sorted({m["kind"].split(" ")[0] for m in self.mutations})) or "no mutation"
