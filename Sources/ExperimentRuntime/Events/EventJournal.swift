@@ -96,7 +96,10 @@ final class EventJournal: @unchecked Sendable {
     private let recordCount = Atomic<Int>(0)
 
     /// Opens this client's two segments of `segmentBytes` each in `directory`.
+    private let segmentBytes: Int
+
     init(directory: String, segmentBytes: Int) throws(ClientError) {
+        self.segmentBytes = segmentBytes
         let stem = "\(directory)/\(Self.filePrefix)\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         active = try Segment(path: stem + "-a.bin", size: segmentBytes)
         do {
@@ -108,6 +111,12 @@ final class EventJournal: @unchecked Sendable {
     }
 
     var count: Int { recordCount.load(ordering: .relaxed) }
+
+    /// Whether an event of these sizes fits an empty segment at all (else no ingest makes room for it).
+    func fits(uuid: String, url: String, body: String) -> Bool {
+        let length = uuid.utf8.count + url.utf8.count + body.utf8.count + 2
+        return (8 + length + 7) & ~7 + 8 <= segmentBytes
+    }
 
     enum AppendOutcome { case appended, appendedHalfFull, noRoom }
 
@@ -152,21 +161,32 @@ final class EventJournal: @unchecked Sendable {
         try drain { (records) throws(SQLiteError) in try queue.appendJournaled(records) }
     }
 
+    /// `ingest` unless a drain is under way (the dispatcher's, which may be waiting for POSTs): false then,
+    /// without waiting. A producer must never wait for the network.
+    func ingestIfIdle(into queue: EventQueue) throws(SQLiteError) -> Bool {
+        guard ingestLock.tryLock() else { return false }
+        defer { ingestLock.unlock() }
+        try drainLocked { (records) throws(SQLiteError) in try queue.appendJournaled(records) }
+        return true
+    }
+
     /// Swaps the segments and hands the retired one's records to `take`, which must deliver them or put
     /// them in the SQLite queue; the segment is cleared only when `take` returns (on a throw the records
     /// stay journaled and are offered again next time). Serialized; producers keep appending meanwhile.
     func drain(_ take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {
-        try ingestLock.withLockTyped { () throws(SQLiteError) in
-            // The standby may still hold records a failed drain left.
-            if standby.records > 0 { try hand(standby, to: take) }
-            let retired: Segment = appendLock.withLock {
-                let full = active
-                active = standby
-                standby = full
-                return full
-            }
-            if retired.records > 0 { try hand(retired, to: take) }
+        try ingestLock.withLockTyped { () throws(SQLiteError) in try drainLocked(take) }
+    }
+
+    private func drainLocked(_ take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {
+        // The standby may still hold records a failed drain left.
+        if standby.records > 0 { try hand(standby, to: take) }
+        let retired: Segment = appendLock.withLock {
+            let full = active
+            active = standby
+            standby = full
+            return full
         }
+        if retired.records > 0 { try hand(retired, to: take) }
     }
 
     private func hand(_ segment: Segment, to take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {
@@ -236,7 +256,7 @@ final class EventJournal: @unchecked Sendable {
                 munmap(mapped, size)
             }
             do {
-                try queue.appendJournaled(records)
+                try queue.appendJournaled(records, recovered: true)
                 unlink(path)
                 if !records.isEmpty {
                     logger.log(.info, "event journal: recovered \(records.count) events from \(name)")
