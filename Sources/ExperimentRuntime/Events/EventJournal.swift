@@ -161,8 +161,38 @@ final class EventJournal: @unchecked Sendable {
         try drain { (records) throws(SQLiteError) in try queue.appendJournaled(records) }
     }
 
+    /// Set when a producer gave up waiting for a drain (its POSTs are slow): until that drain ends, producers
+    /// do not wait for it again.
+    private let drainIsSlow = Atomic<Bool>(false)
+
+    /// Makes room in a full active segment: swaps in the standby when it is empty (its events were sent),
+    /// else moves the journal into `queue`. Waits up to `waitMs` for a drain under way (the dispatcher's);
+    /// false when it is still running then (the caller writes to SQLite instead: a producer never waits for
+    /// a slow endpoint more than once per drain).
+    func makeRoom(into queue: EventQueue, waitMs: Int64) throws(SQLiteError) -> Bool {
+        let deadline = monotonicMillis() + (drainIsSlow.load(ordering: .relaxed) ? 0 : waitMs)
+        while !ingestLock.tryLock() {
+            if monotonicMillis() >= deadline {
+                drainIsSlow.store(true, ordering: .relaxed)
+                return false
+            }
+            usleep(100)
+        }
+        defer { ingestLock.unlock() }
+        let swapped: Bool = appendLock.withLock {
+            if active.used * 2 <= active.size { return true }  // another producer made room already
+            guard standby.records == 0 else { return false }
+            let full = active
+            active = standby
+            standby = full
+            return true
+        }
+        if !swapped { try drainLocked { (records) throws(SQLiteError) in try queue.appendJournaled(records) } }
+        return true
+    }
+
     /// `ingest` unless a drain is under way (the dispatcher's, which may be waiting for POSTs): false then,
-    /// without waiting. A producer must never wait for the network.
+    /// without waiting.
     func ingestIfIdle(into queue: EventQueue) throws(SQLiteError) -> Bool {
         guard ingestLock.tryLock() else { return false }
         defer { ingestLock.unlock() }
@@ -175,6 +205,7 @@ final class EventJournal: @unchecked Sendable {
     /// stay journaled and are offered again next time). Serialized; producers keep appending meanwhile.
     func drain(_ take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {
         try ingestLock.withLockTyped { () throws(SQLiteError) in try drainLocked(take) }
+        drainIsSlow.store(false, ordering: .relaxed)
     }
 
     private func drainLocked(_ take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {

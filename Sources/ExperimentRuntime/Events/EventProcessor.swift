@@ -120,6 +120,9 @@ public final class EventProcessor: @unchecked Sendable {
 
     /// 4 MB: about 6,000 typical events per segment between two ingests.
     static let journalSegmentBytes = 4 << 20
+    /// How long a producer that filled a segment waits for the dispatcher's drain of the other one (once per
+    /// drain) before it writes to SQLite instead.
+    static let drainWaitMs: Int64 = 250
 
     /// Appends the batch's event to the queue (the journal, else the SQLite table): on disk or in the page
     /// cache, so it survives the process being killed, before returning.
@@ -147,10 +150,19 @@ public final class EventProcessor: @unchecked Sendable {
                 throw ClientError(.tooLarge, "event of \(batch.body.utf8.count) bytes is larger than an event journal "
                                   + "segment (\(Self.journalSegmentBytes) bytes)")
             }
-            // Both segments are full (the dispatcher has not kept up, or other threads filled the fresh one
-            // first): ingest here if no drain is under way, else (or if still full) this event goes to the
-            // SQLite queue directly. A full segment is never the caller's problem.
-            if try storeOperation({ () throws(SQLiteError) in _ = try journal.ingestIfIdle(into: queue) }) {
+            // The active segment is full (the dispatcher has not kept up): switch to the other segment once
+            // its drain ended (waiting a little for it), or move the journal to SQLite; when other threads
+            // filled the fresh segment first, again; and if the drain is slow (a stalling endpoint), this
+            // event goes to the SQLite queue directly. A full segment is never "too large".
+            var attempts = 0
+            while outcome == .noRoom && attempts < 3 {
+                attempts += 1
+                var madeRoom = false
+                _ = try storeOperation { () throws(SQLiteError) in
+                    madeRoom = try journal.makeRoom(into: queue, waitMs: Self.drainWaitMs)
+                }
+                dispatcher.wake()
+                guard madeRoom else { break }
                 outcome = journal.append(uuid: uuid, url: options.eventEndpoint, body: batch.body)
             }
             if outcome == .noRoom {
