@@ -611,7 +611,7 @@ exp_status exp_client_set_event_dispatcher(exp_client *client, exp_event_dispatc
  * - EXP_NOTIFY_LOG_EVENT listeners and the log callback may run on the dispatcher's thread: they must not
  *   call exp_flush, exp_client_close or exp_client_free on this client (the drain would wait for itself).
  * - Disk: two 4 MB journal files per client with an event pipeline (mapped; the page cache holds what is
- *   in use), plus the event_queue rows of undelivered events.
+ *   in use), the 1 MB event-reserve.bin per state directory, plus the event_queue rows of undelivered events.
  */
 
 /*
