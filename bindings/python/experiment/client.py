@@ -26,7 +26,12 @@ from .errors import (
     ERR_CLOSED,
     ERR_INTERNAL,
     ERR_INVALID_ARGUMENT,
+    ERR_INVALID_EVENT_TAGS,
+    ERR_INVALID_JSON,
+    ERR_INVALID_UTF8,
     ERR_NOT_READY,
+    ERR_TOO_DEEP,
+    ERR_TOO_LARGE,
     ERR_TIMEOUT,
     ERR_UNKNOWN_EVENT,
     ERR_UNKNOWN_EXPERIMENT,
@@ -58,6 +63,12 @@ _exp_decide = CFUNCTYPE(c_int, c_void_p, c_char_p, c_char_p, c_void_p, c_size_t,
 _exp_decision_release = CFUNCTYPE(None, c_void_p)(("exp_decision_release", _lib))
 _exp_decide_n = CFUNCTYPE(c_int, c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p, c_size_t, c_uint,
                           c_void_p)(("exp_decide_n", _lib))
+
+# The statuses the evaluation calls answer as the reference answers data it cannot use (no exception): an
+# unknown key, no datafile yet, a user id, key, attribute or tags the library cannot take.
+_DATA_CONDITIONS = frozenset([ERR_NOT_READY, ERR_UNKNOWN_FLAG, ERR_UNKNOWN_EXPERIMENT, ERR_UNKNOWN_EVENT,
+                              ERR_TOO_LARGE, ERR_INVALID_UTF8, ERR_INVALID_EVENT_TAGS, ERR_INVALID_JSON,
+                              ERR_TOO_DEEP])
 
 # The reference SDK's reasons for its error decisions (OptimizelyDecisionMessage).
 _SDK_NOT_READY = "Optimizely SDK not configured properly yet."
@@ -215,6 +226,24 @@ def _value_tuple(key: Any, value: Any, what: str) -> Tuple[int, int, int, float,
     if fields[4] is not None and b"\0" in fields[4]:
         raise InvalidArgumentError("%s %r: contains a NUL character (only decide, decide_all, decide_for_keys, "
                                    "get_variation, activate and track take those)" % (what, key))
+    return fields
+
+
+def _property_value(key: Any, value: Any) -> Tuple[int, int, int, float, Optional[bytes]]:
+    """The exp_value of a stored user property: stricter than a per-call attribute, as a property is kept and
+    read back (get_user_properties): str, int within 64 bits, float, bool or None."""
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        encoded = _encode_slow(value, "property %r" % (key,))  # InvalidUTF8Error / NUL, as for any stored text
+        try:
+            encoded.decode("utf-8")  # type: ignore[union-attr]
+        except UnicodeDecodeError:
+            raise InvalidUTF8Error("property %r: not valid UTF-8" % (key,)) from None
+    fields = _value_tuple(key, value, "property")
+    if fields[0] == _native.EXP_VALUE_BIG_INT:
+        raise InvalidArgumentError("property %r: integer %d does not fit in 64 bits" % (key, value))
+    if fields[0] == _native.EXP_VALUE_OTHER:
+        raise UnsupportedTypeError("property %r: unsupported value type %s (expected str, int, float, bool or None)"
+                                   % (key, type(value).__name__))
     return fields
 
 
@@ -981,15 +1010,31 @@ class Client(SegmentsMixin):
         finally:
             _exp_decision_release(address)
 
+    def _decide_strict(self, user_id: Text, flag_key: Text, attributes: Attributes, bits: int) -> Decision:
+        """decide that raises the library's error instead of answering with an error decision: for callers
+        that map errors themselves (the OpenFeature provider's error codes)."""
+        handle = self._live()
+        user = _text_n(user_id, "user_id")
+        key = _text_n(flag_key, "flag_key")
+        array, count = _attributes_n(attributes) if attributes else (None, 0)
+        decision = ExpDecision()
+        address = addressof(decision)
+        status = _exp_decide_n(handle.value, user, len(user), key, len(key),
+                               addressof(array) if array is not None else None, count, bits, address)
+        try:
+            if status:
+                _raise(status)
+            return _from_native(decision, flag_key if type(flag_key) is str else None)
+        finally:
+            _exp_decision_release(address)
+
     @staticmethod
     def _decide_failed(handle: Any, status: int, flag_key: Any, decision: ExpDecision) -> Decision:
         """The decision for a failed exp_decide_n: the reference's error decision for not ready, an unknown flag
         and a key or user id past the library's limits (logged); ClosedError; a library bug raises."""
         message = (_last_error() or b"").decode("utf-8", "replace")
-        if status == ERR_CLOSED:
-            raise _closed_error()
-        if status in (ERR_INVALID_ARGUMENT, ERR_INTERNAL):
-            raise error_for_status(status, message)
+        if status not in _DATA_CONDITIONS:  # a closed client, the store, a library bug: not data
+            raise _closed_error() if status == ERR_CLOSED else error_for_status(status, message)
         if isinstance(flag_key, (bytes, bytearray, memoryview)):
             flag_key = bytes(flag_key).decode("utf-8", "replace")
         logger = _logger_of(handle)
@@ -1048,8 +1093,8 @@ class Client(SegmentsMixin):
         """decide_all / decide_for_keys after a failed call: {} with a log message (not ready, user id past
         the limits), ClosedError for a closed client."""
         message = (_last_error() or b"").decode("utf-8", "replace")
-        if status == ERR_CLOSED:
-            raise _closed_error()
+        if status not in _DATA_CONDITIONS:
+            raise _closed_error() if status == ERR_CLOSED else error_for_status(status, message)
         _logger_of(handle).error("%s: %s", what, message)
         return {}
 
@@ -1136,9 +1181,10 @@ class Client(SegmentsMixin):
         out = c_char_p()
         status = function(handle, key, len(key), uid, len(uid), array, count, byref(out))
         if status:
-            if status == ERR_CLOSED:
-                raise _closed_error()
-            _logger_of(handle).error("%s: %s", what, (_last_error() or b"").decode("utf-8", "replace"))
+            message = (_last_error() or b"").decode("utf-8", "replace")
+            if status not in _DATA_CONDITIONS:
+                raise _closed_error() if status == ERR_CLOSED else error_for_status(status, message)
+            _logger_of(handle).error("%s: %s", what, message)
             return None
         return _take_string(out)
 
@@ -1245,7 +1291,7 @@ class Client(SegmentsMixin):
         handle = self._live()
         if not isinstance(key, (str, bytes)) and key is not None:
             raise UnsupportedTypeError("property key %r: expected str, got %s" % (key, type(key).__name__))
-        typed = ExpValue(*_value_tuple(key, value, "property"))
+        typed = ExpValue(*_property_value(key, value))
         status = _lib.exp_set_user_property(handle, _text(user_id, "user_id"), _key(key, "property key"),
                                             byref(typed))
         if status:
@@ -1297,9 +1343,10 @@ class Client(SegmentsMixin):
                 return
         status = _lib.exp_track_n(handle, key, len(key), uid, len(uid), array, count, tags_json)
         if status:
-            if status == ERR_CLOSED:
-                raise _closed_error()
-            logger.error("track: %s: nothing is sent", (_last_error() or b"").decode("utf-8", "replace"))
+            message = (_last_error() or b"").decode("utf-8", "replace")
+            if status not in _DATA_CONDITIONS:  # a full queue, the store: not data, as before
+                raise _closed_error() if status == ERR_CLOSED else error_for_status(status, message)
+            logger.error("track: %s: nothing is sent", message)
 
     # -- Sigma: user properties, typed flag values, the user's flags / experiments / holdouts --------
 

@@ -244,8 +244,12 @@ def test_decide_for_keys_options_and_empty(client):
 def test_decide_for_keys_bad_keys(client):
     raises(experiment.UnsupportedTypeError, -1, r"keys", client.decide_for_keys, "u2", "checkout_flow")
     raises(experiment.UnsupportedTypeError, -1, r"keys.*None", client.decide_for_keys, "u2", None)
-    raises(experiment.UnsupportedTypeError, -1, r"42", client.decide_for_keys, "u2", ["checkout_flow", 42])
-    raises(experiment.InvalidUTF8Error, -13, r"utf-?8", client.decide_for_keys, "u2", [b"\xff"])
-    raises(experiment.UnsupportedTypeError, -1, r"'tags'.*list", client.decide_for_keys, "u2",
-           ["checkout_flow"], {"tags": ["a"]})
+    # As the reference: a key that names no flag (not a str, not UTF-8) gets a disabled decision, and a list
+    # attribute is taken (exists; unknown for other conditions).
+    mixed = client.decide_for_keys("u2", ["checkout_flow", 42], U2_ATTRS)
+    assert mixed["checkout_flow"].variation_key == "control"
+    assert (mixed[42].enabled, mixed[42].variation_key, mixed[42].reasons) == (False, None, [])
+    assert client.decide_for_keys("u2", [b"\xff"])[b"\xff"].enabled is False
+    assert client.decide_for_keys("u2", ["checkout_flow"], dict(U2_ATTRS, tags=["a"]))["checkout_flow"].variation_key \
+        == "control"
     assert client.decide_for_keys("u2", ["checkout_flow"], U2_ATTRS)["checkout_flow"].variation_key == "control"
