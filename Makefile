@@ -97,11 +97,16 @@ test-abi: lib
 $(RELEASE_DIR)/sigma: examples/c/sigma.c include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ examples/c/sigma.c $(LINK_LOCAL)
 
-test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma
+# The attribute kinds, length-delimited calls and error decisions of the C ABI (tests/abi/inputs.c).
+$(RELEASE_DIR)/inputs_c: tests/abi/inputs.c include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ tests/abi/inputs.c $(LINK_LOCAL)
+
+test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma $(RELEASE_DIR)/inputs_c
 	rm -rf $(TEST_STATE_HOME)
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
 	$(RELEASE_DIR)/sigma examples/datafiles/demo.json > /dev/null
+	state=$$(mktemp -d) && $(RELEASE_DIR)/inputs_c $$state > /dev/null && rm -rf $$state
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
 
 # Real-time segments: examples/c/segments.c (-Werror -pedantic) against a local ODP stand-in server.
@@ -114,9 +119,14 @@ $(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experime
 $(RELEASE_DIR)/sigma-cpp: examples/cpp/sigma.cpp bindings/cpp/experiment.hpp include/experiment.h lib
 	$(CXX) $(CXXFLAGS_STRICT) -o $@ examples/cpp/sigma.cpp $(LINK_LOCAL)
 
-test-cpp: $(RELEASE_DIR)/quickstart-cpp $(RELEASE_DIR)/sigma-cpp
+# The C++ wrapper's evaluation calls: every value kind, NUL bytes, no exceptions for data (tests/cpp/inputs.cpp).
+$(RELEASE_DIR)/inputs-cpp: tests/cpp/inputs.cpp bindings/cpp/experiment.hpp include/experiment.h lib
+	$(CXX) $(CXXFLAGS_STRICT) -o $@ tests/cpp/inputs.cpp $(LINK_LOCAL)
+
+test-cpp: $(RELEASE_DIR)/quickstart-cpp $(RELEASE_DIR)/sigma-cpp $(RELEASE_DIR)/inputs-cpp
 	$(RELEASE_DIR)/quickstart-cpp examples/datafiles/demo.json > /dev/null
 	$(RELEASE_DIR)/sigma-cpp examples/datafiles/demo.json > /dev/null
+	state=$$(mktemp -d) && $(RELEASE_DIR)/inputs-cpp examples/datafiles/demo.json $$state > /dev/null && rm -rf $$state
 	@echo "C++ example built with $(CXXFLAGS_STRICT) and ran"
 
 # A short libFuzzer round per harness over the C ABI's parsers (regressions replayed first); `make fuzz` runs
