@@ -209,14 +209,8 @@ def _value_fields(value: Any) -> Tuple[int, int, int, float, Optional[bytes]]:
         return (_native.EXP_VALUE_BIG_INT, 0, 0, 0.0, str(number).encode("ascii"))
     if isinstance(value, float):  # NaN and infinities too: conditions treat them as the reference does
         return (_native.EXP_VALUE_DOUBLE, 0, 0, float(value), None)
-    if isinstance(value, (bytes, bytearray, memoryview)):  # the binding's extension: UTF-8 bytes as a string
-        encoded = bytes(value)
-        try:
-            encoded.decode("utf-8")
-        except UnicodeDecodeError:
-            return (_native.EXP_VALUE_OTHER, 0, 0, 0.0, None)
-        return (_native.EXP_VALUE_STRING, 0, 0, 0.0, encoded)
-    # dict, list, any other object: present for "exists", unknown for every other condition
+    # dict, list, bytes, any other object: present for "exists", unknown for every other condition (bytes are
+    # not text to the reference: b"NL" never equals "NL")
     return (_native.EXP_VALUE_OTHER, 0, 0, 0.0, None)
 
 
@@ -265,13 +259,8 @@ def _attribute_key(key: Any) -> Optional[bytes]:
                 _KEYS.clear()
             _KEYS[key] = encoded
         return encoded
-    if isinstance(key, bytes):
-        try:
-            key.decode("utf-8")
-        except UnicodeDecodeError:
-            _log.warning("attribute key %r is not valid UTF-8: the attribute is left out", key)
-            return None
-        return key
+    # bytes and other keys: no condition names them (the reference compares keys as str), and the reference
+    # leaves them out of payloads
     _log.debug("attribute key %r is not a str: the attribute is left out", key)
     return None
 

@@ -86,6 +86,7 @@ VALUES: List[Any] = [
     float("nan"), float("inf"), float("-inf"),
     None,
     {"x": 1}, {}, [1, 2], [], ("x",), {1, 2}, Thing(), decimal.Decimal("5"), fractions.Fraction(11, 2), 5 + 0j,
+    b"x", b"5", bytearray(b"x"),
 ]
 
 
