@@ -305,7 +305,7 @@ private struct Compilation {
             guard field.value.kind == .array else { throw field.fail("expected an array, got \(field.value.kindName)") }
         }
         if field.value.kind == .array && field.value.count == 0 { return nil }
-        return AudienceCondition(root: conditions.addRule(try audienceTree(field)), text: field.value.jsonText)
+        return AudienceCondition(root: conditions.addRule(try audienceTree(field)), text: PythonJSONText.dumps(field.value))
     }
 
     func audienceTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
@@ -448,7 +448,8 @@ private struct Compilation {
             let endField = try entry.required("endOfRange")
             let end = try endField.int()
             guard end >= 0 && end <= 10_000 else { throw endField.fail("must be between 0 and 10000, got \(end)") }
-            ranges.append(TrafficRange(endOfRange: Int32(end), entity: entityId.isEmpty ? -1 : Int32(entity(entityId) ?? -1)))
+            ranges.append(TrafficRange(endOfRange: Int32(end), entity: entityId.isEmpty ? TrafficRange.emptyEntity
+                                       : entity(entityId).map(Int32.init) ?? TrafficRange.unknownEntity))
         }
         return ranges
     }
@@ -520,7 +521,7 @@ private struct Compilation {
 
     mutating func readFlags() throws(DatafileError) -> [Flag] {
         struct FlagSource { let reader: DatafileReader; let id: String; let key: String; let variables: [Variable]
-                            let experimentRules: [Int32]; let rolloutRules: [Int32] }
+                            let experimentRules: [Int32]; let rolloutRules: [Int32]; let rollout: FlagRollout }
         var sources: [FlagSource] = []
         for entry in try root.optionalArray("featureFlags") {
             do throws(DatafileError) {
@@ -539,7 +540,9 @@ private struct Compilation {
                     rolloutRules = rules
                 }
                 sources.append(FlagSource(reader: entry, id: try entry.requiredString("id"), key: try entry.requiredKey(),
-                                          variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules))
+                                          variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules,
+                                          rollout: rolloutId.isEmpty ? .none
+                                              : rolloutRulesById[rolloutId] == nil ? .missing : .found(id: rolloutId)))
                 appendEveryoneElse(toFeatureRolloutsOf: experimentRules, rolloutRules: rolloutRules)
             } catch {
                 try record(error)
@@ -550,7 +553,7 @@ private struct Compilation {
         for source in sources {
             let flag = try compileFlag(source.reader, id: source.id, key: source.key, variables: source.variables,
                                        experimentRules: source.experimentRules, rolloutRules: source.rolloutRules,
-                                       usages: usages)
+                                       rollout: source.rollout, usages: usages)
             indexes.flags.insert(source.key, flags.count, replacing: true)
             flags.append(flag)
         }
@@ -598,7 +601,8 @@ private struct Compilation {
     }
 
     func compileFlag(_ entry: DatafileReader, id: String, key: String, variables: [Variable], experimentRules: [Int32],
-                     rolloutRules: [Int32], usages: [String: [VariableValue]]) throws(DatafileError) -> Flag
+                     rolloutRules: [Int32], rollout: FlagRollout, usages: [String: [VariableValue]])
+        throws(DatafileError) -> Flag
     {
         let variableIds = Set(variables.map(\.id))
         var flagVariations: [FlagVariation] = []
@@ -626,7 +630,7 @@ private struct Compilation {
                                   flagVariationOf: flagVariationOf))
         }
         return Flag(id: id, key: ConfigString(key, in: strings), rules: rules, experimentRuleCount: experimentRules.count,
-                    variables: variables, flagVariations: flagVariations,
+                    rollout: rollout, variables: variables, flagVariations: flagVariations,
                     defaultVariablesJSON: strings.store(variablesJSON(variables, overrides: [])),
                     holdoutVariablesJSON: strings.store(holdoutVariablesJSON(variables)))
     }
