@@ -426,8 +426,8 @@ exp_status exp_decide_all(exp_client *client, const char *user_id, const exp_att
  * Decides the flags named in keys[0..key_count) into out[0..capacity) (capacity must be at least
  * key_count; key_count at most EXP_MAX_DECISIONS, else EXP_ERR_TOO_LARGE), in the order given, and writes
  * how many were filled to *out_count. A key the datafile does not have gives a decision with enabled 0,
- * NULL variation and rule, "{}" variables and flag_key pointing
- * at the caller's string (so valid only as long as that string), as the reference SDK does — even with
+ * NULL variation and rule, "{}" variables, no reasons and flag_key a copy of the caller's key (valid until
+ * the decision is released), as the reference SDK does — even with
  * EXP_DECIDE_ENABLED_FLAGS_ONLY, which leaves out only the disabled flags the datafile has.
  * A key given more than once is decided each time; with EXP_DECIDE_INCLUDE_REASONS each later decision of
  * it carries the reasons of all its evaluations so far, so the last one has the reference's reasons for

@@ -148,12 +148,9 @@ private func fillErrorDecision(_ out: UnsafeMutablePointer<exp_decision>?, statu
     out.pointee = filled
 }
 
-/// The flag key of a failed exp_decide as bytes, when it is a usable string.
+/// The flag key of a failed exp_decide as bytes, when it is a usable key (within the limit, valid UTF-8).
 private func flagKeyText(_ flagKey: UnsafePointer<CChar>?) -> UTF8Text? {
-    guard let flagKey else { return nil }
-    let length = strnlen(flagKey, maxKeyBytes + 1)
-    guard length <= maxKeyBytes else { return nil }
-    return UTF8Text(start: UnsafeRawPointer(flagKey).assumingMemoryBound(to: UInt8.self), count: length)
+    try? text(flagKey, "flag_key")
 }
 
 /// The index of `flagKey` in `config`, or UNKNOWN_FLAG (INVALID_UTF8 / TOO_LARGE when the key itself is bad).

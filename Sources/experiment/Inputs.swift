@@ -217,7 +217,7 @@ func integer(_ digits: UTF8Text) -> AttributeValue {
 /// may include NUL. NULL is accepted only with length 0.
 func sizedText(_ pointer: UnsafePointer<CChar>?, _ length: Int, _ name: @autoclosure () -> String,
                limit: Int = maxKeyBytes) throws(ClientError) -> UTF8Text {
-    guard length >= 0 && length <= limit else {
+    guard UInt(bitPattern: length) <= UInt(limit) else {  // a size_t: SIZE_MAX arrives negative
         throw ClientError(.tooLarge, "\(name()) is longer than \(limit) bytes")
     }
     guard let pointer else {
@@ -309,9 +309,7 @@ private func sameBytes(_ a: UTF8Text, _ b: UTF8Text) -> Bool {
 /// Validates a C exp_attribute_n array and runs `body` with it.
 func withSizedAttributes<R>(_ pointer: UnsafePointer<exp_attribute_n>?, _ count: Int,
                             _ body: (SizedCAttributes) throws(ClientError) -> R) throws(ClientError) -> R {
-    guard count <= maxAttributes else {
-        throw ClientError(.tooLarge, "attribute_count \(count) exceeds the limit of \(maxAttributes)")
-    }
+    let count = try checkedCount(count, limit: maxAttributes, "attribute_count")
     if count > 0 && pointer == nil { throw ClientError(.invalidArgument, "attributes is NULL but attribute_count is \(count)") }
     return try body(try SizedCAttributes(UnsafeBufferPointer(start: pointer, count: count)))
 }
