@@ -218,7 +218,7 @@ func integer(_ digits: UTF8Text) -> AttributeValue {
 func sizedText(_ pointer: UnsafePointer<CChar>?, _ length: Int, _ name: @autoclosure () -> String,
                limit: Int = maxKeyBytes) throws(ClientError) -> UTF8Text {
     guard UInt(bitPattern: length) <= UInt(limit) else {  // a size_t: SIZE_MAX arrives negative
-        throw ClientError(.tooLarge, "\(name()) is longer than \(limit) bytes")
+        throw ClientError(.tooLarge, "\(name())_length \(UInt(bitPattern: length)) exceeds the limit of \(limit) bytes")
     }
     guard let pointer else {
         if length == 0 { return UTF8Text(start: nil, count: 0) }
