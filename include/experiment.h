@@ -15,7 +15,9 @@
  *  - Ownership: inputs are borrowed for the duration of the call (the library copies what it keeps).
  *    Strings returned through `char **` are owned by the caller and released with exp_free().
  *    Strings inside an exp_decision belong to the decision and live until exp_decision_release().
- *  - Text is UTF-8 and NUL-terminated. Invalid UTF-8 is rejected with EXP_ERR_INVALID_UTF8.
+ *  - Text is UTF-8 and NUL-terminated, except in the length-delimited *_n forms of the evaluation calls
+ *    (exp_decide_n, ...), where any bytes, NUL included, are text. Invalid UTF-8 is rejected with
+ *    EXP_ERR_INVALID_UTF8.
  *  - Booleans cross as int (0 = false, anything else = true).
  *  - Thread-safety: a client may be used from any number of threads at once, including while its
  *    datafile is being replaced. Only exp_client_free() must not race with other calls on that client.
