@@ -122,9 +122,9 @@ $(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experime
 $(RELEASE_DIR)/sigma-cpp: examples/cpp/sigma.cpp bindings/cpp/experiment.hpp include/experiment.h lib
 	$(CXX) $(CXXFLAGS_STRICT) -o $@ examples/cpp/sigma.cpp $(LINK_LOCAL)
 
-# The C++ wrapper's evaluation calls: every value kind, NUL bytes, no exceptions for data (tests/cpp/inputs.cpp).
-$(RELEASE_DIR)/inputs-cpp: tests/cpp/inputs.cpp bindings/cpp/experiment.hpp include/experiment.h lib
-	$(CXX) $(CXXFLAGS_STRICT) -o $@ tests/cpp/inputs.cpp $(LINK_LOCAL)
+# The C++ wrapper's evaluation calls: every value kind, NUL bytes, no exceptions for data (tests/cpp/test_inputs.cpp).
+$(RELEASE_DIR)/inputs-cpp: tests/cpp/test_inputs.cpp bindings/cpp/experiment.hpp include/experiment.h lib
+	$(CXX) $(CXXFLAGS_STRICT) -o $@ tests/cpp/test_inputs.cpp $(LINK_LOCAL)
 
 # Then: every exp_* function of the header is reached by experiment.hpp and run (gcov) by an example or
 # tests/cpp/test_wrapper.cpp; the functions missing are named.

@@ -1,10 +1,10 @@
 /*
- * inputs.cpp — the C++ wrapper's evaluation calls take what the reference SDK takes and answer data
+ * test_inputs.cpp — the C++ wrapper's evaluation calls take what the reference SDK takes and answer data
  * conditions as it does (issue 15): values of every kind (big integers, unsupported values, NaN), NUL bytes
  * in user ids, keys and strings, and no exception for an unknown flag / experiment / event or a client
  * without a datafile. Programmer errors still throw. Built with -Wall -Wextra -Werror -pedantic (make test-cpp).
  *
- *     ./inputs-cpp examples/datafiles/demo.json STATE_DIR
+ *     ./inputs-cpp examples/datafiles/demo.json [STATE_DIR]   (default: the library's, under XDG_STATE_HOME)
  */
 #include <cmath>
 #include <cstdio>
@@ -40,15 +40,16 @@ static bool throws_closed(Call call) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        std::cerr << "usage: inputs-cpp DATAFILE STATE_DIR\n";
+    if (argc < 2) {
+        std::cerr << "usage: inputs-cpp DATAFILE [STATE_DIR]\n";
         return 2;
     }
     std::ifstream in(argv[1], std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
-    const std::string options = R"({"sdk_key": "inputs", "profile_store": "none", "state_dir": ")"s + argv[2] +
-                                R"(", "default_decide_options": ["DISABLE_DECISION_EVENT"]})";
+    const std::string state_dir = argc > 2 ? R"(, "state_dir": ")"s + argv[2] + "\"" : ""s;
+    const std::string options = R"({"sdk_key": "inputs", "profile_store": "none")"s + state_dir +
+                                R"(, "default_decide_options": ["DISABLE_DECISION_EVENT"]})";
 
     experiment::Client idle{options};
     experiment::Client client{options};
