@@ -42,12 +42,16 @@ public final class ProjectConfig: @unchecked Sendable {
     public let strings: StringStorage
     /// Trivial mirrors of what the decision path reads (see HotTables).
     public let hot: HotTables
+    /// What the compiler found odd but the reference accepts (severity `.warning`, with its place), in
+    /// datafile order: a stale audience id, a range past 10000... The config decides as the reference does.
+    public let warnings: [DatafileError]
 
     init(header: Header, experiments: [Experiment], groups: [Group], audiences: [Audience],
          conditions: ConditionForest, flags: [Flag],
          events: [Event], attributes: [Attribute], holdouts: [Holdout], globalHoldouts: [Int32],
-         indexes: Indexes, strings: StringStorage)
+         indexes: Indexes, strings: StringStorage, warnings: [DatafileError] = [])
     {
+        self.warnings = warnings
         version = header.version
         revision = header.revision
         projectId = header.projectId

@@ -1,10 +1,18 @@
 /// Compiles an Optimizely v4 datafile into a `ProjectConfig`, validating as it goes.
 ///
+/// Acceptance is the reference SDK's: a datafile is refused (a `.error`) only where optimizely-sdk
+/// refuses it — not JSON, its JSON schema, an unsupported version, or data its config construction
+/// raises on (a flag naming an unknown experiment or rollout, a rollout rule missing a field) — plus
+/// the few shapes on which the reference's decisions raise (an empty condition list, an object where
+/// an audience id belongs) and this library's key limits. Everything else the reference accepts is
+/// compiled with the reference's semantics and reported as a `.warning` (`ProjectConfig.warnings`):
+/// a rule naming an unknown audience (that audience evaluates to unknown), a traffic range ending
+/// outside 0...10000 (a range past 10000 covers the rest, a negative one nothing), a variation naming
+/// a variable its flag does not have (ignored), a variable of an unknown type (a string).
+///
 /// The entity order rules follow the reference SDK where datafiles are ambiguous (an experiment id
 /// listed twice: rollout rules override top-level experiments and group experiments override both;
 /// typedAudiences override audiences with the same id; the last attribute/event/flag with a key wins).
-/// Problems the reference would only hit at decision time (a rule naming an unknown audience, a
-/// variation naming a variable its flag does not have) are rejected here with their place.
 public enum DatafileCompiler {
     public static let maxBytes = 64 << 20
     public static let maxDepth = 64
@@ -27,8 +35,9 @@ public enum DatafileCompiler {
         }
     }
 
-    /// Every problem of a datafile with its place, as far as one pass can tell (an entity that fails is
-    /// left out, so what refers to it may be reported too). Empty when a client would accept it.
+    /// Every problem of a datafile with its place and severity, as far as one pass can tell (an entity
+    /// with an error is left out, so what refers to it may be reported too). A client accepts the
+    /// datafile when none of them is an `.error`; the `.warning`s are its `ProjectConfig.warnings`.
     public static func problems(_ bytes: UnsafeRawBufferPointer) -> [DatafileError] {
         let document: JSONDocument
         do {
@@ -77,7 +86,17 @@ private struct Compilation {
     var whitelists: [[(user: String, variationKey: String)]] = []
     /// Validating (rather than compiling) records each entity's problem and goes on with the next one.
     let collectsProblems: Bool
+    /// Errors (when validating) and warnings, in the order they were found.
     var problems: [DatafileError] = []
+    /// The audience slot standing for an audience id that is in neither "audiences" nor "typedAudiences":
+    /// the reference evaluates such an audience to unknown (made on first use).
+    var unknownAudienceSlot: Int32? = nil
+    /// Non-string audience ids met in the rule tree being compiled (see `RuleContext`).
+    var scalarAudienceLeaves: [DatafileReader] = []
+    /// Per position in "rollouts": its id, and the non-string audience ids in its rules' audienceConditions
+    /// (an error if a flag uses the rollout, see `RuleContext`).
+    var rolloutIds: [String] = []
+    var rolloutScalarLeaves: [[DatafileReader]] = []
     var groups: [Group] = []
     var rolloutRulesById: [String: [Int32]] = [:]
     var holdouts: [Holdout] = []
@@ -96,6 +115,11 @@ private struct Compilation {
         problems.append(problem)
     }
 
+    /// Something the reference accepts: compiling goes on with the reference's semantics and reports it.
+    mutating func warn(_ warning: DatafileError) {
+        problems.append(warning)
+    }
+
     mutating func run() throws(DatafileError) -> ProjectConfig {
         guard root.value.kind == .object else {
             throw DatafileError(.invalidDatafile, "datafile: expected a JSON object, got \(root.value.kindName)")
@@ -108,11 +132,11 @@ private struct Compilation {
         try readHoldouts()
         let flags = try readFlags()
         resolveWhitelists()
-        if let first = problems.first { throw first }
+        if let first = problems.first(where: { $0.severity == .error }) { throw first }
         return ProjectConfig(header: header, experiments: experiments, groups: groups, audiences: audiences,
                              conditions: conditions,
                              flags: flags, events: events, attributes: attributes, holdouts: holdouts,
-                             globalHoldouts: globalHoldouts, indexes: indexes, strings: strings)
+                             globalHoldouts: globalHoldouts, indexes: indexes, strings: strings, warnings: problems)
     }
 
     // MARK: header, attributes, events
@@ -231,8 +255,8 @@ private struct Compilation {
         audienceSegments = []
         let tree = try conditionTree(conditions)
         if let existing = audienceIndexById[id] {
-            self.conditions.replaceAudience(Int32(existing), with: tree)
-            audiences[existing] = Audience(id: id, name: name, slot: Int32(existing), conditionsText: conditionsText,
+            self.conditions.replaceAudience(audiences[existing].slot, with: tree)
+            audiences[existing] = Audience(id: id, name: name, slot: audiences[existing].slot, conditionsText: conditionsText,
                                            segments: audienceSegments)
         } else {
             let slot = self.conditions.addAudience(tree)
@@ -295,8 +319,65 @@ private struct Compilation {
         }
     }
 
+    /// Where a rule is, for what a non-string audience id in its "audienceConditions" does to the reference:
+    /// for experiments and the rules of a rollout a flag uses, its OptimizelyConfig (built with the client)
+    /// writes the conditions out as text and raises on a number, boolean or null, so the datafile is
+    /// refused; elsewhere (holdouts, unused rollouts, "audienceIds") the id merely names no audience.
+    enum RuleContext {
+        case experiment, holdout
+        case rolloutRule(position: Int)
+    }
+
     /// The audience restriction of a rule: "audienceConditions" when present, else "audienceIds".
-    mutating func audienceCondition(_ entry: DatafileReader) throws(DatafileError) -> AudienceCondition? {
+    mutating func audienceCondition(_ entry: DatafileReader, in context: RuleContext) throws(DatafileError)
+        -> AudienceCondition?
+    {
+        scalarAudienceLeaves = []
+        let condition = try audienceConditionTree(entry)
+        let leaves = scalarAudienceLeaves
+        scalarAudienceLeaves = []
+        guard !leaves.isEmpty else { return condition }
+        if entry.optional("audienceConditions") == nil {
+            for leaf in leaves { warn(Compilation.scalarAudienceWarning(leaf)) }
+            return condition
+        }
+        switch context {
+        case .experiment:
+            throw Compilation.scalarAudienceError(leaves[0])
+        case .holdout:
+            for leaf in leaves { warn(Compilation.scalarAudienceWarning(leaf)) }
+        case .rolloutRule(let position):
+            rolloutScalarLeaves[position] += leaves
+        }
+        return condition
+    }
+
+    static func scalarAudienceWarning(_ leaf: DatafileReader) -> DatafileError {
+        leaf.warning("expected an audience id (a string), got \(leaf.value.kindName): it names no audience and "
+                     + "evaluates to unknown, as in the reference")
+    }
+
+    static func scalarAudienceError(_ leaf: DatafileReader) -> DatafileError {
+        leaf.fail("expected an audience id (a string), got \(leaf.value.kindName): the reference cannot write it "
+                  + "out as an audience name (its client construction raises)")
+    }
+
+    /// A rollout's rules are written out by the reference's OptimizelyConfig when a flag uses the rollout
+    /// (the first rollout with that id): only then does a non-string audience id refuse the datafile.
+    mutating func resolveRolloutScalarLeaves(usedRolloutIds: Set<String>) throws(DatafileError) {
+        var firstPosition: [String: Int] = [:]
+        for (position, id) in rolloutIds.enumerated() where firstPosition[id] == nil { firstPosition[id] = position }
+        for (position, leaves) in rolloutScalarLeaves.enumerated() where !leaves.isEmpty {
+            let id = rolloutIds[position]
+            if usedRolloutIds.contains(id) && firstPosition[id] == position {
+                try record(Compilation.scalarAudienceError(leaves[0]))
+            } else {
+                for leaf in leaves { warn(Compilation.scalarAudienceWarning(leaf)) }
+            }
+        }
+    }
+
+    mutating func audienceConditionTree(_ entry: DatafileReader) throws(DatafileError) -> AudienceCondition? {
         let field: DatafileReader
         if let conditions = entry.optional("audienceConditions") {
             field = conditions
@@ -308,12 +389,21 @@ private struct Compilation {
         return AudienceCondition(root: conditions.addRule(try audienceTree(field)), text: field.value.jsonText)
     }
 
-    func audienceTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
+    /// A rule's tree over audience slots. An id the datafile does not define, or a scalar that is no id
+    /// at all, is an audience the reference cannot find: it evaluates to unknown.
+    mutating func audienceTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
         switch node.value.kind {
         case .string:
             let id = try node.string()
-            guard let index = audienceIndexById[id] else { throw node.fail("unknown audience \"\(id)\"") }
-            return .leaf(Int32(index))
+            guard let index = audienceIndexById[id] else {
+                warn(node.warning("unknown audience \"\(id)\" (in neither \"audiences\" nor \"typedAudiences\"): "
+                                  + "it evaluates to unknown, as in the reference"))
+                return .leaf(unknownAudience())
+            }
+            return .leaf(audiences[index].slot)
+        case .int, .double, .bool, .null:
+            scalarAudienceLeaves.append(node)
+            return .leaf(unknownAudience())
         case .array:
             let (op, operands) = try Compilation.operation(node)
             var children: [ConditionNode] = []
@@ -322,6 +412,14 @@ private struct Compilation {
         default:
             throw node.fail("expected an audience id or a condition list, got \(node.value.kindName)")
         }
+    }
+
+    /// The slot of an audience that evaluates to unknown (a "not" without operand).
+    mutating func unknownAudience() -> Int32 {
+        if let slot = unknownAudienceSlot { return slot }
+        let slot = conditions.addAudience(.not(nil))
+        unknownAudienceSlot = slot
+        return slot
     }
 
     /// A condition list's operator and operands: `["and", a, b]` is ("and", [a, b]); a list that does not
@@ -347,17 +445,20 @@ private struct Compilation {
     mutating func readExperiments() throws(DatafileError) {
         for entry in try root.requiredArray("experiments") {
             do throws(DatafileError) {
-                try addExperiment(entry, kind: .experiment, group: -1, groupId: "")
+                try addExperiment(entry, kind: .experiment, group: -1, groupId: "", context: .experiment)
             } catch {
                 try record(error)
             }
         }
-        for rollout in try root.optionalArray("rollouts") {
+        for (position, rollout) in try root.optionalArray("rollouts").enumerated() {
+            rolloutScalarLeaves.append([])
             let id = try rollout.requiredString("id")
+            rolloutIds.append(id)
             var rules: [Int32] = []
             for entry in try rollout.requiredArray("experiments") {
                 do throws(DatafileError) {
-                    rules.append(Int32(try addExperiment(entry, kind: .rolloutRule, group: -1, groupId: "")))
+                    rules.append(Int32(try addExperiment(entry, kind: .rolloutRule, group: -1, groupId: "",
+                                                         context: .rolloutRule(position: position))))
                 } catch {
                     try record(error)
                 }
@@ -373,13 +474,15 @@ private struct Compilation {
                 do throws(DatafileError) {
                     // Only the "random" policy makes a group mutually exclusive; others bucket independently.
                     let group = policy == "random" ? Int32(groupEntries.count) : -1
-                    members.append(try addExperiment(member, kind: .experiment, group: group, groupId: id))
+                    members.append(try addExperiment(member, kind: .experiment, group: group, groupId: id,
+                                                     context: .experiment))
                 } catch {
                     try record(error)
                 }
             }
             groupEntries.append((entry, id, members))
         }
+        let experimentIndexById = self.experimentIndexById
         for (entry, id, _) in groupEntries {
             let ranges = try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
                 experimentIndexById[entityId]
@@ -394,7 +497,8 @@ private struct Compilation {
     }
 
     @discardableResult
-    mutating func addExperiment(_ entry: DatafileReader, kind: RuleKind, group: Int32, groupId: String)
+    mutating func addExperiment(_ entry: DatafileReader, kind: RuleKind, group: Int32, groupId: String,
+                                context: RuleContext)
         throws(DatafileError) -> Int
     {
         let id = try entry.requiredString("id")
@@ -409,7 +513,7 @@ private struct Compilation {
         let experiment = Experiment(
             id: ConfigString(id, in: strings), key: ConfigString(key, in: strings), layerId: layerId,
             isRunning: status == "Running", kind: kind, type: try entry.optionalString("type") ?? "",
-            audience: try audienceCondition(entry), variations: variations, traffic: traffic,
+            audience: try audienceCondition(entry, in: context), variations: variations, traffic: traffic,
             whitelist: nil, group: group, groupId: groupId)
         let index = experiments.count
         experiments.append(experiment)
@@ -441,14 +545,23 @@ private struct Compilation {
         return variations
     }
 
-    func trafficRanges(_ entries: [DatafileReader], entity: (String) -> Int?) throws(DatafileError) -> [TrafficRange] {
+    /// A range is taken by bucket values below its end (0...9999): an end past 10000 covers them all like
+    /// 10000 does, a negative end none like 0 does, which is how the reference decides them.
+    mutating func trafficRanges(_ entries: [DatafileReader], entity: (String) -> Int?) throws(DatafileError)
+        -> [TrafficRange]
+    {
         var ranges: [TrafficRange] = []
         for entry in entries {
             let entityId = try entry.requiredString("entityId")
             let endField = try entry.required("endOfRange")
             let end = try endField.int()
-            guard end >= 0 && end <= 10_000 else { throw endField.fail("must be between 0 and 10000, got \(end)") }
-            ranges.append(TrafficRange(endOfRange: Int32(end), entity: entityId.isEmpty ? -1 : Int32(entity(entityId) ?? -1)))
+            if end < 0 || end > 10_000 {
+                warn(endField.warning("outside 0...10000, got \(end): "
+                                      + (end > 10_000 ? "the range covers every bucket left, as 10000 would"
+                                                      : "the range covers no bucket, as 0 would")))
+            }
+            ranges.append(TrafficRange(endOfRange: Int32(min(max(end, 0), 10_000)),
+                                       entity: entityId.isEmpty ? -1 : Int32(entity(entityId) ?? -1)))
         }
         return ranges
     }
@@ -509,7 +622,7 @@ private struct Compilation {
             id: ConfigString(try entry.requiredString("id"), in: strings),
             key: ConfigString(try entry.requiredKey(), in: strings),
             isRunning: try entry.requiredString("status") == "Running",
-            audience: try audienceCondition(entry), variations: variations,
+            audience: try audienceCondition(entry, in: .holdout), variations: variations,
             traffic: try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
                 variations.firstIndex { $0.id.text == entityId }
             },
@@ -522,6 +635,7 @@ private struct Compilation {
         struct FlagSource { let reader: DatafileReader; let id: String; let key: String; let variables: [Variable]
                             let experimentRules: [Int32]; let rolloutRules: [Int32] }
         var sources: [FlagSource] = []
+        var usedRolloutIds = Set<String>()
         for entry in try root.optionalArray("featureFlags") {
             do throws(DatafileError) {
                 let variables = try readVariables(entry.requiredArray("variables"))
@@ -533,6 +647,7 @@ private struct Compilation {
                 }
                 let rolloutField = try entry.required("rolloutId")
                 let rolloutId = try rolloutField.string()
+                usedRolloutIds.insert(rolloutId)
                 var rolloutRules: [Int32] = []
                 if !rolloutId.isEmpty {
                     guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\" (no such id in \"rollouts\")") }
@@ -545,6 +660,7 @@ private struct Compilation {
                 try record(error)
             }
         }
+        try resolveRolloutScalarLeaves(usedRolloutIds: usedRolloutIds)
         let usages = variableUsagesByVariationId()
         var flags: [Flag] = []
         for source in sources {
@@ -557,15 +673,20 @@ private struct Compilation {
         return flags
     }
 
-    func readVariables(_ entries: [DatafileReader]) throws(DatafileError) -> [Variable] {
+    mutating func readVariables(_ entries: [DatafileReader]) throws(DatafileError) -> [Variable] {
         var variables: [Variable] = []
         for entry in entries {
             let typeField = try entry.required("type")
             let typeName = try typeField.string()
             let subType = try entry.optionalString("subType")
             let resolved = typeName == "string" && subType == "json" ? "json" : typeName
-            guard let type = VariableType(rawValue: resolved) else {
-                throw typeField.fail("unknown variable type \"\(typeName)\" (boolean, integer, double, string, json)")
+            // The reference's typecast hands a value of any other type back as the string it is.
+            var type = VariableType.string
+            if let known = VariableType(rawValue: resolved) {
+                type = known
+            } else {
+                warn(typeField.warning("unknown variable type \"\(typeName)\" (boolean, integer, double, string, "
+                                       + "json): its values are strings, as in the reference"))
             }
             let defaultField = try entry.required("defaultValue")
             variables.append(Variable(id: try entry.requiredString("id"), key: try entry.requiredString("key"),
@@ -597,7 +718,7 @@ private struct Compilation {
         return usages
     }
 
-    func compileFlag(_ entry: DatafileReader, id: String, key: String, variables: [Variable], experimentRules: [Int32],
+    mutating func compileFlag(_ entry: DatafileReader, id: String, key: String, variables: [Variable], experimentRules: [Int32],
                      rolloutRules: [Int32], usages: [String: [VariableValue]]) throws(DatafileError) -> Flag
     {
         let variableIds = Set(variables.map(\.id))
@@ -607,10 +728,12 @@ private struct Compilation {
             let experiment = experiments[Int(ruleIndex)]
             var flagVariationOf: [Int32] = []
             for (position, variation) in experiment.variations.enumerated() {
+                // The reference looks values up by the flag's variable ids: any other usage is never read.
                 for usage in variation.variableValues where !variableIds.contains(usage.id) {
-                    throw DatafileError(.invalidDatafile, "datafile: experiment \"\(experiment.key.text)\" variation "
-                        + "\"\(variation.key.text)\" (variations[\(position)]): variable id \"\(usage.id)\" is not a "
-                        + "variable of flag \"\(key)\"")
+                    let place = "experiment \"\(experiment.key.text)\" variation \"\(variation.key.text)\" (variations[\(position)])"
+                    warn(DatafileError(.invalidDatafile, "datafile: \(place): variable id \"\(usage.id)\" is not a "
+                        + "variable of flag \"\(key)\": its value is ignored, as in the reference", severity: .warning,
+                        place: place))
                 }
                 if let existing = flagVariations.firstIndex(where: { $0.id == variation.id.text }) {
                     flagVariationOf.append(Int32(existing))
