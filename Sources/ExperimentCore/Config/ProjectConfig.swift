@@ -121,6 +121,8 @@ public struct Variation: Sendable {
 public struct VariableValue: Sendable {
     public let id: String
     public let value: String
+    /// The value when the datafile's is not a string (the reference keeps and typecasts it as it is).
+    public var literal: VariableLiteral? = nil
 }
 
 public struct TrafficRange: Sendable, BitwiseCopyable {
@@ -162,7 +164,8 @@ public final class Experiment: @unchecked Sendable {
                    whitelist: whitelist ?? self.whitelist, group: group, groupId: groupId)
     }
 
-    public func variationIndex(id: String) -> Int? { variations.firstIndex { $0.id.text == id } }
+    /// By id the last definition wins too, as in the reference's id map (built from its key map).
+    public func variationIndex(id: String) -> Int? { variations.lastIndex { $0.id.text == id } }
     /// By key the last definition wins (an "fr" experiment's appended everyone-else variation shadows
     /// a variation with the same key), as in the reference's key map.
     public func variationIndex(key: String) -> Int? { variations.lastIndex { $0.key.text == key } }

@@ -141,7 +141,7 @@ private struct Compilation {
 
     // MARK: header, attributes, events
 
-    func readHeader() throws(DatafileError) -> ProjectConfig.Header {
+    mutating func readHeader() throws(DatafileError) -> ProjectConfig.Header {
         let versionField = try root.required("version")
         guard let version = versionField.value.string else {
             throw DatafileError(.unsupportedVersion,
@@ -157,9 +157,10 @@ private struct Compilation {
         header.revision = try root.requiredString("revision")
         header.environmentKey = try root.optionalString("environmentKey")
         header.sdkKey = try root.optionalString("sdkKey")
-        header.anonymizeIP = try root.optionalBool("anonymizeIP") ?? false
-        header.sendFlagDecisions = try root.optionalBool("sendFlagDecisions") ?? false
-        header.botFiltering = try root.optionalBool("botFiltering")
+        // Outside the reference's schema: it tests them for truth (events carry our booleans).
+        header.anonymizeIP = truth(root, "anonymizeIP") ?? false
+        header.sendFlagDecisions = truth(root, "sendFlagDecisions") ?? false
+        header.botFiltering = truth(root, "botFiltering")
         header.region = try root.optionalString("region") ?? "US"
         if header.region.isEmpty { header.region = "US" }
         header.odpIntegration = readODPIntegration()
@@ -378,6 +379,8 @@ private struct Compilation {
     }
 
     mutating func audienceConditionTree(_ entry: DatafileReader) throws(DatafileError) -> AudienceCondition? {
+        // The reference's Experiment and Holdout need the field even when audienceConditions is used.
+        _ = try entry.required("audienceIds")
         let field: DatafileReader
         if let conditions = entry.optional("audienceConditions") {
             field = conditions
@@ -506,13 +509,16 @@ private struct Compilation {
         let status = try entry.requiredString("status")
         let layerId = try entry.requiredString("layerId")
         let variations = try readVariations(entry.requiredArray("variations"))
-        let traffic = try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
-            variations.firstIndex { $0.id.text == entityId }
+        // The reference's JSON schema checks the ranges of experiments, not those of rollout rules.
+        var schemaChecked = true
+        if case .rolloutRule = context { schemaChecked = false }
+        let traffic = try trafficRanges(entry.requiredArray("trafficAllocation"), schemaChecked: schemaChecked) {
+            entityId in variations.lastIndex { $0.id.text == entityId }
         }
         let whitelist = try readWhitelist(entry.required("forcedVariations"))
         let experiment = Experiment(
             id: ConfigString(id, in: strings), key: ConfigString(key, in: strings), layerId: layerId,
-            isRunning: status == "Running", kind: kind, type: try entry.optionalString("type") ?? "",
+            isRunning: status == "Running", kind: kind, type: ruleType(entry),
             audience: try audienceCondition(entry, in: context), variations: variations, traffic: traffic,
             whitelist: nil, group: group, groupId: groupId)
         let index = experiments.count
@@ -523,16 +529,68 @@ private struct Compilation {
         return index
     }
 
-    func readVariations(_ entries: [DatafileReader]) throws(DatafileError) -> [Variation] {
+    /// A rule's "type" ("fr" marks a feature rollout); the reference only compares it with "fr", so
+    /// anything that is not a string is just another type.
+    mutating func ruleType(_ entry: DatafileReader) -> String {
+        guard let field = entry.optional("type") else { return "" }
+        guard let type = field.value.string else {
+            warn(field.warning("expected a string, got \(field.value.kindName): not a feature rollout (\"fr\"), as in the reference"))
+            return ""
+        }
+        return type
+    }
+
+    /// A variation's "featureEnabled". The reference's decisions test it for truth as Python does, so a
+    /// value that is no boolean ("yes", 1, "") counts as that truth.
+    mutating func featureEnabled(_ entry: DatafileReader) -> Bool { truth(entry, "featureEnabled") ?? false }
+
+    /// An optional boolean the reference tests for truth as Python does: a value that is no boolean
+    /// ("yes", 1, "", []) counts as that truth, with a warning. Nil when absent or null.
+    mutating func truth(_ entry: DatafileReader, _ name: String) -> Bool? {
+        guard let field = entry.optional(name) else { return nil }
+        if let flag = field.value.bool { return flag }
+        let truth: Bool
+        switch field.value.kind {
+        case .int: truth = field.value.int64 != 0
+        case .double: truth = (field.value.double ?? 0) != 0
+        case .string: truth = field.value.stringBytes?.isEmpty == false
+        case .array: truth = field.value.count != 0
+        case .object: truth = !field.value.members.isEmpty
+        case .bool, .null: truth = false
+        }
+        warn(field.warning("expected a boolean, got \(field.value.kindName): counts as \(truth), as in the reference"))
+        return truth
+    }
+
+    mutating func readVariations(_ entries: [DatafileReader]) throws(DatafileError) -> [Variation] {
         var variations: [Variation] = []
         for entry in entries {
             var values: [VariableValue] = []
             for usage in try entry.optionalArray("variables") {
-                values.append(VariableValue(id: try usage.requiredString("id"), value: try usage.requiredString("value")))
+                let idField = try usage.required("id")
+                // The reference finds values by the flag's variable ids, which are strings: a usage
+                // whose id is not one is never read.
+                guard let id = idField.value.string else {
+                    if idField.value.kind == .array || idField.value.kind == .object {
+                        // The reference keys a dictionary by it: unhashable, its config construction raises.
+                        throw idField.fail("expected a string, got \(idField.value.kindName)")
+                    }
+                    warn(idField.warning("expected a string, got \(idField.value.kindName): it names no variable and "
+                                         + "is ignored, as in the reference"))
+                    continue
+                }
+                let valueField = try usage.required("value")
+                if let text = valueField.value.string {
+                    values.append(VariableValue(id: id, value: text))
+                } else {
+                    warn(valueField.warning("expected a string, got \(valueField.value.kindName): typecast as it is, "
+                                            + "as in the reference"))
+                    values.append(VariableValue(id: id, value: "", literal: VariableLiteral(valueField.value)))
+                }
             }
             let variation = Variation(id: ConfigString(try entry.requiredString("id"), in: strings),
                                       key: ConfigString(try entry.requiredKey(), in: strings),
-                                      featureEnabled: try entry.optionalBool("featureEnabled") ?? false,
+                                      featureEnabled: featureEnabled(entry),
                                       variableValues: values)
             // The reference indexes variations by key: a repeated key keeps its first position and its
             // last definition, and the shadowed variation is unreachable (even by id).
@@ -547,12 +605,28 @@ private struct Compilation {
 
     /// A range is taken by bucket values below its end (0...9999): an end past 10000 covers them all like
     /// 10000 does, a negative end none like 0 does, which is how the reference decides them.
-    mutating func trafficRanges(_ entries: [DatafileReader], entity: (String) -> Int?) throws(DatafileError)
-        -> [TrafficRange]
+    /// Where the reference's schema does not check ranges (`schemaChecked` false: rollout rules, holdouts),
+    /// it reads them leniently: a range without an end is skipped, one without a string entity id leads
+    /// nowhere.
+    mutating func trafficRanges(_ entries: [DatafileReader], schemaChecked: Bool = true,
+                                entity: (String) -> Int?) throws(DatafileError) -> [TrafficRange]
     {
         var ranges: [TrafficRange] = []
         for entry in entries {
-            let entityId = try entry.requiredString("entityId")
+            var entityId = ""
+            if schemaChecked {
+                entityId = try entry.requiredString("entityId")
+            } else if let text = entry.optional("entityId")?.value.string {
+                entityId = text
+            } else {
+                _ = try entry.object()  // an entry that is no object at all is still refused
+                warn(entry.warning("no string \"entityId\": the range leads to no variation, as in the reference"))
+            }
+            if !schemaChecked && entry.optional("endOfRange") == nil {
+                _ = try entry.object()
+                warn(entry.warning("no \"endOfRange\": the range is skipped, as in the reference"))
+                continue
+            }
             let endField = try entry.required("endOfRange")
             let end = try endField.int()
             if end < 0 || end > 10_000 {
@@ -567,9 +641,20 @@ private struct Compilation {
     }
 
     /// "forcedVariations": user id -> variation key, resolved once every variation is known.
-    func readWhitelist(_ field: DatafileReader) throws(DatafileError) -> [(user: String, variationKey: String)] {
+    /// A value that is no string names no variation key: the reference buckets the user normally (a list or
+    /// object, which its lookup cannot hash, makes it raise for that user: refused).
+    mutating func readWhitelist(_ field: DatafileReader) throws(DatafileError) -> [(user: String, variationKey: String)] {
         var entries: [(user: String, variationKey: String)] = []
-        for (user, variationKey) in try field.object() { entries.append((user, try variationKey.string())) }
+        for (user, variationKey) in try field.object() {
+            if let key = variationKey.value.string {
+                entries.append((user, key))
+            } else if variationKey.value.kind == .array || variationKey.value.kind == .object {
+                throw variationKey.fail("expected a string, got \(variationKey.value.kindName)")
+            } else {
+                warn(variationKey.warning("expected a variation key (a string), got \(variationKey.value.kindName): "
+                                          + "the user is bucketed normally, as in the reference"))
+            }
+        }
         return entries
     }
 
@@ -617,16 +702,25 @@ private struct Compilation {
     }
 
     mutating func readHoldout(_ entry: DatafileReader) throws(DatafileError) -> Holdout {
-        let variations = try readVariations(entry.requiredArray("variations"))
+        // Outside the reference's schema: "variations" that are null or false are a holdout without any.
+        let variationsField = try entry.required("variations")
+        var variationEntries: [DatafileReader] = []
+        if variationsField.value.isNull || variationsField.value.bool == false {
+            warn(variationsField.warning("expected an array, got \(variationsField.value.kindName): no variations, "
+                                         + "as in the reference"))
+        } else {
+            variationEntries = try variationsField.array()
+        }
+        let variations = try readVariations(variationEntries)
         return Holdout(
             id: ConfigString(try entry.requiredString("id"), in: strings),
             key: ConfigString(try entry.requiredKey(), in: strings),
             isRunning: try entry.requiredString("status") == "Running",
             audience: try audienceCondition(entry, in: .holdout), variations: variations,
-            traffic: try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
-                variations.firstIndex { $0.id.text == entityId }
+            traffic: try trafficRanges(entry.requiredArray("trafficAllocation"), schemaChecked: false) { entityId in
+                variations.lastIndex { $0.id.text == entityId }
             },
-            excludeTargetedDeliveries: try entry.optionalBool("excludeTargetedDeliveries") ?? false)
+            excludeTargetedDeliveries: truth(entry, "excludeTargetedDeliveries") ?? false)
     }
 
     // MARK: feature flags
@@ -771,9 +865,12 @@ private struct Compilation {
         var writer = JSONWriter()
         writer.beginObject()
         for variable in variables {
-            let text = overrides.last(where: { $0.id == variable.id })?.value ?? variable.defaultValue
             writer.key(variable.key)
-            writer.raw(VariableValues.json(text, as: variable.type))
+            if let usage = overrides.last(where: { $0.id == variable.id }) {
+                writer.raw(usage.literal?.json(as: variable.type) ?? VariableValues.json(usage.value, as: variable.type))
+            } else {
+                writer.raw(VariableValues.json(variable.defaultValue, as: variable.type))
+            }
         }
         writer.endObject()
         return writer.text

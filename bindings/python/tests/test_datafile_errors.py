@@ -1,5 +1,8 @@
 """Bad datafiles: every one gets its error class, code and a message naming the problem, through
-Client.start, Client(datafile=...) and validate_datafile alike; the client keeps its good config."""
+Client.start, Client(datafile=...) and validate_datafile alike; the client keeps its good config.
+
+Refused here is what the reference SDK (optimizely-sdk 5.7.0) refuses too; what it accepts is accepted
+with warnings (test_datafile_acceptance.py), e.g. a "featureEnabled" that is no boolean, below."""
 
 from __future__ import annotations
 
@@ -89,8 +92,6 @@ BAD_DATAFILES = [
     ("endOfRange string", _set(["experiments", 0, "trafficAllocation", 0, "endOfRange"], "4000"),
      experiment.InvalidDatafileError, -4, r"experiments\[0\]\.trafficAllocation\[0\]\.endOfRange"),
     ("experiments not array", _set(["experiments"], {}), experiment.InvalidDatafileError, -4, r"experiments"),
-    ("featureEnabled string", _set(["experiments", 0, "variations", 0, "featureEnabled"], "yes"),
-     experiment.InvalidDatafileError, -4, r"featureEnabled"),
     ("unknown rollout", _set(["featureFlags", 0, "rolloutId"], "99"), experiment.InvalidDatafileError, -4,
      r"featureFlags\[0\]\.rolloutId.*99"),
     ("unknown experiment in flag", _set(["featureFlags", 1, "experimentIds"], ["12345"]),
@@ -104,8 +105,9 @@ BAD_DATAFILES = [
      experiment.InvalidUTF8Error, -13, r"utf-?8"),
     ("overlong utf-8", lambda g: json.dumps(g).encode().replace(b'"production"', b'"\xc0\xafproduction"'),
      experiment.InvalidUTF8Error, -13, r"utf-?8"),
-    # An escaped NUL is valid JSON, but a key with one could never be passed as a C string.
-    ("flag key with \\u0000", _set(["featureFlags", 0, "key"], "checkout\u0000flow"), experiment.InvalidDatafileError,
+    # An escaped NUL is valid JSON, but a key with one could never be passed as a C string. (The reference
+    # accepts it: a deliberate difference, the one refusal of a datafile it accepts and decides.)
+    ("flag key with \\u0000 (reference accepts, we refuse on purpose)", _set(["featureFlags", 0, "key"], "checkout\u0000flow"), experiment.InvalidDatafileError,
      -4, r"featureFlags\[0\]\.key.*NUL"),
     ("nul byte inside", lambda g: json.dumps(g).encode().replace(b'"production"', b'"prod\x00uction"'),
      experiment.InvalidJSONError, -2, r"."),
@@ -205,3 +207,20 @@ def test_missing_required_field(client, datafile_dict, field):
     raises(experiment.InvalidDatafileError, -4, r"\b%s\b" % field, client.start, text)
     assert client.config["revision"] == "42"
     assert client.decide("u2", "checkout_flow", U2_ATTRS).variation_key == "control"
+
+
+def test_feature_enabled_that_is_no_boolean_is_accepted_with_a_warning(datafile_dict):
+    """The reference accepts it and tests it for truth: "yes" enables the flag, "" does not."""
+    for value, enabled in (("yes", True), ("", False), (1, True), (0, False)):
+        df = copy.deepcopy(datafile_dict)
+        for rule in df["experiments"] + [r for ro in df["rollouts"] for r in ro["experiments"]]:
+            for variation in rule["variations"]:
+                variation["featureEnabled"] = value
+        text = json.dumps(df)
+        experiment.validate_datafile(text)
+        with experiment.Client(datafile=text, profile_store="none") as client:
+            warnings = client.datafile_status()["warnings"]
+            assert warnings and all(w["severity"] == "warning" and w["place"].endswith(".featureEnabled")
+                                    for w in warnings)
+            decisions = [client.decide("u%d" % i, "checkout_flow") for i in range(20)]
+            assert {d.enabled for d in decisions if d.variation_key} == {enabled}
