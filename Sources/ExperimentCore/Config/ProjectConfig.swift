@@ -233,6 +233,8 @@ public struct Variable: Sendable {
     public let key: String
     public let type: VariableType
     public let defaultValue: String
+    /// The default when the datafile's is not a string (typecast as it is, as the reference does).
+    public var defaultLiteral: VariableLiteral? = nil
 }
 
 /// A class, not a struct: decisions read it from the config without copying its fields.

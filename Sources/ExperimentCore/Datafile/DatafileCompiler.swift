@@ -155,8 +155,8 @@ private struct Compilation {
         header.projectId = try root.requiredString("projectId")
         header.accountId = try root.requiredString("accountId")
         header.revision = try root.requiredString("revision")
-        header.environmentKey = try root.optionalString("environmentKey")
-        header.sdkKey = try root.optionalString("sdkKey")
+        header.environmentKey = optionalText(root, "environmentKey")
+        header.sdkKey = optionalText(root, "sdkKey")
         // Outside the reference's schema: it tests them for truth (events carry our booleans).
         header.anonymizeIP = truth(root, "anonymizeIP") ?? false
         header.sendFlagDecisions = truth(root, "sendFlagDecisions") ?? false
@@ -165,6 +165,17 @@ private struct Compilation {
         if header.region.isEmpty { header.region = "US" }
         header.odpIntegration = readODPIntegration()
         return header
+    }
+
+    /// An optional string outside the reference's schema: another JSON type is kept there as it is; here
+    /// it counts as absent, with a warning.
+    mutating func optionalText(_ entry: DatafileReader, _ name: String) -> String? {
+        guard let field = entry.optional(name) else { return nil }
+        guard let text = field.value.string else {
+            warn(field.warning("expected a string, got \(field.value.kindName): taken as absent"))
+            return nil
+        }
+        return text
     }
 
     /// The first "integrations" entry with key "odp" (later ones are ignored, as in the reference).
@@ -492,6 +503,11 @@ private struct Compilation {
             }
             groups.append(Group(id: ConfigString(id, in: strings), traffic: ranges))
         }
+        // A flag's rollout rules are the reference's experiments by id: the last definition of each id
+        // (a repeated rule, or a group experiment with the same id) serves every place that names it.
+        for (id, rules) in rolloutRulesById {
+            rolloutRulesById[id] = rules.map { Int32(experimentIndexById[experiments[Int($0)].id.text] ?? Int($0)) }
+        }
         for id in experimentIdOrder {
             let index = experimentIndexById[id]!
             indexes.experimentIds.insert(id, index, replacing: true)
@@ -628,7 +644,17 @@ private struct Compilation {
                 continue
             }
             let endField = try entry.required("endOfRange")
-            let end = try endField.int()
+            let end: Int64
+            if !schemaChecked, endField.value.kind == .bool || endField.value.kind == .double {
+                // Python compares the bucket with it as it is: False is 0, True 1, and `bucket < 2.5` holds
+                // for the buckets below 3 (NaN for none).
+                let number = endField.value.bool.map { $0 ? 1.0 : 0.0 } ?? endField.value.double ?? .nan
+                end = number.isNaN ? 0 : Int64(max(-1, min(20_000, number.rounded(.up))))
+                warn(endField.warning("expected an integer, got \(endField.value.kindName): compared as it is, "
+                                      + "like \(min(max(end, 0), 10_000)), as in the reference"))
+            } else {
+                end = try endField.int()
+            }
             if end < 0 || end > 10_000 {
                 warn(endField.warning("outside 0...10000, got \(end): "
                                       + (end > 10_000 ? "the range covers every bucket left, as 10000 would"
@@ -783,8 +809,14 @@ private struct Compilation {
                                        + "json): its values are strings, as in the reference"))
             }
             let defaultField = try entry.required("defaultValue")
+            var literal: VariableLiteral? = nil
+            if defaultField.value.string == nil {
+                warn(defaultField.warning("expected a string, got \(defaultField.value.kindName): typecast as it is, "
+                                          + "as in the reference"))
+                literal = VariableLiteral(defaultField.value)
+            }
             variables.append(Variable(id: try entry.requiredString("id"), key: try entry.requiredString("key"),
-                                      type: type, defaultValue: try defaultField.string()))
+                                      type: type, defaultValue: defaultField.value.string ?? "", defaultLiteral: literal))
         }
         return variables
     }
@@ -869,7 +901,8 @@ private struct Compilation {
             if let usage = overrides.last(where: { $0.id == variable.id }) {
                 writer.raw(usage.literal?.json(as: variable.type) ?? VariableValues.json(usage.value, as: variable.type))
             } else {
-                writer.raw(VariableValues.json(variable.defaultValue, as: variable.type))
+                writer.raw(variable.defaultLiteral?.json(as: variable.type)
+                           ?? VariableValues.json(variable.defaultValue, as: variable.type))
             }
         }
         writer.endObject()

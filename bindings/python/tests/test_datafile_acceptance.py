@@ -57,6 +57,11 @@ REFUSED_ON_PURPOSE = [
     (r"(rollouts\[\d+\]\.experiments\[\d+\]|featureFlags\[\d+\]|(local)?[hH]oldouts\[\d+\])"
      r"(\.variations\[\d+\])?\.(key|id): expected a string", False,
      "a flag, rule or variation key or id that is not a string cannot be a decision's key"),
+    # Outside the schema, a rollout rule's or holdout's endOfRange is compared with the bucket as it is: a
+    # string (or list, object) raises TypeError for every user whose bucket reaches that range.
+    (r"(rollouts\[\d+\]\.experiments\[\d+\]|(local)?[hH]oldouts\[\d+\])\.trafficAllocation\[\d+\]\.endOfRange: "
+     r"expected an integer, got an? (string|array|object)", False,
+     "the reference raises TypeError when a user's bucket reaches the range"),
     # The reference's whitelist lookup hashes the value: a list or object raises for that user.
     (r"forcedVariations\.[^:]*: expected a string, got an? (array|object)", False,
      "the reference raises TypeError (unhashable) when the whitelisted user is decided"),
