@@ -120,10 +120,12 @@ test-cpp: $(RELEASE_DIR)/quickstart-cpp $(RELEASE_DIR)/sigma-cpp
 	@echo "C++ example built with $(CXXFLAGS_STRICT) and ran"
 
 # A short libFuzzer round per harness over the C ABI's parsers (regressions replayed first); `make fuzz` runs
-# long rounds against a coverage-instrumented build of the library.
+# long rounds against a coverage-instrumented build of the library. Run as fuzz/README.md says, without the
+# test environment (no EXPERIMENT_EVENT_ENDPOINT=none: the built-in event pipeline and its logging threads
+# are live, as for a user); run.sh gives the harnesses a state directory of their own under .build/fuzz.
 FUZZ_SECONDS ?= 10
 test-fuzz: lib
-	bash fuzz/run.sh $(FUZZ_SECONDS)
+	env -u EXPERIMENT_EVENT_ENDPOINT -u XDG_STATE_HOME bash fuzz/run.sh $(FUZZ_SECONDS)
 
 fuzz: lib
 	FUZZ_INSTRUMENTED=1 bash fuzz/run.sh 600

@@ -17,6 +17,7 @@
 /* Each harness uses a subset of these helpers. */
 #pragma GCC diagnostic ignored "-Wunused-function"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -414,6 +415,19 @@ typedef struct fz_log_state {
     const char *input; size_t input_len;   /* the current input: a secret it contains may be echoed */
 } fz_log_state;
 
+/* The logger also runs on the client's own threads (event retries, datafile polling), at any time until
+ * exp_client_close returns: whatever it reads must stay valid that long, and a state that changes per
+ * input (`input`) is only touched under this lock (fz_log_set_input). */
+static pthread_mutex_t fz_log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Points the log check at the current input (NULL when the input is gone: libFuzzer frees it). */
+static void fz_log_set_input(fz_log_state *st, const char *input, size_t input_len) {
+    pthread_mutex_lock(&fz_log_lock);
+    st->input = input;
+    st->input_len = input_len;
+    pthread_mutex_unlock(&fz_log_lock);
+}
+
 /* memmem without libFuzzer's interceptor: strstr/memmem are hooked, and the fuzzer would learn the
  * needle (the secret) and plant it in inputs. */
 static int fz_contains(const char *hay, size_t hay_len, const char *needle, size_t needle_len) {
@@ -431,11 +445,13 @@ static void fz_log(int level, const char *message, void *user_data) {
     FZ_CHECK(level >= EXP_LOG_ERROR && level <= EXP_LOG_DEBUG, "logger: level %d is not an exp_log_level", level);
     FZ_CHECK(message != NULL, "logger: NULL message");
     FZ_CHECK(fz_cstr_utf8(message), "logger: message is not valid UTF-8: %.400s", message);
+    pthread_mutex_lock(&fz_log_lock);
     if (st && st->secret && strlen(st->secret) >= 12 &&
         !(st->input && fz_contains(st->input, st->input_len, st->secret, strlen(st->secret))))
         FZ_CHECK(!fz_contains(message, strlen(message), st->secret, strlen(st->secret)),
                  "logger: message shows the SDK key \"%s\" in full: %.400s", st->secret, message);
     if (st) st->messages++;
+    pthread_mutex_unlock(&fz_log_lock);
 }
 
 #endif /* FUZZ_COMMON_H */

@@ -41,8 +41,16 @@ static const char *const k_defaults[NFIELDS] = {
     "checkout_redesign_ab", NULL, NULL, NULL,
 };
 
+/* At exit the client is closed before anything it logs to goes: its threads stop inside close. */
+static void close_client(void) {
+    exp_client_close(g_client);
+    exp_client_free(g_client);
+    g_client = NULL;
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc; (void)argv;
+    atexit(close_client);
     size_t len = 0;
     char *demo = fz_read_file(fz_demo_path(), &len);
     FZ_STATUS("exp_client_create", exp_client_create(NULL, &g_client), 0);

@@ -105,6 +105,10 @@ for h in $HARNESSES; do
 done
 echo "== built $HARNESSES with $("$CC" --version | head -1) against $LIB_DIR/libexperiment.so"
 
+# The harnesses' clients keep their state file (sticky bucketing, queued events) here, never in the user's
+# own state directory; the event endpoint is left as a user has it (the default unless the caller set one).
+export XDG_STATE_HOME="$OUT/state"
+mkdir -p "$XDG_STATE_HOME"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1:symbolize=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 [ -x "$(dirname "$CC")/llvm-symbolizer" ] && export ASAN_SYMBOLIZER_PATH="$(dirname "$CC")/llvm-symbolizer"
@@ -112,7 +116,18 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 FAILED=0
 
 # --- replay regressions -------------------------------------------------------------------------
-# Each file on its own, so every failing one is listed (libFuzzer stops at the first crash).
+# Each file on its own, so every failing one is listed (libFuzzer stops at the first crash). They run on a
+# state directory holding events an earlier run left for an endpoint that is down (seed_state.c), so the
+# event pipeline's thread retries and logs while each harness runs and closes its client.
+REPLAY_STATE="$OUT/replay-state"
+rm -rf "$REPLAY_STATE"
+if ! "$CC" -O1 -std=c11 -Wall -Wextra -Werror -I"$ROOT/include" "$ROOT/fuzz/seed_state.c" -o "$OUT/bin/seed_state" \
+        -L"$LIB_DIR" -lexperiment -Wl,-rpath,"$LIB_DIR" 2> "$OUT/logs/seed_state.build.log" ||
+   ! "$OUT/bin/seed_state" "$REPLAY_STATE/libexperiment" "$ROOT/examples/datafiles/demo.json"; then
+    cat "$OUT/logs/seed_state.build.log" >&2
+    echo "fuzz: seeding the replay state directory failed" >&2
+    exit 2
+fi
 for h in $HARNESSES; do
     dir="$ROOT/fuzz/regressions/$h"
     [ -d "$dir" ] || continue
@@ -120,7 +135,7 @@ for h in $HARNESSES; do
     for file in "$dir"/*; do
         [ -f "$file" ] || continue
         log="$OUT/logs/$h.regression.$(basename "$file").log"
-        if "$OUT/bin/$h" -runs=1 "$file" > "$log" 2>&1; then
+        if XDG_STATE_HOME="$REPLAY_STATE" "$OUT/bin/$h" -runs=1 "$file" > "$log" 2>&1; then
             passed=$((passed + 1)); rm -f "$log"
         else
             failed=$((failed + 1))

@@ -125,6 +125,16 @@ void exp_free(void *pointer);
                                                            in a datafile (longer ones are refused) */
 #define EXP_MAX_STRING_BYTES     65536u                 /* a string attribute or property value */
 #define EXP_MAX_ATTRIBUTES       1024u                  /* attributes passed to one call */
+#define EXP_MAX_DECISIONS        (1024u * 1024u)        /* key_count of exp_decide_for_keys; count of
+                                                           exp_decisions_release */
+#define EXP_MAX_PROFILE_BYTES    (1024u * 1024u)        /* length of exp_profile_reply_set */
+
+/* Every size_t count or length parameter is checked against its limit above, whatever its value: a count
+ * of 2^63 or more (e.g. `int n = -1` passed as a count) is EXP_ERR_TOO_LARGE like any other count past the
+ * limit, never a crash. exp_client_start / exp_client_start_async / exp_validate_datafile lengths are bound
+ * by EXP_MAX_DATAFILE_BYTES. Output capacities (exp_decide_all, exp_decide_for_keys) take any value: only
+ * what is needed is written. exp_decisions_release, which has no status, releases nothing for a count past
+ * EXP_MAX_DECISIONS and sets exp_last_error(). */
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Values and attributes                                                                           */
@@ -181,18 +191,25 @@ typedef struct exp_client exp_client;
  * error, not ignored. Options understood by this version:
  *
  *   "sdk_key"                 string   the project environment's key: names the datafile URL and cache entry
- *                                      (more options: see "Datafile lifecycle" below)
+ *                                      (more options: see "Datafile lifecycle" below). A plain token: 1 to
+ *                                      256 letters, digits, '-', '_', '.', not starting with '.'.
  *   "default_decide_options"  array    decide option names applied to every decide, e.g.
  *                                      ["DISABLE_DECISION_EVENT", "INCLUDE_REASONS"]
  *   "user_store_capacity"     integer  how many users' properties (exp_set_user_property) are kept;
- *                                      least recently used users are evicted first. Default 10000.
+ *                                      least recently used users are evicted first. Default 10000. Also
+ *                                      bounds the users whose forced state (forced variations, forced
+ *                                      decisions, forced memberships) is cached in memory: with a state
+ *                                      file it lives there and is read back when an evicted user is decided.
  *   "log_level"               string   "error", "warning" (default), "info" or "debug": the most detailed
  *                                      level passed to the logger (see exp_client_set_logger).
  *   "bucket_by_profile_id"    bool     Sigma: exp_set/edit_user_properties also store profile_id as
  *                                      "$opt_bucketing_id" (see exp_set_user_properties). Default false.
  *
  * On success *out_client receives a new client, not yet ready: give it a datafile with exp_client_start.
- * Errors: EXP_ERR_INVALID_ARGUMENT (out_client NULL), EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_OPTION.
+ * Errors: EXP_ERR_INVALID_ARGUMENT (out_client NULL), EXP_ERR_INVALID_JSON ("options: not valid JSON (...)"),
+ * EXP_ERR_INVALID_OPTION (the message names the option). Values that reach a URL, an HTTP header, a file
+ * path or a log line (datafile_url_template, datafile_access_token, state_dir, event_endpoint, odp.host,
+ * odp.api_key, profile_store.redis.url) are refused when they hold a control character (NUL, CR, LF, ...).
  * Ownership: release the client with exp_client_free(). Thread-safe.
  *
  *     exp_client *c = NULL;
@@ -341,10 +358,14 @@ exp_status exp_decide_all(exp_client *client, const char *user_id, const exp_att
 
 /*
  * Decides the flags named in keys[0..key_count) into out[0..capacity) (capacity must be at least
- * key_count), in the order given, and writes how many were filled to *out_count. A key the datafile does
- * not have gives a decision with enabled 0, NULL variation and rule, "{}" variables and flag_key pointing
+ * key_count; key_count at most EXP_MAX_DECISIONS, else EXP_ERR_TOO_LARGE), in the order given, and writes
+ * how many were filled to *out_count. A key the datafile does not have gives a decision with enabled 0,
+ * NULL variation and rule, "{}" variables and flag_key pointing
  * at the caller's string (so valid only as long as that string), as the reference SDK does — even with
  * EXP_DECIDE_ENABLED_FLAGS_ONLY, which leaves out only the disabled flags the datafile has.
+ * A key given more than once is decided each time; with EXP_DECIDE_INCLUDE_REASONS each later decision of
+ * it carries the reasons of all its evaluations so far, so the last one has the reference's reasons for
+ * the key (the reference keeps one reasons list per key).
  * Errors and thread-safety as exp_decide_all.
  *
  *     const char *keys[] = {"free_shipping", "dark_mode"};
@@ -356,8 +377,9 @@ exp_status exp_decide_for_keys(exp_client *client, const char *user_id, const ch
                                size_t key_count, const exp_attribute *attributes, size_t attribute_count,
                                unsigned options, exp_decision *out, size_t capacity, size_t *out_count);
 
-/* Releases decisions[0..count) as exp_decision_release does. NULL is a no-op; never fails. Thread-safe for
- * distinct arrays (each array belongs to one caller). Example: exp_decide_all. */
+/* Releases decisions[0..count) as exp_decision_release does. NULL is a no-op; never fails. A count past
+ * EXP_MAX_DECISIONS (e.g. `int n = -1` passed as the count) releases nothing and sets exp_last_error().
+ * Thread-safe for distinct arrays (each array belongs to one caller). Example: exp_decide_all. */
 void exp_decisions_release(exp_decision *decisions, size_t count);
 
 /*
@@ -433,7 +455,7 @@ exp_status exp_trigger_experiment(exp_client *client, const char *user_id, const
                                   char **out_variation_id);
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Forced variations and forced decisions (kept in memory by the client)                           */
+/* Forced variations and forced decisions (kept in the state file; see user_store_capacity)       */
 /* ---------------------------------------------------------------------------------------------- */
 
 /*
@@ -1208,7 +1230,8 @@ exp_status exp_profile_reply_set(exp_profile_reply *reply, const char *json, siz
 
 /*
  * The profile store's counters as a JSON object: {"store": "sqlite"|"redis"|"callbacks"|"none",
- * "lookups", "cache_hits", "saves", "errors", "cached", "override_errors"} (override_errors: forced variations
+ * "lookups", "cache_hits", "saves", "errors", "cached", "override_errors", "overrides_cached"}
+ * (overrides_cached: users whose forced state is held in memory now; override_errors: forced variations
  * and memberships whose write to the state file failed; they hold in memory only). Free *out_json with exp_free().
  * Errors: EXP_ERR_INVALID_ARGUMENT, EXP_ERR_CLOSED. Thread-safe.
  *

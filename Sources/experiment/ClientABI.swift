@@ -23,6 +23,7 @@ public func abiClientStart(_ handle: OpaquePointer?, _ datafile: UnsafePointer<C
     api { () throws(ClientError) in
         let client = try client(handle)
         let bytes = try required(datafile, "datafile")
+        let length = try checkedCount(length, limit: DatafileCompiler.maxBytes, "length")
         try client.start(datafile: UnsafeRawBufferPointer(start: bytes, count: length))
     }
 }
@@ -80,6 +81,7 @@ public func abiClientFree(_ handle: OpaquePointer?) {
 public func abiValidateDatafile(_ datafile: UnsafePointer<CChar>?, _ length: Int) -> exp_status {
     api { () throws(ClientError) in
         let bytes = try required(datafile, "datafile")
+        let length = try checkedCount(length, limit: DatafileCompiler.maxBytes, "length")
         do throws(DatafileError) {
             _ = try DatafileCompiler.compile(UnsafeRawBufferPointer(start: bytes, count: length))
         } catch {

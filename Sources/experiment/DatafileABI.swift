@@ -17,6 +17,7 @@ public func abiClientStartAsync(_ handle: OpaquePointer?, _ fallback: UnsafePoin
                                 _ callback: exp_ready_fn?, _ userData: UnsafeMutableRawPointer?) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
+        let length = try checkedCount(length, limit: DatafileCompiler.maxBytes, "length")
         // The fallback is copied: the caller's buffer is only borrowed for the call.
         let bundled = fallback.map { Array(UnsafeRawBufferPointer(start: $0, count: length)) }
         let host = HostReady(function: callback, userData: userData)

@@ -27,6 +27,25 @@ private final class ReasonStrings {
     }
 }
 
+/// The reference's decide_for_keys keeps one reasons list per key: a key asked for again appends its new
+/// evaluation's reasons (without the flag-level forced decision's, which start the list once) to the
+/// earlier ones. Each later decision of a repeated key carries the reasons so far, so the last one (the
+/// one a map keyed by flag keeps) has the reference's.
+private struct RepeatedKeyReasons {
+    private var reasonsByFlag: [Int: [String]] = [:]
+
+    mutating func merged(_ result: DecideResult, flag: Int) -> DecideResult {
+        guard let earlier = reasonsByFlag[flag] else {
+            reasonsByFlag[flag] = result.reasons
+            return result
+        }
+        let reasons = earlier + result.reasons.dropFirst(result.forcedDecisionReasonCount)
+        reasonsByFlag[flag] = reasons
+        return DecideResult(decision: result.decision, reasons: reasons,
+                            forcedDecisionReasonCount: result.forcedDecisionReasonCount)
+    }
+}
+
 /// Fills a caller's exp_decision. The decision retains the lease on the config its strings point into
 /// (the calling thread's lease: retaining it writes to no memory other threads use).
 private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideResult, lease: ConfigLease,
@@ -91,6 +110,12 @@ public func abiDecisionRelease(_ decision: UnsafeMutablePointer<exp_decision>?) 
 @_cdecl("exp_decisions_release")
 public func abiDecisionsRelease(_ decisions: UnsafeMutablePointer<exp_decision>?, _ count: Int) {
     guard let decisions else { return }
+    // No status to answer with: a count past EXP_MAX_DECISIONS (an `int n = -1`, SIZE_MAX) releases nothing
+    // and is reported through exp_last_error.
+    guard UInt(bitPattern: count) <= UInt(maxDecisions) else {
+        LastError.set(countTooLarge(count, limit: maxDecisions, "count").message)
+        return
+    }
     for index in 0..<count { abiDecisionRelease(decisions + index) }
 }
 
@@ -162,9 +187,10 @@ public func abiDecideAll(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar
         let options = try decideOptions(rawOptions)
         let lease = try client.lease()
         let config = lease.config
-        guard capacity >= config.flags.count else {
+        // Any capacity is acceptable (only the flags are written): compared unsigned, as size_t.
+        guard UInt(bitPattern: capacity) >= UInt(config.flags.count) else {
             outCount.pointee = config.flags.count
-            throw ClientError(.bufferTooSmall, "capacity \(capacity) is less than the \(config.flags.count) flags of the datafile")
+            throw ClientError(.bufferTooSmall, "capacity \(UInt(bitPattern: capacity)) is less than the \(config.flags.count) flags of the datafile")
         }
         let out = try required(out, "out")
         try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
@@ -190,10 +216,11 @@ public func abiDecideForKeys(_ handle: OpaquePointer?, _ userId: UnsafePointer<C
         let outCount = try required(outCount, "out_count")
         let user = try text(userId, "user_id")
         let options = try decideOptions(rawOptions)
+        let keyCount = try checkedCount(keyCount, limit: maxDecisions, "key_count")
         if keyCount > 0 && keys == nil { throw ClientError(.invalidArgument, "keys is NULL but key_count is \(keyCount)") }
-        guard capacity >= keyCount else {
+        guard UInt(bitPattern: capacity) >= UInt(keyCount) else {
             outCount.pointee = keyCount
-            throw ClientError(.bufferTooSmall, "capacity \(capacity) is less than key_count \(keyCount)")
+            throw ClientError(.bufferTooSmall, "capacity \(UInt(bitPattern: capacity)) is less than key_count \(keyCount)")
         }
         let lease = try client.lease()
         let config = lease.config
@@ -207,6 +234,7 @@ public func abiDecideForKeys(_ handle: OpaquePointer?, _ userId: UnsafePointer<C
         let effective = options.union(client.options.defaultDecideOptions)
         try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
             var filled = 0
+            var repeated = RepeatedKeyReasons()
             for (position, flag) in flags.enumerated() {
                 guard let flag else {
                     // As the reference: unknown keys are reported even with ENABLED_FLAGS_ONLY.
@@ -217,8 +245,10 @@ public func abiDecideForKeys(_ handle: OpaquePointer?, _ userId: UnsafePointer<C
                     filled += 1
                     continue
                 }
-                let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes,
-                                           options: options.subtracting(.enabledFlagsOnly))
+                let result = repeated.merged(client.decide(config: config, flag: flag, userId: user,
+                                                           attributes: attributes,
+                                                           options: options.subtracting(.enabledFlagsOnly)),
+                                             flag: flag)
                 if effective.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
                 fill(out + filled, result, lease: lease, options: effective)
                 filled += 1
@@ -294,6 +324,7 @@ public func abiDecideForKeysJSON(_ handle: OpaquePointer?, _ userId: UnsafePoint
             guard document.root.kind == .array else {
                 throw ClientError(.invalidArgument, "flag_keys: expected a JSON array of flag keys, got \(document.root.kindName)")
             }
+            var repeated = RepeatedKeyReasons()
             for (position, element) in document.root.elements.enumerated() {
                 guard let key = element.string else {
                     throw ClientError(.invalidArgument, "flag_keys[\(position)]: expected a string, got \(element.kindName)")
@@ -303,8 +334,10 @@ public func abiDecideForKeysJSON(_ handle: OpaquePointer?, _ userId: UnsafePoint
                     decisionJSON(nil, flagKey: key, config: config, options: effective, into: &writer)
                     continue
                 }
-                let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes,
-                                           options: options.subtracting(.enabledFlagsOnly))
+                let result = repeated.merged(client.decide(config: config, flag: flag, userId: user,
+                                                           attributes: attributes,
+                                                           options: options.subtracting(.enabledFlagsOnly)),
+                                             flag: flag)
                 if effective.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
                 writer.key(key)
                 decisionJSON(result, flagKey: key, config: config, options: effective, into: &writer)

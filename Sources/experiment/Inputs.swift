@@ -9,6 +9,22 @@ let maxKeyBytes = 1024
 let maxStringBytes = 65536
 let maxAttributes = 1024
 let maxInputJSONBytes = 1 << 20
+/// EXP_MAX_DECISIONS: key_count of exp_decide_for_keys and count of exp_decisions_release.
+let maxDecisions = 1 << 20
+
+/// A C `size_t` argument checked against its documented limit. Swift imports size_t as Int, so 2^63 and
+/// more (an `int n = -1` passed as a count, SIZE_MAX) arrive negative: one unsigned comparison refuses them
+/// with the too-large ones instead of letting a negative count reach a buffer or an allocation.
+@inline(__always)
+func checkedCount(_ value: Int, limit: Int, _ name: StaticString) throws(ClientError) -> Int {
+    if UInt(bitPattern: value) <= UInt(limit) { return value }
+    throw countTooLarge(value, limit: limit, name)
+}
+
+@inline(never)
+func countTooLarge(_ value: Int, limit: Int, _ name: StaticString) -> ClientError {
+    ClientError(.tooLarge, "\(name) \(UInt(bitPattern: value)) exceeds the limit of \(limit)")
+}
 
 /// Measures and validates a C string argument: non-NULL, at most `limit` bytes, valid UTF-8.
 /// `name` is built only when there is an error to report: the success path must not allocate.
@@ -165,9 +181,7 @@ struct CAttributes: UserAttributes {
 @inline(__always)
 func withAttributes<R>(_ pointer: UnsafePointer<exp_attribute>?, _ count: Int,
                        _ body: (CAttributes) throws(ClientError) -> R) throws(ClientError) -> R {
-    guard count <= maxAttributes else {
-        throw ClientError(.tooLarge, "attribute_count \(count) exceeds the limit of \(maxAttributes)")
-    }
+    let count = try checkedCount(count, limit: maxAttributes, "attribute_count")
     if count > 0 && pointer == nil { throw ClientError(.invalidArgument, "attributes is NULL but attribute_count is \(count)") }
     let items = UnsafeBufferPointer(start: pointer, count: count)
     let result: Result<R, ClientError> = withUnsafeTemporaryAllocation(of: Int.self, capacity: max(2 * count, 1)) { scratch in

@@ -55,9 +55,7 @@ public func abiProfileReplySet(_ reply: OpaquePointer?, _ json: UnsafePointer<CC
     api { () throws(ClientError) in
         let reply = try required(reply, "reply")
         let bytes = try required(json, "json")
-        guard length <= ProfileJSON.maxBytes else {
-            throw ClientError(.tooLarge, "profile: larger than \(ProfileJSON.maxBytes) bytes")
-        }
+        let length = try checkedCount(length, limit: ProfileJSON.maxBytes, "length")
         let text = String(decoding: UnsafeRawBufferPointer(start: bytes, count: length), as: UTF8.self)
         Unmanaged<ProfileReply>.fromOpaque(UnsafeRawPointer(reply)).takeUnretainedValue().json = text
     }

@@ -65,11 +65,14 @@ public struct HotTables: @unchecked Sendable {
     {
         self.globalHoldouts = storage.store(globalHoldouts)
         self.experiments = storage.store(experiments.map { experiment in
-            Experiment(isRunning: experiment.isRunning, isTargetedDelivery: experiment.type == "td",
-                       hasWhitelist: experiment.whitelist != nil, group: experiment.group,
+            // The reference does not bucket for a blank key, not even into its group: no group, no ranges.
+            let bucketed = Bucketing.bucketsFor(key: experiment.key.text)
+            return Experiment(isRunning: experiment.isRunning, isTargetedDelivery: experiment.type == "td",
+                       hasWhitelist: experiment.whitelist != nil, group: bucketed ? experiment.group : -1,
                        audienceRoot: experiment.audience?.root ?? -1,
                        id: Self.zeroPadded(experiment.id.bytes, in: storage),
-                       traffic: storage.store(experiment.traffic), key: experiment.key.cString,
+                       traffic: storage.store(bucketed ? experiment.traffic : Bucketing.neverBucketed),
+                       key: experiment.key.cString,
                        variations: storage.store(experiment.variations.map {
                            Choice(key: $0.key.cString, featureEnabled: $0.featureEnabled, variablesJSON: nil)
                        }))

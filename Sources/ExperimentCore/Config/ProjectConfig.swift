@@ -127,7 +127,16 @@ public struct VariableValue: Sendable {
 
 public struct TrafficRange: Sendable, BitwiseCopyable {
     public let endOfRange: Int32
+    /// The index of the variation (or of the group's experiment), or one of the negative values below.
     public let entity: Int32
+
+    /// An empty "entityId": no entity (the reference's "Bucketed into an empty traffic range").
+    public static let emptyEntity: Int32 = -1
+    /// An "entityId" naming no entity here: no entity either, but the reference words it differently.
+    public static let unknownEntity: Int32 = -2
+    /// Every bucket of an experiment or holdout whose key the reference refuses to bucket for
+    /// (`Bucketing.bucketsFor(key:)`).
+    public static let notBucketed: Int32 = -3
 }
 
 public enum RuleKind: Sendable {
@@ -245,6 +254,8 @@ public final class Flag: @unchecked Sendable {
     public let rules: [FlagRule]
     /// How many of `rules` are experiment rules (the rest are rollout rules).
     public let experimentRuleCount: Int
+    /// The flag's "rolloutId" as the reference's reasons describe it.
+    public let rollout: FlagRollout
     public let variables: [Variable]
     /// Every variation reachable from the flag's rules, unique by id, in rule order
     /// (the reference's flag variations: forced decisions and impression metadata use them).
@@ -255,10 +266,11 @@ public final class Flag: @unchecked Sendable {
     /// values up among the experiments' variations, finds none and typecasts nothing: booleans come out
     /// false, every other type null.
     public nonisolated(unsafe) let holdoutVariablesJSON: UnsafePointer<CChar>
-    public init(id: String, key: ConfigString, rules: [FlagRule], experimentRuleCount: Int,
+    public init(id: String, key: ConfigString, rules: [FlagRule], experimentRuleCount: Int, rollout: FlagRollout,
                 variables: [Variable], flagVariations: [FlagVariation],
                 defaultVariablesJSON: UnsafePointer<CChar>, holdoutVariablesJSON: UnsafePointer<CChar>) {
         self.id = id
+        self.rollout = rollout
         self.key = key
         self.rules = rules
         self.experimentRuleCount = experimentRuleCount
@@ -267,6 +279,13 @@ public final class Flag: @unchecked Sendable {
         self.defaultVariablesJSON = defaultVariablesJSON
         self.holdoutVariablesJSON = holdoutVariablesJSON
     }
+}
+
+/// A flag's "rolloutId": empty, naming no rollout of the datafile, or naming one.
+public enum FlagRollout: Sendable {
+    case none
+    case missing
+    case found(id: String)
 }
 
 public struct FlagRule: Sendable {

@@ -400,7 +400,7 @@ private struct Compilation {
             guard field.value.kind == .array else { throw field.fail("expected an array, got \(field.value.kindName)") }
         }
         if field.value.kind == .array && field.value.count == 0 { return nil }
-        return AudienceCondition(root: conditions.addRule(try audienceTree(field)), text: field.value.jsonText)
+        return AudienceCondition(root: conditions.addRule(try audienceTree(field)), text: PythonJSONText.dumps(field.value))
     }
 
     /// A rule's tree over audience slots. An id the datafile does not define, or a scalar that is no id
@@ -630,12 +630,17 @@ private struct Compilation {
         var ranges: [TrafficRange] = []
         for entry in entries {
             var entityId = ""
+            // What the reference makes of an entity id that is no string: none (empty) or one it cannot find.
+            var emptyEntity = TrafficRange.emptyEntity
             if schemaChecked {
                 entityId = try entry.requiredString("entityId")
             } else if let text = entry.optional("entityId")?.value.string {
                 entityId = text
             } else {
                 _ = try entry.object()  // an entry that is no object at all is still refused
+                let value = entry.optional("entityId")?.value
+                let falsy = value == nil || value?.bool == false || value?.int64 == 0 || value?.double == 0
+                if !falsy { emptyEntity = TrafficRange.unknownEntity }
                 warn(entry.warning("no string \"entityId\": the range leads to no variation, as in the reference"))
             }
             if !schemaChecked && entry.optional("endOfRange") == nil {
@@ -661,7 +666,8 @@ private struct Compilation {
                                                       : "the range covers no bucket, as 0 would")))
             }
             ranges.append(TrafficRange(endOfRange: Int32(min(max(end, 0), 10_000)),
-                                       entity: entityId.isEmpty ? -1 : Int32(entity(entityId) ?? -1)))
+                                       entity: entityId.isEmpty ? emptyEntity
+                                       : entity(entityId).map(Int32.init) ?? TrafficRange.unknownEntity))
         }
         return ranges
     }
@@ -753,7 +759,7 @@ private struct Compilation {
 
     mutating func readFlags() throws(DatafileError) -> [Flag] {
         struct FlagSource { let reader: DatafileReader; let id: String; let key: String; let variables: [Variable]
-                            let experimentRules: [Int32]; let rolloutRules: [Int32] }
+                            let experimentRules: [Int32]; let rolloutRules: [Int32]; let rollout: FlagRollout }
         var sources: [FlagSource] = []
         var usedRolloutIds = Set<String>()
         for entry in try root.optionalArray("featureFlags") {
@@ -774,7 +780,9 @@ private struct Compilation {
                     rolloutRules = rules
                 }
                 sources.append(FlagSource(reader: entry, id: try entry.requiredString("id"), key: try entry.requiredKey(),
-                                          variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules))
+                                          variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules,
+                                          rollout: rolloutId.isEmpty ? .none
+                                              : rolloutRulesById[rolloutId] == nil ? .missing : .found(id: rolloutId)))
                 appendEveryoneElse(toFeatureRolloutsOf: experimentRules, rolloutRules: rolloutRules)
             } catch {
                 try record(error)
@@ -786,7 +794,7 @@ private struct Compilation {
         for source in sources {
             let flag = try compileFlag(source.reader, id: source.id, key: source.key, variables: source.variables,
                                        experimentRules: source.experimentRules, rolloutRules: source.rolloutRules,
-                                       usages: usages)
+                                       rollout: source.rollout, usages: usages)
             indexes.flags.insert(source.key, flags.count, replacing: true)
             flags.append(flag)
         }
@@ -845,7 +853,8 @@ private struct Compilation {
     }
 
     mutating func compileFlag(_ entry: DatafileReader, id: String, key: String, variables: [Variable], experimentRules: [Int32],
-                     rolloutRules: [Int32], usages: [String: [VariableValue]]) throws(DatafileError) -> Flag
+                              rolloutRules: [Int32], rollout: FlagRollout, usages: [String: [VariableValue]])
+        throws(DatafileError) -> Flag
     {
         let variableIds = Set(variables.map(\.id))
         var flagVariations: [FlagVariation] = []
@@ -875,7 +884,7 @@ private struct Compilation {
                                   flagVariationOf: flagVariationOf))
         }
         return Flag(id: id, key: ConfigString(key, in: strings), rules: rules, experimentRuleCount: experimentRules.count,
-                    variables: variables, flagVariations: flagVariations,
+                    rollout: rollout, variables: variables, flagVariations: flagVariations,
                     defaultVariablesJSON: strings.store(variablesJSON(variables, overrides: [])),
                     holdoutVariablesJSON: strings.store(holdoutVariablesJSON(variables)))
     }

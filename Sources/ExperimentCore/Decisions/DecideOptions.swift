@@ -35,4 +35,18 @@ public final class ReasonLog {
     public init() {}
 
     public func add(_ message: String) { messages.append(message) }
+
+    /// How many leading messages explain the flag-level forced decision. The reference keeps those apart
+    /// from the flag's own reasons: they are not repeated (below), and decide_for_keys does not repeat
+    /// them for a key asked for twice.
+    public private(set) var forcedDecisionCount = 0
+
+    public func endForcedDecisionReasons() { forcedDecisionCount = messages.count }
+
+    /// Appends again the flag's own reasons so far. The reference's get_decision_for_flag hands its
+    /// reasons to get_variation, which returns them with its own, and then appends that whole list to the
+    /// same reasons: each experiment rule it evaluates repeats what came before.
+    public func repeatFlagReasons() {
+        messages.append(contentsOf: messages[forcedDecisionCount...])
+    }
 }

@@ -54,7 +54,10 @@ extension DecisionService {
 
     public func decide(flag flagIndex: Int) -> FlagDecision {
         var decision = FlagDecision(flag: Int32(flagIndex))
-        if let forced = forcedFlagVariation(flag: flagIndex, rule: nil) {
+        let forced = forcedFlagVariation(flag: flagIndex, rule: nil)
+        // The reference keeps the flag-level forced decision's reasons apart from the flag's own ones.
+        reasons?.endForcedDecisionReasons()
+        if let forced {
             decision.source = .featureTest
             decision.flagVariation = forced
             return decision
@@ -62,18 +65,22 @@ extension DecisionService {
         for holdoutIndex in config.hot.globalHoldouts {
             guard let variation = holdoutVariation(Int(holdoutIndex)) else { continue }
             let holdout = config.holdouts[Int(holdoutIndex)]
-            reasons?.add("The user '\(userText)' is bucketed into holdout '\(holdout.key.text)' for feature flag '\(config.flags[flagIndex].key.text)'.")
+            reasons?.add(ReasonMessages.globalHoldout(user: userText, holdout: holdout.key.text,
+                                                      flag: config.flags[flagIndex].key.text))
             guard holdout.excludeTargetedDeliveries else {
                 return holdoutDecision(decision, holdout: holdoutIndex, variation: variation)
             }
-            reasons?.add("Holdout '\(holdout.key.text)' excludes targeted deliveries. Targeted delivery rules will be evaluated.")
+            reasons?.add(ReasonMessages.holdoutExcludesTargetedDeliveries(holdout: holdout.key.text))
             decision.exclusionHoldout = holdoutIndex
             decision.exclusionHoldoutVariation = variation
             break
         }
-        if let decided = decideExperimentRules(flag: flagIndex, base: decision) { return decided }
+        if let decided = decideExperimentRules(flag: flagIndex, base: decision) {
+            return decided
+        }
         if decision.exclusionHoldout >= 0 {
-            reasons?.add("Holdout \"\(config.holdouts[Int(decision.exclusionHoldout)].key.text)\" has excludeTargetedDeliveries enabled, continuing to rollout evaluation.")
+            reasons?.add(ReasonMessages.holdoutContinuesToRollout(
+                holdout: config.holdouts[Int(decision.exclusionHoldout)].key.text))
         }
         return decideRolloutRules(flag: flagIndex, base: decision)
     }
@@ -93,6 +100,8 @@ extension DecisionService {
             if rule.hasHoldouts, let caught = localHoldoutDecision(flag: flagIndex, slot: slot, ruleKind: "experiment rule", base: base) {
                 return caught
             }
+            // As the reference: each experiment rule's get_variation repeats the flag's reasons so far.
+            reasons?.repeatFlagReasons()
             if case .variation(let variation) = outcome(experiment: Int(rule.experiment)) {
                 decision.variation = variation
                 decision.flagVariation = rule.flagVariationOf[Int(variation)]
@@ -107,7 +116,10 @@ extension DecisionService {
         var decision = base
         decision.source = .rollout
         let first = Int(flag.experimentRuleCount), last = Int(flag.ruleCount) - 1
-        guard first <= last else { return decision }
+        guard first <= last else {
+            explainMissingRolloutRules(flag: flagIndex)
+            return decision
+        }
         let bucketingId = self.bucketingId()
         var slot = first
         while slot <= last {
@@ -121,29 +133,41 @@ extension DecisionService {
             if rule.hasHoldouts, let caught = localHoldoutDecision(flag: flagIndex, slot: slot, ruleKind: "delivery rule", base: base) {
                 return caught
             }
+            explainBucketingId()
             let everyoneElse = slot == last
             // The rule's name in reasons; not built unless reasons are collected.
             var label: String { everyoneElse ? "Everyone Else" : String(slot - first + 1) }
-            guard meetsAudience(experiment.audienceRoot, label: label, ruleLog: "rule") else {
-                reasons?.add("User \"\(userText)\" does not meet audience conditions for targeting rule \(label).")
+            guard meetsAudience(experiment.audienceRoot, scope: .rule(label),
+                                conditions: audienceText(experiment: Int(rule.experiment))) else {
+                reasons?.add(ReasonMessages.ruleAudienceNotMet(user: userText, label: label))
                 slot += 1
                 continue
             }
-            reasons?.add("User \"\(userText)\" meets audience conditions for targeting rule \(label).")
+            reasons?.add(ReasonMessages.ruleAudienceMet(user: userText, label: label))
             let variation = bucket(bucketingId, zeroPaddedParent: experiment.id, ranges: experiment.traffic)
             if variation >= 0 {
-                reasons?.add("User \"\(userText)\" bucketed into a targeting rule \(label).")
+                reasons?.add(ReasonMessages.ruleBucketed(user: userText, label: label))
                 decision.experiment = rule.experiment
                 decision.variation = variation
                 decision.flagVariation = rule.flagVariationOf[Int(variation)]
                 return decision
             }
-            reasons?.add("Bucketed into an empty traffic range. Returning nil.")
+            explainEmptyBucket(variation)
             if everyoneElse { break }
-            reasons?.add("User \"\(userText)\" not bucketed into a targeting rule \(label). Checking \"Everyone Else\" rule now.")
+            reasons?.add(ReasonMessages.ruleNotBucketed(user: userText, label: label))
             slot = last
         }
         return decision
+    }
+
+    /// The reference's reason when a flag has no delivery rules to evaluate.
+    private func explainMissingRolloutRules(flag flagIndex: Int) {
+        guard let reasons else { return }
+        switch config.flags[flagIndex].rollout {
+        case .none: break
+        case .missing: reasons.add(ReasonMessages.noRollout(flag: config.flags[flagIndex].key.text))
+        case .found(let id): reasons.add(ReasonMessages.rolloutWithoutRules(rollout: id))
+        }
     }
 
     private func holdoutDecision(_ base: FlagDecision, holdout: Int32, variation: Int32) -> FlagDecision {
@@ -156,13 +180,14 @@ extension DecisionService {
         return decision
     }
 
-    private func localHoldoutDecision(flag flagIndex: Int, slot: Int, ruleKind: StaticString, base: FlagDecision)
+    private func localHoldoutDecision(flag flagIndex: Int, slot: Int, ruleKind: String, base: FlagDecision)
         -> FlagDecision?
     {
         let rule = config.flags[flagIndex].rules[slot]
         for holdoutIndex in rule.holdouts {
             guard let variation = holdoutVariation(Int(holdoutIndex)) else { continue }
-            reasons?.add("The user '\(userText)' is bucketed into local holdout '\(config.holdouts[Int(holdoutIndex)].key.text)' for \(ruleKind) '\(config.experiments[Int(rule.experiment)].key.text)'.")
+            reasons?.add(ReasonMessages.localHoldout(user: userText, holdout: config.holdouts[Int(holdoutIndex)].key.text,
+                                                     ruleKind: ruleKind, rule: key(Int(rule.experiment))))
             // A local holdout decision stands alone: the reference attaches no global holdout to it.
             return holdoutDecision(base, holdout: holdoutIndex, variation: variation)
         }
@@ -176,18 +201,11 @@ extension DecisionService {
         let ruleKey = slot.map { config.experiments[Int(flag.rules[$0].experiment)].key.text }
         guard let variationKey = overrides.forcedDecision(flagKey: flag.key.text, ruleKey: ruleKey) else { return nil }
         if let index = flag.flagVariations.firstIndex(where: { $0.key.text == variationKey }) {
-            if let ruleKey {
-                reasons?.add("Variation (\(variationKey)) is mapped to flag (\(flag.key.text)), rule (\(ruleKey)) and user (\(userText)) in the forced decision map.")
-            } else {
-                reasons?.add("Variation (\(variationKey)) is mapped to flag (\(flag.key.text)) and user (\(userText)) in the forced decision map.")
-            }
+            reasons?.add(ReasonMessages.forcedDecision(variation: variationKey, flag: flag.key.text, rule: ruleKey,
+                                                       user: userText))
             return Int32(index)
         }
-        if let ruleKey {
-            reasons?.add("Invalid variation is mapped to flag (\(flag.key.text)), rule (\(ruleKey)) and user (\(userText)) in the forced decision map.")
-        } else {
-            reasons?.add("Invalid variation is mapped to flag (\(flag.key.text)) and user (\(userText)) in the forced decision map.")
-        }
+        reasons?.add(ReasonMessages.invalidForcedDecision(flag: flag.key.text, rule: ruleKey, user: userText))
         return nil
     }
 
@@ -197,7 +215,7 @@ extension DecisionService {
     public func outcome(experiment index: Int) -> ExperimentOutcome {
         let experiment = config.hot.experiments[index]
         guard experiment.isRunning else {
-            reasons?.add("Experiment \"\(key(index))\" is not running.")
+            reasons?.add(ReasonMessages.experimentNotRunning(experiment: key(index)))
             return .notRunning
         }
         if !overrides.isEmpty {
@@ -207,32 +225,37 @@ extension DecisionService {
             if let forced = forcedVariation(experiment: index) { return .variation(forced) }
         }
         if experiment.hasWhitelist, let whitelisted = config.experiments[index].whitelist?.find(userId) {
-            reasons?.add("User \"\(userText)\" is forced in variation \"\(config.experiments[index].variations[whitelisted].key.text)\".")
+            reasons?.add(ReasonMessages.whitelisted(user: userText,
+                                                    variation: config.experiments[index].variations[whitelisted].key.text))
             return .variation(Int32(whitelisted))
         }
         if sticky.isActive, let saved = savedVariation(experiment: index) { return .variation(saved) }
-        guard meetsAudience(experiment.audienceRoot, label: key(index), ruleLog: "experiment") else {
-            reasons?.add("User \"\(userText)\" does not meet conditions to be in experiment \"\(key(index))\".")
+        guard meetsAudience(experiment.audienceRoot, scope: .experiment(key(index)),
+                            conditions: audienceText(experiment: index)) else {
+            reasons?.add(ReasonMessages.experimentAudienceNotMet(user: userText, experiment: key(index)))
             return .notTargeted
         }
+        explainBucketingId()
         let bucketingId = self.bucketingId()
         if experiment.group >= 0 {
             let group = config.hot.groups[Int(experiment.group)]
             let chosen = bucket(bucketingId, zeroPaddedParent: group.id, ranges: group.traffic)
             guard chosen == Int32(index) || (chosen >= 0 && config.hot.experiments[Int(chosen)].id.elementsEqual(experiment.id)) else {
-                reasons?.add(chosen < 0 ? "User \"\(userText)\" is in no experiment."
-                            : "User \"\(userText)\" is not in experiment \"\(key(index))\" of group \(config.groups[Int(experiment.group)].id.text).")
+                explainGroupMiss(chosen, experiment: index)
                 return .notAllocated
             }
-            reasons?.add("User \"\(userText)\" is in experiment \(key(index)) of group \(config.groups[Int(experiment.group)].id.text).")
+            reasons?.add(ReasonMessages.inGroupExperiment(user: userText, experiment: key(index),
+                                                          group: config.groups[Int(experiment.group)].id.text))
         }
         let variation = bucket(bucketingId, zeroPaddedParent: experiment.id, ranges: experiment.traffic)
         guard variation >= 0 else {
-            reasons?.add("Bucketed into an empty traffic range. Returning nil.")
-            reasons?.add("User \"\(userText)\" is in no variation.")
+            explainEmptyBucket(variation)
+            reasons?.add(ReasonMessages.noVariation(user: userText))
             return .notAllocated
         }
-        reasons?.add("User \"\(userText)\" is in variation \"\(config.experiments[index].variations[Int(variation)].key.text)\" of experiment \(key(index)).")
+        reasons?.add(ReasonMessages.experimentVariation(
+            user: userText, variation: config.experiments[index].variations[Int(variation)].key.text,
+            experiment: key(index)))
         if sticky.isActive {
             sticky.record(experimentId: config.experiments[index].id.text,
                           variationId: config.experiments[index].variations[Int(variation)].id.text)
@@ -240,13 +263,32 @@ extension DecisionService {
         return .variation(variation)
     }
 
+    /// The reference's reasons when a mutually exclusive group's bucket is not this experiment: the
+    /// bucketer's, then its "empty traffic range" (it treats the miss as one), then get_variation's.
+    private func explainGroupMiss(_ chosen: Int32, experiment index: Int) {
+        guard let reasons else { return }
+        let experiment = config.experiments[index]
+        reasons.add(chosen == TrafficRange.emptyEntity
+                    ? ReasonMessages.inNoGroupExperiment(user: userText)
+                    : ReasonMessages.notInGroupExperiment(user: userText, experiment: experiment.key.text,
+                                                          group: config.groups[Int(experiment.group)].id.text))
+        reasons.add(ReasonMessages.emptyTrafficRange)
+        reasons.add(ReasonMessages.noVariation(user: userText))
+    }
+
+    /// The bucketer's reason for a bucket without an entity: only an empty "entityId" (or no range at all)
+    /// is an "empty traffic range"; an id it cannot find it passes over in silence.
+    private func explainEmptyBucket(_ entity: Int32) {
+        if entity == TrafficRange.emptyEntity { reasons?.add(ReasonMessages.emptyTrafficRange) }
+    }
+
     /// The user's saved (sticky) variation, when the experiment still has it.
     private func savedVariation(experiment index: Int) -> Int32? {
         let experiment = config.experiments[index]
         guard let variationId = sticky.savedVariation(experimentId: experiment.id.text),
               let saved = experiment.variationIndex(id: variationId) else { return nil }
-        // The reference's words ("variation ID", though it prints the key).
-        reasons?.add("Returning previously activated variation ID \"\(experiment.variations[saved].key.text)\" of experiment \"\(experiment.key.text)\" for user \"\(userText)\" from user profile.")
+        reasons?.add(ReasonMessages.storedVariation(variation: experiment.variations[saved].key.text,
+                                                    experiment: experiment.key.text, user: userText))
         return Int32(saved)
     }
 
@@ -255,16 +297,18 @@ extension DecisionService {
         let experiment = config.experiments[index]
         switch membership {
         case .excluded:
-            reasons?.add("User \"\(userText)\" is force-excluded from experiment \"\(experiment.key.text)\".")
+            reasons?.add(ReasonMessages.forceExcluded(user: userText, experiment: experiment.key.text))
             return .notTargeted
         case .included(let position?) where position >= 0 && position < experiment.variations.count:
-            reasons?.add("User \"\(userText)\" is force-included in variation \"\(experiment.variations[position].key.text)\" of experiment \"\(experiment.key.text)\".")
+            reasons?.add(ReasonMessages.forceIncludedInVariation(
+                user: userText, variation: experiment.variations[position].key.text, experiment: experiment.key.text))
             return .variation(Int32(position))
         case .included:
             guard !experiment.variations.isEmpty else { return .notAllocated }
             if sticky.isActive, let saved = savedVariation(experiment: index) { return .variation(saved) }
             let chosen = bucketIgnoringTraffic(experiment: index)
-            reasons?.add("User \"\(userText)\" is force-included in experiment \"\(experiment.key.text)\", variation \"\(experiment.variations[Int(chosen)].key.text)\".")
+            reasons?.add(ReasonMessages.forceIncluded(user: userText, experiment: experiment.key.text,
+                                                      variation: experiment.variations[Int(chosen)].key.text))
             return .variation(chosen)
         }
     }
@@ -285,12 +329,16 @@ extension DecisionService {
 
     private func key(_ experiment: Int) -> String { config.experiments[experiment].key.text }
 
+    /// The experiment's audienceConditions (or audienceIds) as the reference prints them in reasons.
+    private func audienceText(experiment index: Int) -> String { config.experiments[index].audience?.text ?? "[]" }
+
     /// A variation forced with set_forced_variation, if the experiment still has it.
     private func forcedVariation(experiment index: Int) -> Int32? {
         let experiment = config.experiments[index]
         guard let variationId = overrides.forcedVariation(experimentId: experiment.id.text),
               let forced = experiment.variationIndex(id: variationId) else { return nil }
-        reasons?.add("Variation \"\(experiment.variations[forced].key.text)\" is mapped to experiment \"\(experiment.key.text)\" and user \"\(userText)\" in the forced variation map")
+        reasons?.add(ReasonMessages.forcedVariation(variation: experiment.variations[forced].key.text,
+                                                    experiment: experiment.key.text, user: userText))
         return Int32(forced)
     }
 
@@ -298,16 +346,21 @@ extension DecisionService {
     func holdoutVariation(_ index: Int) -> Int32? {
         let holdout = config.holdouts[index]
         guard holdout.isRunning else { return nil }
-        guard meetsAudience(holdout.audience?.root ?? -1, label: holdout.key.text, ruleLog: "experiment") else {
-            reasons?.add("User '\(userText)' does not meet the conditions for holdout '\(holdout.key.text)'.")
+        explainBucketingId()
+        guard meetsAudience(holdout.audience?.root ?? -1, scope: .experiment(holdout.key.text),
+                            conditions: holdout.audience?.text ?? "[]") else {
+            reasons?.add(ReasonMessages.holdoutAudienceNotMet(user: userText, holdout: holdout.key.text))
             return nil
         }
-        let variation = holdout.traffic.withUnsafeBufferPointer { bucket(bucketingId(), parent: holdout.id.bytes, ranges: $0) }
+        let traffic = Bucketing.bucketsFor(key: holdout.key.text) ? holdout.traffic : Bucketing.neverBucketed
+        let variation = traffic.withUnsafeBufferPointer { bucket(bucketingId(), parent: holdout.id.bytes, ranges: $0) }
         guard variation >= 0 else {
-            reasons?.add("User '\(userText)' is not bucketed into any variation for holdout '\(holdout.key.text)'.")
+            explainEmptyBucket(variation)
+            reasons?.add(ReasonMessages.holdoutNotBucketed(user: userText, holdout: holdout.key.text))
             return nil
         }
-        reasons?.add("The user '\(userText)' is bucketed into variation '\(holdout.variations[Int(variation)].key.text)' of holdout '\(holdout.key.text)'.")
+        reasons?.add(ReasonMessages.holdoutVariation(user: userText, variation: holdout.variations[Int(variation)].key.text,
+                                                     holdout: holdout.key.text))
         return variation
     }
 
@@ -315,13 +368,17 @@ extension DecisionService {
 
     /// `$opt_bucketing_id` when it is a string, else the user id.
     public func bucketingId() -> UTF8Text {
-        let found = attributes.bucketingIdValue()
-        switch found {
-        case .string(let text)?: return text
-        case nil, .null?: return userId
-        default:
-            reasons?.add("Bucketing ID attribute is not a string. Defaulted to user_id.")
-            return userId
+        if case .string(let text)? = attributes.bucketingIdValue() { return text }
+        return userId
+    }
+
+    /// The reference reads the bucketing id afresh at each holdout, experiment and delivery rule it buckets
+    /// for, and explains each time that a value other than a string (or None) is not used.
+    private func explainBucketingId() {
+        guard let reasons else { return }
+        switch attributes.bucketingIdValue() {
+        case .string?, nil, .null?: return
+        default: reasons.add(ReasonMessages.bucketingIdNotString)
         }
     }
 
@@ -348,14 +405,13 @@ extension DecisionService {
 
     // MARK: audiences
 
-    /// `label` names the rule in reasons only; it is not built unless reasons are collected.
-    private func meetsAudience(_ root: Int32, label: @autoclosure () -> String, ruleLog: StaticString) -> Bool {
-        guard root >= 0 else {
-            reasons?.add("Audiences for \(ruleLog) \(label()) collectively evaluated to TRUE.")
-            return true
-        }
-        let result = config.hot.conditions.evaluate(root, AttributeLeaves(attributes: attributes)) ?? false
-        reasons?.add("Audiences for \(ruleLog) \(label()) collectively evaluated to \(result ? "TRUE" : "FALSE").")
+    /// Whether the user meets a rule's audiences (`root` -1: it has none). `scope` and `conditions` are
+    /// for reasons only and are not built unless reasons are collected.
+    private func meetsAudience(_ root: Int32, scope: @autoclosure () -> ReasonMessages.AudienceScope,
+                               conditions: @autoclosure () -> String) -> Bool {
+        reasons?.add(ReasonMessages.evaluatingAudiences(scope(), conditions: conditions()))
+        let result = root < 0 || config.hot.conditions.evaluate(root, AttributeLeaves(attributes: attributes)) ?? false
+        reasons?.add(ReasonMessages.audiencesResult(scope(), result))
         return result
     }
 }

@@ -126,6 +126,8 @@ extension Client {
         }
         let state = datafileState
         if let error = manager.refresh(pause: { ms in !state.gate.wait(timeoutMs: ms) { state.closing } }) {
+            // A fetch cut short by exp_client_close is the close's doing, not the network's.
+            if state.isClosing { throw ClientError(.closed, "the client was closed during the refresh") }
             throw error
         }
     }

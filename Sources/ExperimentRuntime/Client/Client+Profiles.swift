@@ -99,6 +99,7 @@ extension Client {
             writer.field("store", "none")
             for name in ["lookups", "cache_hits", "saves", "errors", "cached"] { writer.key(name); writer.int(0) }
             writer.key("override_errors"); writer.int(Int64(overrides.writeErrors.load(ordering: .relaxed)))
+            writer.key("overrides_cached"); writer.int(Int64(overrides.cachedUsers))
             writer.endObject()
             return writer.text
         }
@@ -109,6 +110,7 @@ extension Client {
         writer.key("errors"); writer.int(Int64(stats.errors))
         writer.key("cached"); writer.int(Int64(stats.cached))
         writer.key("override_errors"); writer.int(Int64(overrides.writeErrors.load(ordering: .relaxed)))
+        writer.key("overrides_cached"); writer.int(Int64(overrides.cachedUsers))
         writer.endObject()
         return writer.text
     }

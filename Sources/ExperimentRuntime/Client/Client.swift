@@ -10,6 +10,14 @@ public enum LibraryVersion {
 public struct DecideResult {
     public let decision: FlagDecision
     public let reasons: [String]
+    /// How many of `reasons` (the first ones) explain the flag-level forced decision.
+    public let forcedDecisionReasonCount: Int
+
+    public init(decision: FlagDecision, reasons: [String], forcedDecisionReasonCount: Int = 0) {
+        self.decision = decision
+        self.reasons = reasons
+        self.forcedDecisionReasonCount = forcedDecisionReasonCount
+    }
 }
 
 /// A client: the current compiled config, the user stores, and the event path.
@@ -48,7 +56,7 @@ public final class Client: @unchecked Sendable {
         self.odp = ODPManager(options: options.odp, stateDir: options.stateDir, closeTimeoutMs: options.closeTimeoutMs,
                               logger: logger)
         let state = Self.openStateDirectory(options, logger: logger)
-        self.overrides = OverrideStore(state: state, logger: logger)
+        self.overrides = OverrideStore(state: state, logger: logger, capacity: options.userStoreCapacity)
         self.profileSlot = ProfileSlot(Self.makeProfileService(options, state: state, logger: logger))
     }
 
@@ -265,7 +273,8 @@ public final class Client: @unchecked Sendable {
             if !options.contains(.disableDecisionEvent) {
                 dispatched = sendImpressions(of: decision, config: config, userId: userId, attributes: attributes)
             }
-            let result = DecideResult(decision: decision, reasons: reasons?.messages ?? [])
+            let result = DecideResult(decision: decision, reasons: reasons?.messages ?? [],
+                                      forcedDecisionReasonCount: reasons?.forcedDecisionCount ?? 0)
             if notifications.hasListeners(.decision) {
                 notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, dispatched: dispatched)
             }

@@ -112,7 +112,7 @@ public struct ClientOptions: Sendable {
         do {
             document = try JSONDocument.parse(text, what: "options", maxBytes: 1 << 20, maxDepth: 64)
         } catch {
-            throw ClientError(error)
+            throw Self.syntaxError(ClientError(error))
         }
         let root = document.root
         guard root.kind == .object else {
@@ -127,7 +127,7 @@ public struct ClientOptions: Sendable {
     private mutating func apply(_ key: String, _ value: JSONValue) throws(ClientError) {
         let field = OptionField(name: "options.\(key)", value: value)
         switch key {
-        case "sdk_key": sdkKey = try field.string()
+        case "sdk_key": sdkKey = try field.plainToken()
         case "default_decide_options":
             defaultDecideOptions = try Self.decideOptions(value, what: "options.default_decide_options")
         case "user_store_capacity": userStoreCapacity = try field.integer(in: 1...Self.maxUserStoreCapacity)
@@ -139,20 +139,20 @@ public struct ClientOptions: Sendable {
             logLevel = level
         case "tag": tag = try field.string(nonEmpty: true)
         case "datafile_url_template":
-            let template = try field.string(nonEmpty: true)
+            let template = try field.string(nonEmpty: true, controlFree: true)
             guard template.hasPrefix("http://") || template.hasPrefix("https://") || template.hasPrefix("file://") else {
                 throw ClientError(.invalidOption, "options.datafile_url_template: expected an http(s):// or file:// URL")
             }
             datafileURLTemplate = template
-        case "datafile_access_token": datafileAccessToken = try field.string(nonEmpty: true)
+        case "datafile_access_token": datafileAccessToken = try field.string(nonEmpty: true, controlFree: true)
         case "polling_interval_s": pollingIntervalSeconds = try field.integer(in: 0...(365 * 86_400))
         case "request_timeout_ms": requestTimeoutMs = try field.integer(in: 1...600_000)
         case "retry_count": retryCount = try field.integer(in: 0...100)
         case "cache_ttl_s": cacheTTLSeconds = try field.integer(in: 0...(365 * 86_400))
-        case "state_dir": stateDir = try field.string(nonEmpty: true)
+        case "state_dir": stateDir = try field.string(nonEmpty: true, controlFree: true)
         case "profile_store": profileStore = try Self.profileStore(value)
         case "event_endpoint":
-            let endpoint = try field.string(nonEmpty: true)
+            let endpoint = try field.string(nonEmpty: true, controlFree: true)
             guard endpoint == Self.disabledEventEndpoint || endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")
             else {
                 throw ClientError(.invalidOption, "options.event_endpoint: expected an http(s):// URL or \"none\"")
@@ -189,7 +189,7 @@ public struct ClientOptions: Sendable {
                 let field = OptionField(name: "options.profile_store.redis.\(key)", value: member)
                 switch key {
                 case "url":
-                    let text = try field.string(nonEmpty: true)
+                    let text = try field.string(nonEmpty: true, controlFree: true)
                     _ = try RedisAddress(url: text)  // refused here, not at the first decision
                     url = text
                 case "prefix": prefix = try field.string()
@@ -214,8 +214,8 @@ public struct ClientOptions: Sendable {
             let field = OptionField(name: "options.odp.\(key)", value: member)
             switch key {
             case "disabled": odp.disabled = try field.bool()
-            case "host": odp.host = try field.string(nonEmpty: true)
-            case "api_key": odp.apiKey = try field.string(nonEmpty: true)
+            case "host": odp.host = try field.string(nonEmpty: true, controlFree: true)
+            case "api_key": odp.apiKey = try field.string(nonEmpty: true, controlFree: true)
             case "segments_cache_size": odp.segmentsCacheSize = try field.integer(in: 0...10_000_000)
             case "segments_cache_timeout_s": odp.segmentsCacheTimeoutSeconds = try field.integer(in: 0...(365 * 86_400))
             case "fetch_timeout_ms": odp.fetchTimeoutMs = try field.integer(in: 1...600_000)
@@ -246,6 +246,12 @@ public struct ClientOptions: Sendable {
         return options
     }
 
+    /// A JSON reader's complaint about the options text, said as such (whatever words the reader uses).
+    static func syntaxError(_ error: ClientError) -> ClientError {
+        guard error.code == .invalidJSON else { return error }
+        let detail = error.message.hasPrefix("options: ") ? String(error.message.dropFirst(9)) : error.message
+        return ClientError(.invalidJSON, "options: not valid JSON (\(detail))")
+    }
 }
 
 /// One option's value with typed readers whose errors name the option.
@@ -253,16 +259,52 @@ private struct OptionField {
     let name: String
     let value: JSONValue
 
-    func string(nonEmpty: Bool = false) throws(ClientError) -> String {
-        guard let text = value.string else { throw wrongType("a string") }
+    /// `controlFree`: for values that reach a URL, an HTTP header, a file path or a log line, where a NUL
+    /// would cut the value short and CR/LF would start a new header or log line.
+    func string(nonEmpty: Bool = false, controlFree: Bool = false) throws(ClientError) -> String {
+        guard let bytes = value.stringBytes, let text = value.string else { throw wrongType("a string") }
         if nonEmpty && text.isEmpty { throw ClientError(.invalidOption, "\(name): expected a non-empty string") }
+        if controlFree, let bad = bytes.firstIndex(where: { $0 < 0x20 || $0 == 0x7F }) {
+            throw ClientError(.invalidOption, "\(name): control character \(Self.byteName(bytes[bad])) at byte \(bad) "
+                              + "(NUL, CR, LF and the like are refused)")
+        }
         return text
+    }
+
+    /// A value that becomes part of a URL or file path as is (the SDK key): letters, digits, '-', '_', '.',
+    /// not starting with '.', at most 256 bytes; so it can never name a parent directory or carry a '/'.
+    func plainToken() throws(ClientError) -> String {
+        guard let bytes = value.stringBytes, let text = value.string else { throw wrongType("a string") }
+        let plain = !bytes.isEmpty && bytes.count <= 256 && bytes[0] != UInt8(ascii: ".") && bytes.allSatisfy {
+            switch $0 {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."): true
+            default: false
+            }
+        }
+        guard plain else {
+            throw ClientError(.invalidOption, "\(name): expected a plain token (1 to 256 letters, digits, '-', '_' "
+                              + "or '.', not starting with '.')")
+        }
+        return text
+    }
+
+    private static func byteName(_ byte: UInt8) -> String {
+        switch byte {
+        case 0: return "NUL"
+        case 0x0A: return "LF"
+        case 0x0D: return "CR"
+        default: return "0x" + String(byte, radix: 16)
+        }
     }
 
     func integer(in range: ClosedRange<Int>) throws(ClientError) -> Int {
         guard let number = value.int64, number >= Int64(range.lowerBound), number <= Int64(range.upperBound) else {
+            // The JSON reader saturates integers past 64 bits: name the range rather than the clamped value.
+            let saturated = value.int64 == Int64.max || value.int64 == Int64.min
+            let got = saturated ? "an integer of 2^63 or more in magnitude" : value.jsonText
             throw ClientError(.invalidOption,
-                              "\(name): expected an integer from \(range.lowerBound) to \(range.upperBound), got \(value.jsonText)")
+                              "\(name): expected an integer from \(range.lowerBound) to \(range.upperBound), got \(got)")
         }
         return Int(number)
     }

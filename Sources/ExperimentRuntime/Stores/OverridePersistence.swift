@@ -4,6 +4,9 @@ import ExperimentCore
 ///   kind "variation": set_forced_variation, value = variation id
 ///   kind "include":   Sigma include_force, value = variation position or NULL (bucketed)
 ///   kind "exclude":   Sigma exclude_force; experiment_id "*" with kind "exclude_all" for exclude_force_all
+/// and the table of forced decisions: one row per (user, flag, rule); rule_key "" for the flag itself and
+/// "=" + the key for a rule (so a rule whose key is "" stays distinct from no rule).
+/// Rows are read one user at a time, when the user is first decided (OverrideStore caches a bounded number).
 final class OverridePersistence: @unchecked Sendable {
     private let database: SQLiteDatabase
     private let lock = Lock()
@@ -21,28 +24,90 @@ final class OverridePersistence: @unchecked Sendable {
                     PRIMARY KEY (user_id, experiment_id, kind)
                 )
                 """)
+            try database.execute("""
+                CREATE TABLE IF NOT EXISTS forced_decisions (
+                    user_id TEXT NOT NULL,
+                    flag_key TEXT NOT NULL,
+                    rule_key TEXT NOT NULL,
+                    variation_key TEXT NOT NULL,
+                    PRIMARY KEY (user_id, flag_key, rule_key)
+                )
+                """)
         }
     }
 
-    func loadAll() throws(ClientError) -> [String: UserOverrides] {
-        var users: [String: UserOverrides] = [:]
+    /// How many users have any override in the file (read once, at start).
+    func userCount() throws(ClientError) -> Int {
+        var count = 0
         try wrap {
-            let rows = try database.prepare("SELECT user_id, experiment_id, kind, value FROM forced_overrides")
-            while try rows.step() {
-                let user = rows.text(0), experiment = rows.text(1), kind = rows.text(2)
-                let value: String? = rows.isNull(3) ? nil : rows.text(3)
-                var overrides = users[user] ?? UserOverrides()
-                switch kind {
-                case "variation": if let value { overrides.forcedVariations[experiment] = value }
-                case "include": overrides.memberships[experiment] = .included(variationIndex: value.flatMap { Int($0) })
-                case "exclude": overrides.memberships[experiment] = .excluded
-                case "exclude_all": overrides.excludedFromAll = true
-                default: continue  // a kind a newer version wrote
+            let rows = try database.prepare(
+                "SELECT COUNT(*) FROM (SELECT user_id FROM forced_overrides UNION SELECT user_id FROM forced_decisions)")
+            if try rows.step() { count = Int(rows.int64(0)) }
+        }
+        return count
+    }
+
+    /// One user's overrides (empty when the file has none for the user).
+    func load(userId: String) throws(ClientError) -> UserOverrides {
+        var overrides = UserOverrides()
+        try wrap {
+            try lock.withLock {
+                let rows = try database.prepare(
+                    "SELECT experiment_id, kind, value FROM forced_overrides WHERE user_id = ?1")
+                try rows.bind(1, userId)
+                while try rows.step() {
+                    let value: String? = rows.isNull(2) ? nil : rows.text(2)
+                    Self.apply(kind: rows.text(1), experiment: rows.text(0), value: value, to: &overrides)
                 }
-                users[user] = overrides
+                let decisions = try database.prepare(
+                    "SELECT flag_key, rule_key, variation_key FROM forced_decisions WHERE user_id = ?1")
+                try decisions.bind(1, userId)
+                while try decisions.step() {
+                    let rule = decisions.text(1)
+                    let key = ForcedDecisionKey(flag: decisions.text(0), rule: rule.isEmpty ? nil : String(rule.dropFirst()))
+                    overrides.forcedDecisions[key] = decisions.text(2)
+                }
             }
         }
-        return users
+        return overrides
+    }
+
+    private static func apply(kind: String, experiment: String, value: String?, to overrides: inout UserOverrides) {
+        switch kind {
+        case "variation": if let value { overrides.forcedVariations[experiment] = value }
+        case "include": overrides.memberships[experiment] = .included(variationIndex: value.flatMap { Int($0) })
+        case "exclude": overrides.memberships[experiment] = .excluded
+        case "exclude_all": overrides.excludedFromAll = true
+        default: break  // a kind a newer version wrote
+        }
+    }
+
+    func setForcedDecision(userId: String, flagKey: String, ruleKey: String?, variationKey: String?) throws(ClientError) {
+        try wrap {
+            try database.requireFileInPlace()
+            try lock.withLock {
+                let rule = ruleKey.map { "=" + $0 } ?? ""
+                let statement = try database.prepare(variationKey == nil
+                    ? "DELETE FROM forced_decisions WHERE user_id = ?1 AND flag_key = ?2 AND rule_key = ?3"
+                    : "INSERT OR REPLACE INTO forced_decisions (user_id, flag_key, rule_key, variation_key) VALUES (?1, ?2, ?3, ?4)")
+                try statement.bind(1, userId)
+                try statement.bind(2, flagKey)
+                try statement.bind(3, rule)
+                if let variationKey { try statement.bind(4, variationKey) }
+                try statement.step()
+            }
+        }
+    }
+
+    func removeForcedDecisions(userId: String) throws(ClientError) {
+        try wrap {
+            try database.requireFileInPlace()
+            try lock.withLock {
+                let delete = try database.prepare("DELETE FROM forced_decisions WHERE user_id = ?1")
+                try delete.bind(1, userId)
+                try delete.step()
+            }
+        }
     }
 
     func setForcedVariation(userId: String, experimentId: String, variationId: String?) throws(ClientError) {

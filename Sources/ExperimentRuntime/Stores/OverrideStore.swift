@@ -34,29 +34,43 @@ struct ForcedDecisionKey: Hashable, Sendable {
     let rule: String?
 }
 
-/// Forced variations, forced decisions and Sigma forced memberships per user. Forced variations and
-/// memberships are written through to the state file (table `forced_overrides`) and loaded at start, so
-/// they survive restarts; forced decisions belong to a user context and stay in memory, as in the
-/// reference. Decisions of users without overrides never take the lock.
+/// Forced variations, forced decisions and Sigma forced memberships per user.
+///
+/// With a state file, every override is written through to it (tables `forced_overrides` and
+/// `forced_decisions`) and read back lazily, one user at a time, when that user is first decided; memory
+/// holds at most `capacity` users (least recently used first out, users without overrides included, so a
+/// flood of users never reaches the file twice while cached). Overrides survive restarts. Without a state
+/// file (or when it cannot be opened) they live in memory only, for the client's lifetime.
+/// Decisions never take the lock while no user has an override (one atomic load).
 public final class OverrideStore: @unchecked Sendable {
-    private let users = Locked<[String: UserOverrides]>([:])
+    private struct Table {
+        /// With a state file: a bounded cache of what the file holds (empty entries too).
+        var cache: LRUCache<UserOverrides>
+        /// Without one: every user with an override; with one, users whose last write failed (they hold
+        /// here, not evictable, until a later write for them succeeds).
+        var pinned: [String: UserOverrides] = [:]
+    }
+
+    private let table: Locked<Table>
+    /// Users with at least one override (in the file, or in memory without one).
     private let userCount = Atomic<Int>(0)
     private let persistence: OverridePersistence?
     private let logger: Logger?
     /// Overrides whose write to the state file failed (they hold in memory only): profile_stats.override_errors.
     public let writeErrors = Atomic<Int>(0)
+    /// Reads of a user's overrides from the state file that failed (the user is decided without them).
+    public let readErrors = Atomic<Int>(0)
 
-    public init(state: StateDirectory? = nil, logger: Logger? = nil) {
+    public init(state: StateDirectory? = nil, logger: Logger? = nil, capacity: Int = 10_000) {
         self.logger = logger
+        table = Locked(Table(cache: LRUCache(capacity: capacity)))
         guard let state else {
             persistence = nil
             return
         }
         do throws(ClientError) {
             let persistence = try OverridePersistence(directory: state)
-            let loaded = try persistence.loadAll()
-            users.withLock { $0 = loaded }
-            userCount.store(loaded.count, ordering: .releasing)
+            userCount.store(try persistence.userCount(), ordering: .releasing)
             self.persistence = persistence
         } catch {
             logger?.log(.warning, "\(error.message): forced variations are kept in memory only")
@@ -64,77 +78,109 @@ public final class OverrideStore: @unchecked Sendable {
         }
     }
 
+    /// Users whose overrides are held in memory now (cached and pinned): profile_stats.overrides_cached.
+    public var cachedUsers: Int { table.withLock { $0.cache.count + $0.pinned.count } }
+
     public func overrides(of userId: UTF8Text) -> UserOverrides { storedOverrides(of: userId) ?? .none }
 
-    /// The user's overrides, or nil when the user has none (without taking the lock while nobody has any).
     /// False while no user has an entry (one atomic load): exp_decide's fast path then needs no lookup.
     public var isEmpty: Bool { userCount.load(ordering: .acquiring) == 0 }
 
+    /// The user's overrides, or nil when the user has none (without taking the lock while nobody has any).
     public func storedOverrides(of userId: UTF8Text) -> UserOverrides? {
         guard userCount.load(ordering: .acquiring) > 0 else { return nil }
-        let key = String(decoding: userId, as: UTF8.self)
-        return users.withLock { $0[key] }
+        let found = lookup(String(decoding: userId, as: UTF8.self))
+        return found.isEmpty ? nil : found
     }
 
     public func overrides(of userId: String) -> UserOverrides {
         guard userCount.load(ordering: .acquiring) > 0 else { return .none }
-        return users.withLock { $0[userId] } ?? .none
+        return lookup(userId)
     }
 
     public func setForcedVariation(userId: String, experimentId: String, variationId: String?) {
-        update(userId) { $0.forcedVariations[experimentId] = variationId }
-        persist { try $0.setForcedVariation(userId: userId, experimentId: experimentId, variationId: variationId) }
+        update(userId, { $0.forcedVariations[experimentId] = variationId }) {
+            try $0.setForcedVariation(userId: userId, experimentId: experimentId, variationId: variationId)
+        }
     }
 
     public func setForcedDecision(userId: String, flagKey: String, ruleKey: String?, variationKey: String?) {
-        update(userId) { $0.forcedDecisions[ForcedDecisionKey(flag: flagKey, rule: ruleKey)] = variationKey }
+        update(userId, { $0.forcedDecisions[ForcedDecisionKey(flag: flagKey, rule: ruleKey)] = variationKey }) {
+            try $0.setForcedDecision(userId: userId, flagKey: flagKey, ruleKey: ruleKey, variationKey: variationKey)
+        }
     }
 
     public func removeForcedDecisions(userId: String) {
-        update(userId) { $0.forcedDecisions.removeAll() }
+        update(userId, { $0.forcedDecisions.removeAll() }) { try $0.removeForcedDecisions(userId: userId) }
     }
 
     /// Sigma include_force / exclude_force for one experiment (nil clears it).
     public func setMembership(userId: String, experimentId: String, _ membership: ForcedMembership?) {
-        update(userId) { $0.memberships[experimentId] = membership }
-        persist { try $0.setMembership(userId: userId, experimentId: experimentId, membership) }
+        update(userId, { $0.memberships[experimentId] = membership }) {
+            try $0.setMembership(userId: userId, experimentId: experimentId, membership)
+        }
     }
 
     /// Sigma exclude_force_all.
     public func setExcludedFromAll(userId: String, _ excluded: Bool) {
-        update(userId) { $0.excludedFromAll = excluded }
-        persist { try $0.setExcludedFromAll(userId: userId, excluded) }
+        update(userId, { $0.excludedFromAll = excluded }) { try $0.setExcludedFromAll(userId: userId, excluded) }
     }
 
     /// Clears every Sigma forced membership of the user (include, exclude, exclude-all).
     public func clearMemberships(userId: String) {
-        update(userId) {
+        update(userId, {
             $0.memberships.removeAll()
             $0.excludedFromAll = false
-        }
-        persist { try $0.clearMemberships(userId: userId) }
+        }) { try $0.clearMemberships(userId: userId) }
     }
 
     public var isPersistent: Bool { persistence != nil }
 
-    private func update(_ userId: String, _ change: (inout UserOverrides) -> Void) {
-        users.withLock { table in
-            var overrides = table[userId] ?? UserOverrides()
-            change(&overrides)
-            table[userId] = overrides.isEmpty ? nil : overrides
-            userCount.store(table.count, ordering: .releasing)
+    /// The user's overrides from memory, else from the state file (then cached).
+    private func lookup(_ userId: String) -> UserOverrides {
+        table.withLock { table in current(userId, in: &table) }
+    }
+
+    private func current(_ userId: String, in table: inout Table) -> UserOverrides {
+        if let pinned = table.pinned[userId] { return pinned }
+        guard let persistence else { return .none }
+        if let cached = table.cache.value(for: userId) { return cached }
+        do throws(ClientError) {
+            let loaded = try persistence.load(userId: userId)
+            table.cache.set(loaded, for: userId)
+            return loaded
+        } catch {
+            readErrors.add(1, ordering: .relaxed)
+            logger?.log(.warning, "\(error.message): the user is decided without forced variations or decisions")
+            return .none
         }
     }
 
-    /// Writes a change through; a failed write keeps the change in memory and is logged.
-    private func persist(_ write: (OverridePersistence) throws -> Void) {
-        guard let persistence else { return }
-        do {
-            try write(persistence)
-        } catch {
-            writeErrors.add(1, ordering: .relaxed)
-            let message = (error as? ClientError)?.message ?? "\(error)"
-            logger?.log(.warning, "\(message): the override holds in memory until the client goes")
+    /// Applies `change` to the user's overrides and writes it through (under the lock, so the file and the
+    /// cache agree); a failed write keeps the change in memory (pinned) and is logged.
+    private func update(_ userId: String, _ change: (inout UserOverrides) -> Void,
+                        persist write: (OverridePersistence) throws -> Void) {
+        table.withLock { table in
+            var overrides = current(userId, in: &table)
+            let had = !overrides.isEmpty
+            change(&overrides)
+            let has = !overrides.isEmpty
+            if let persistence {
+                do {
+                    try write(persistence)
+                    table.pinned[userId] = nil
+                    table.cache.set(overrides, for: userId)
+                } catch {
+                    writeErrors.add(1, ordering: .relaxed)
+                    let message = (error as? ClientError)?.message ?? "\(error)"
+                    logger?.log(.warning, "\(message): the override holds in memory until the client goes")
+                    table.pinned[userId] = overrides
+                    table.cache.removeValue(for: userId)
+                }
+            } else {
+                table.pinned[userId] = has ? overrides : nil
+            }
+            if had != has { userCount.add(has ? 1 : -1, ordering: .releasing) }
         }
     }
 }

@@ -29,7 +29,7 @@ class NoStore:
 
 def main() -> None:
     """argv: datafile, state_dir, mode ("memory": in-memory stores, cheap calls; "state": profiles and
-    overrides written to the state file), users, checkpoint interval, optional user_store_capacity."""
+    overrides written to the state file; "forced": forced decisions, variations and memberships that stay), users, checkpoint interval, optional user_store_capacity."""
     datafile_path, state_dir, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     total, checkpoint = int(sys.argv[4]), int(sys.argv[5])
     capacity = int(sys.argv[6]) if len(sys.argv) > 6 else 1000
@@ -50,6 +50,11 @@ def main() -> None:
                 client.track("unknown-event-%d" % i, user)             # unknown event keys are refused
             except experiment.UnknownEventError:
                 unknown_refused += 1
+        elif mode == "forced":
+            # Forced state that stays: a forced decision, a forced variation and a forced membership each.
+            client.set_forced_decision(user, "checkout_flow", "treatment")
+            client.set_forced_variation("search_test", user, "neural")
+            client.force_exclude(user, "60004")
         else:
             client.set_forced_variation("checkout_test", user, "control")   # an override set ...
             client.set_forced_variation("checkout_test", user, None)        # ... and cleared: nothing stays

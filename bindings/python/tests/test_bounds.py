@@ -49,3 +49,62 @@ def test_the_measurement_sees_growth(tmp_path):
     points = flood(tmp_path, "memory", 60_000, 20_000, capacity=1_000_000)
     rss = [p["rss_kib"] for p in points]
     assert rss[-1] - rss[0] > 8 * 1024, rss
+
+
+# -- forced state (issue 18, item 7) ----------------------------------------------------------------
+
+def test_memory_flat_with_forced_state_that_stays(tmp_path):
+    """A forced decision, a forced variation and a forced membership for each of 40,000 users: they go to
+    the state file, memory keeps at most user_store_capacity users' worth."""
+    points = flood(tmp_path, "forced", 40_000, 10_000)
+    rss = [p["rss_kib"] for p in points]
+    assert rss[-1] - rss[0] < 8 * 1024, rss
+    assert points[-1]["profiles"]["overrides_cached"] <= 1000, points[-1]
+    assert points[-1]["profiles"]["override_errors"] == 0
+
+
+def test_the_forced_state_measurement_sees_growth(tmp_path):
+    """The same flood with a cache large enough for every user grows (as every flood did before the bound):
+    the flat curve above comes from the bound."""
+    points = flood(tmp_path, "forced", 40_000, 10_000, capacity=1_000_000)
+    rss = [p["rss_kib"] for p in points]
+    assert rss[-1] - rss[0] > 8 * 1024, rss
+    assert points[-1]["profiles"]["overrides_cached"] == 40_000
+
+
+def test_forced_state_applies_after_eviction_and_after_restart(tmp_path, datafile_text):
+    """500 users' forced state through a cache of 50: every user is still forced when decided again (read
+    back from the state file), after a restart nothing is loaded until used, and a removal persists."""
+    import experiment
+
+    state = str(tmp_path / "state")
+    users = ["forced-%d" % i for i in range(500)]
+
+    def client() -> "experiment.Client":
+        return experiment.Client(datafile=datafile_text, state_dir=state, user_store_capacity=50,
+                                 event_endpoint="none")
+
+    def check(c: "experiment.Client", removed: set) -> None:
+        for user in users:
+            checkout = c.decide(user, "checkout_flow")
+            if user in removed:
+                assert checkout.variation_key != "treatment" or checkout.rule_key == "checkout_test", checkout
+            else:
+                assert checkout.variation_key == "treatment" and checkout.rule_key is None, (user, checkout)
+            assert c.decide(user, "search_ranking").variation_key == "neural", user
+            assert c.get_forced_variation("search_test", user) == "neural"
+        assert c.profile_stats()["overrides_cached"] <= 50
+
+    with client() as c:
+        for user in users:
+            c.set_forced_decision(user, "checkout_flow", "treatment")
+            c.set_forced_variation("search_test", user, "neural")
+            c.force_exclude(user, "60004")
+            assert c.profile_stats()["overrides_cached"] <= 50
+        check(c, set())
+        c.remove_forced_decisions(users[0])
+        check(c, {users[0]})
+    with client() as c:
+        assert c.profile_stats()["overrides_cached"] == 0   # loaded lazily, not at start
+        check(c, {users[0]})
+        assert c.profile_stats()["override_errors"] == 0

@@ -15,6 +15,9 @@ return or dispatch must be equal:
   with revenue / value / other tags: the same number, in the same order, with equal url, http_verb and
   params (ignoring each snapshot event's uuid and timestamp and the top-level client_name and
   client_version, whose presence is still checked);
+* reasons (INCLUDE_REASONS), message for message and in order: every decide asked for them (by its
+  options, the client's default options, or -- for every other user -- added to our side, since the
+  reference is always asked), every decide_all and decide_for_keys whose options ask for them;
 * set_forced_variation, forced decisions (flag-level and rule-level, valid and invalid keys), whitelists;
 * clients created with default_decide_options;
 * holdouts: global and local (includedRules), excludeTargetedDeliveries (the holdout's impression besides
@@ -31,8 +34,7 @@ Environment:
     DIFF_DUMP        a directory: every mismatch is also written there as JSON (seed-N.json)
 
 A failure names the seed, the user, the call and both results, grouped by kind ("signature");
-`generate_datafile(seed)` and `generate_users(seed, df, n)` rebuild the inputs.  Reasons are not compared
-(the reference is asked for them anyway, only to measure coverage).  test_coverage asserts that the compared decisions really exercised every feature the
+`generate_datafile(seed)` and `generate_users(seed, df, n)` rebuild the inputs.  test_coverage asserts that the compared decisions really exercised every feature the
 generator aims at (group experiments, everyone-else rules, whitelists, "fr" experiments, typecast
 failures, revenue events, forced decisions, ...), so the suite cannot pass vacuously.
 """
@@ -79,7 +81,8 @@ EFO = "ENABLED_FLAGS_ONLY"
 EXV = "EXCLUDE_VARIABLES"
 DDE = "DISABLE_DECISION_EVENT"
 DECIDE_OPTION_SETS = [[EXV], [DDE], ["INCLUDE_REASONS"], [EFO], ["IGNORE_USER_PROFILE_SERVICE"], [EXV, DDE]]
-DECIDE_ALL_OPTION_SETS = [[], [EFO], [EXV], [EFO, EXV], [DDE], []]
+IR = "INCLUDE_REASONS"
+DECIDE_ALL_OPTION_SETS = [[], [EFO], [EXV], [EFO, EXV], [DDE], [IR], [EFO, IR]]
 
 # Counters shared by the tests of this module (filled by the differential runs, read by test_coverage).
 STATS: collections.Counter = collections.Counter()
@@ -251,13 +254,20 @@ def _flush(client: Any) -> None:
         flush()
 
 
-def ref_decision(d: Any) -> dict:
-    return {"flag_key": d.flag_key, "enabled": d.enabled, "variation_key": d.variation_key,
-            "rule_key": d.rule_key, "variables": d.variables}
+def ref_decision(d: Any, reasons: bool = False) -> dict:
+    decision = {"flag_key": d.flag_key, "enabled": d.enabled, "variation_key": d.variation_key,
+                "rule_key": d.rule_key, "variables": d.variables}
+    if reasons:
+        decision["reasons"] = list(d.reasons)
+    return decision
 
 
-def our_decision(d: Any) -> dict:
-    return {k: _field(d, k) for k in ("flag_key", "enabled", "variation_key", "rule_key", "variables")}
+def our_decision(d: Any, reasons: bool = False) -> dict:
+    keys = ("flag_key", "enabled", "variation_key", "rule_key", "variables") + (("reasons",) if reasons else ())
+    decision = {k: _field(d, k) for k in keys}
+    if reasons and decision["reasons"] is not None:
+        decision["reasons"] = list(decision["reasons"])
+    return decision
 
 
 class Model:
@@ -375,6 +385,12 @@ REASON_COVERAGE = [
     ("Bucketed into an empty traffic range", "empty traffic range"),
     ("is in no experiment.", "group: user in no experiment"),
     ("of group", "group: bucketed into the group"),
+    ("is not in experiment", "group: user in another experiment"),
+    ('Evaluating audiences for experiment "holdout', "holdout audiences evaluated"),
+    ("Evaluating audiences for experiment", "experiment audiences evaluated"),
+    ("Evaluating audiences for rule Everyone Else", "everyone-else audiences evaluated"),
+    ("Evaluating audiences for rule", "delivery rule audiences evaluated"),
+    ("collectively evaluated to FALSE", "audiences evaluated to FALSE"),
     ("Bucketing ID attribute is not a string", "non-string $opt_bucketing_id ignored"),
     ("is not running.", "experiment not running"),
     ("does not meet conditions to be in experiment", "experiment audience not met"),
@@ -424,6 +440,9 @@ class Differ:
         self.signatures: Dict[str, int] = collections.Counter()
         self.user_id = ""
         self.attrs: dict = {}
+        # Every other user, our decide is asked for reasons even when its options do not ask
+        # (the reference always is), so that reasons are compared on many decisions.
+        self.reasons_always = False
 
     # -- bookkeeping ----------------------------------------------------------------------------
 
@@ -490,39 +509,47 @@ class Differ:
 
     # -- operations -------------------------------------------------------------------------------
 
+    def asks_reasons(self, options: List[str]) -> bool:
+        return IR in options or IR in self.default_options
+
     def decide(self, flag: str, options: List[str], forced: Optional[list] = None, uc: Any = None, op: str = "decide") -> None:
         uc = uc or self.ref.create_user_context(self.user_id, self.attrs)
-        # the reference also explains itself (reasons are not compared; they only feed COVERAGE)
-        rd = uc.decide(flag, list(options) + ([] if "INCLUDE_REASONS" in options else ["INCLUDE_REASONS"]))
-        r = ref_decision(rd)
+        # the reference always explains itself (its reasons also feed COVERAGE)
+        rd = uc.decide(flag, list(options) + ([] if IR in options else [IR]))
+        our_options = list(options) + ([IR] if self.reasons_always and IR not in options else [])
+        compare_reasons = self.asks_reasons(our_options)
+        r = ref_decision(rd, reasons=compare_reasons)
         self.model.classify(self.user_id, self.attrs, flag, r, forced)
         classify_reasons(rd.reasons)
         STATS["decisions compared"] += 0 if self.ours is None else 1
         if self.ours is not None:
-            o, exc = self.call_ours(self.ours.decide, self.user_id, flag, dict(self.attrs), options=list(options))
+            STATS["reasons compared"] += 1 if compare_reasons else 0
+            o, exc = self.call_ours(self.ours.decide, self.user_id, flag, dict(self.attrs), options=our_options)
             if exc is not None:
                 self.mismatch(op, f"exception: {type(exc).__name__}: {exc}", r, None, flag=flag,
-                              options=options)
+                              options=our_options)
             else:
-                ours = our_decision(o)
+                ours = our_decision(o, reasons=compare_reasons)
                 d = typed_diff(r, ours, "decision")
                 if d:
-                    self.mismatch(op, d, r, ours, flag=flag, options=options)
+                    self.mismatch(op, d, r, ours, flag=flag, options=our_options)
         self.check_events(op, flag=flag, options=options)
 
     def decide_all(self, options: List[str], forced: Optional[list] = None, uc: Any = None, op: str = "decide_all") -> None:
         uc = uc or self.ref.create_user_context(self.user_id, self.attrs)
         rd = uc.decide_all(list(options))
-        r = {k: ref_decision(v) for k, v in rd.items()}
+        compare_reasons = self.asks_reasons(options)
+        r = {k: ref_decision(v, reasons=compare_reasons) for k, v in rd.items()}
         for k, v in r.items():
             self.model.classify(self.user_id, self.attrs, k, v, forced)
         if self.ours is not None:
             STATS["decisions compared"] += len(r)
+            STATS["reasons compared"] += len(r) if compare_reasons else 0
             o, exc = self.call_ours(self.ours.decide_all, self.user_id, dict(self.attrs), options=list(options))
             if exc is not None:
                 self.mismatch(op, f"exception: {type(exc).__name__}: {exc}", r, None, options=options)
             else:
-                ours = {k: our_decision(v) for k, v in dict(o).items()}
+                ours = {k: our_decision(v, reasons=compare_reasons) for k, v in dict(o).items()}
                 if list(r) != list(ours):
                     self.mismatch(op, f"decide_all keys: {list(r)} != {list(ours)}", list(r), list(ours),
                                   options=options)
@@ -536,15 +563,18 @@ class Differ:
     def decide_for_keys(self, keys: List[str], options: List[str]) -> None:
         op = "decide_for_keys"
         uc = self.ref.create_user_context(self.user_id, self.attrs)
-        r = {k: ref_decision(v) for k, v in uc.decide_for_keys(list(keys), list(options)).items()}
+        compare_reasons = self.asks_reasons(options)
+        r = {k: ref_decision(v, reasons=compare_reasons)
+             for k, v in uc.decide_for_keys(list(keys), list(options)).items()}
         if self.ours is not None:
             STATS["decisions compared"] += len(r)
+            STATS["reasons compared"] += len(r) if compare_reasons else 0
             o, exc = self.call_ours(self.ours.decide_for_keys, self.user_id, list(keys), dict(self.attrs),
                                     options=list(options))
             if exc is not None:
                 self.mismatch(op, f"exception: {type(exc).__name__}: {exc}", r, None, keys=keys, options=options)
             else:
-                ours = {k: our_decision(v) for k, v in dict(o).items()}
+                ours = {k: our_decision(v, reasons=compare_reasons) for k, v in dict(o).items()}
                 # (as sets: the reference puts unknown keys first, an artifact of its implementation)
                 if set(r) != set(ours):
                     self.mismatch(op, f"decide_for_keys keys: {sorted(r)} != {sorted(ours)}", list(r), list(ours),
@@ -612,6 +642,7 @@ class Differ:
 
     def run_user(self, index: int, user_id: str, attrs: dict) -> None:
         self.user_id, self.attrs = user_id, attrs
+        self.reasons_always = index % 2 == 1
         m = self.model
         rng = random.Random(f"ops-{self.seed}-{index}")
 
@@ -869,9 +900,11 @@ def test_coverage():
     print(f"\n[differential] datafiles={STATS['datafiles']} decisions compared={STATS['decisions compared']} "
           f"get_variation/activate compared={STATS['variations compared']} "
           f"tracks compared={STATS['tracks compared']} events compared={STATS['events compared']} "
+          f"reasons compared={STATS['reasons compared']} "
           f"mismatches={STATS['mismatches']} time={STATS['seconds']:.1f}s")
     print(f"[differential] coverage: {summary}")
     assert not missing, f"the generator never produced: {missing}\ncoverage: {summary}"
     if STATS["datafiles"]:
         assert STATS["decisions compared"] >= 1000 * min(1.0, SCALE) * N_USERS / 300
         assert STATS["events compared"] > 0
+        assert STATS["reasons compared"] >= STATS["decisions compared"] // 4

@@ -1,0 +1,300 @@
+"""Every size_t parameter of the C ABI, whatever its value (issue 18, item 1): a count or length of 2^63 or
+more (an `int n = -1` passed as a count, SIZE_MAX) is EXP_ERR_TOO_LARGE like any count past its limit, never
+a crash or a "failed to allocate" abort.
+
+The list of parameters is read from include/experiment.h: a function that gains a size_t parameter and is
+not walked here fails `test_every_size_parameter_of_the_header_is_walked`. Each one is walked with 0, 1,
+limit, limit + 1, 2^40, 2^63 and SIZE_MAX, with buffers really as long as the limit where the value claims
+that much (so an accepted value reads only memory it was given)."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+from ctypes import byref, c_char_p, c_double, c_int, c_int64, c_size_t, c_void_p
+from typing import Callable, Dict, List, Tuple
+
+import pytest
+
+from experiment import _native
+from experiment._native import ExpAttribute, ExpDecision, lib
+from conftest import HEADER_PATH
+from test_sigma import sigma_datafile
+
+OK = 0
+INVALID_ARGUMENT = -1
+TOO_LARGE = -14
+BUFFER_TOO_SMALL = -18
+SIZE_MAX = 2 ** 64 - 1
+
+
+def header_text() -> str:
+    with open(HEADER_PATH, encoding="utf-8") as f:
+        return f.read()
+
+
+def header_limit(name: str) -> int:
+    """The value of an EXP_MAX_* define, e.g. (64u * 1024u * 1024u)."""
+    match = re.search(r"#define\s+%s\s+(.+?)\s*(/\*|$)" % name, header_text(), re.M)
+    assert match, name
+    return int(eval(match.group(1).replace("u", "")))  # noqa: S307 - integer arithmetic of the header
+
+
+def size_parameters() -> List[Tuple[str, str]]:
+    """(function, parameter) for every by-value size_t parameter of every function the header declares."""
+    text = re.sub(r"/\*.*?\*/", "", header_text(), flags=re.S)
+    found = []
+    for match in re.finditer(r"\b(exp_\w+)\s*\(([^;{}()]*)\)\s*;", text):
+        for parameter in match.group(2).split(","):
+            words = parameter.split()
+            if len(words) >= 2 and words[-2] == "size_t" and not words[-1].startswith("*"):
+                found.append((match.group(1), words[-1]))
+    return found
+
+
+# -------------------------------------------------------------------------------------------------
+# What each parameter may be, and a call that passes `value` for it with everything else valid
+# -------------------------------------------------------------------------------------------------
+
+MAX_ATTRIBUTES = header_limit("EXP_MAX_ATTRIBUTES")
+MAX_DECISIONS = header_limit("EXP_MAX_DECISIONS")
+MAX_DATAFILE = header_limit("EXP_MAX_DATAFILE_BYTES")
+MAX_PROFILE = header_limit("EXP_MAX_PROFILE_BYTES")
+
+_KEYS = [("a%d" % i).encode() for i in range(MAX_ATTRIBUTES)]
+ATTRIBUTES = (ExpAttribute * MAX_ATTRIBUTES)()
+for _i, _key in enumerate(_KEYS):
+    ATTRIBUTES[_i].key = _key
+    ATTRIBUTES[_i].value.type = 2      # EXP_VALUE_INT
+    ATTRIBUTES[_i].value.int_value = _i
+
+
+class Walk:
+    """One client with the Sigma test datafile (flags, experiments, holdouts, an event)."""
+
+    def __init__(self) -> None:
+        self.handle = c_void_p()
+        options = json.dumps({"sdk_key": "sizes"}).encode()
+        assert lib.exp_client_create(options, byref(self.handle)) == OK
+        data = json.dumps(sigma_datafile()).encode()
+        assert lib.exp_client_start(self.handle, data, len(data)) == OK, _native.last_error()
+        self.flags = c_size_t()
+        assert lib.exp_flag_count(self.handle, byref(self.flags)) == OK
+
+    def close(self) -> None:
+        lib.exp_client_free(self.handle)
+
+
+def attribute_call(name: str) -> Callable[[Walk, int], int]:
+    """A call of `name` with `value` as attribute_count over a real array of EXP_MAX_ATTRIBUTES attributes."""
+    out_str = c_char_p()
+    flag = (b"u1", b"checkout", b"count")
+
+    def release(status: int) -> int:
+        if status == OK and out_str.value is not None:
+            lib.exp_free(out_str)
+            out_str.value = None
+        return status
+
+    calls: Dict[str, Callable[[Walk, int], int]] = {
+        "exp_decide": lambda w, n: decide(w, n),
+        "exp_decide_all": lambda w, n: decide_all(w, n, capacity=w.flags.value),
+        "exp_decide_for_keys": lambda w, n: decide_for_keys(w, 1, n, capacity=1),
+        "exp_get_variation": lambda w, n: release(lib.exp_get_variation(w.handle, b"checkout_test", b"u1",
+                                                                        ATTRIBUTES, n, byref(out_str))),
+        "exp_activate": lambda w, n: release(lib.exp_activate(w.handle, b"checkout_test", b"u1", ATTRIBUTES, n,
+                                                              byref(out_str))),
+        "exp_trigger_experiment": lambda w, n: release(lib.exp_trigger_experiment(w.handle, b"u1", b"3001",
+                                                                                  ATTRIBUTES, n, byref(out_str))),
+        "exp_track": lambda w, n: lib.exp_track(w.handle, b"purchase", b"u1", ATTRIBUTES, n, None),
+        "exp_flag_bool": lambda w, n: lib.exp_flag_bool(w.handle, *flag[:2], None, ATTRIBUTES, n,
+                                                        byref(c_int()), byref(c_int())),
+        "exp_flag_int": lambda w, n: lib.exp_flag_int(w.handle, *flag, ATTRIBUTES, n, byref(c_int64()),
+                                                      byref(c_int())),
+        "exp_flag_double": lambda w, n: lib.exp_flag_double(w.handle, b"u1", b"checkout", b"ratio", ATTRIBUTES, n,
+                                                            byref(c_double()), byref(c_int())),
+        "exp_flag_string": lambda w, n: release(lib.exp_flag_string(w.handle, b"u1", b"checkout", b"title",
+                                                                    ATTRIBUTES, n, byref(out_str), byref(c_int()))),
+        "exp_flag_json": lambda w, n: release(lib.exp_flag_json(w.handle, b"u1", b"checkout", b"cfg", ATTRIBUTES, n,
+                                                                byref(out_str), byref(c_int()))),
+        "exp_get_holdout": lambda w, n: lib.exp_get_holdout(w.handle, b"u1", b"global_holdout", ATTRIBUTES, n,
+                                                            byref(c_int())),
+        "exp_get_experiment": lambda w, n: experiment_handle(w, n),
+    }
+    for report in ("exp_user_flags_json", "exp_user_experiments", "exp_user_experiments_json",
+                   "exp_user_holdouts", "exp_user_holdouts_json", "exp_get_experiment_json"):
+        function = getattr(lib, report)
+        if report == "exp_get_experiment_json":
+            calls[report] = lambda w, n, f=function: release(f(w.handle, b"u1", b"checkout_test", ATTRIBUTES, n,
+                                                               byref(out_str)))
+        else:
+            calls[report] = lambda w, n, f=function: release(f(w.handle, b"u1", ATTRIBUTES, n, byref(out_str)))
+    return calls[name]
+
+
+def decide(walk: Walk, attribute_count: int) -> int:
+    decision = ExpDecision()
+    status = lib.exp_decide(walk.handle, b"u1", b"checkout", ATTRIBUTES, attribute_count, 0, byref(decision))
+    lib.exp_decision_release(byref(decision))
+    return status
+
+
+def decide_all(walk: Walk, attribute_count: int, capacity: int) -> int:
+    out = (ExpDecision * walk.flags.value)()
+    filled = c_size_t()
+    status = lib.exp_decide_all(walk.handle, b"u1", ATTRIBUTES, attribute_count, 0, out, capacity, byref(filled))
+    if status == OK:
+        assert filled.value == walk.flags.value
+        lib.exp_decisions_release(out, filled.value)
+    return status
+
+
+def decide_for_keys(walk: Walk, key_count: int, attribute_count: int, capacity: int) -> int:
+    """keys and out are real arrays of min(key_count, EXP_MAX_DECISIONS) entries (unknown keys beyond the
+    first: each gives a cheap "unknown flag" decision)."""
+    length = max(1, min(key_count, MAX_DECISIONS))
+    keys = (c_char_p * length)(*([b"checkout"] + [b"no_such_flag"] * (length - 1)))
+    out = (ExpDecision * length)()
+    filled = c_size_t()
+    status = lib.exp_decide_for_keys(walk.handle, b"u1", keys, key_count, ATTRIBUTES, attribute_count, 0, out,
+                                     capacity, byref(filled))
+    if status == OK:
+        assert filled.value == key_count
+        lib.exp_decisions_release(out, filled.value)
+    return status
+
+
+def experiment_handle(walk: Walk, attribute_count: int) -> int:
+    out = c_void_p()
+    status = lib.exp_get_experiment(walk.handle, b"u1", b"checkout_test", ATTRIBUTES, attribute_count, byref(out))
+    lib.exp_experiment_free(out)
+    return status
+
+
+def datafile_length_call(name: str) -> Callable[[Walk, int], int]:
+    """A zero-filled buffer as long as the limit: an accepted length reads only NULs (invalid JSON)."""
+    buffer = ctypes.create_string_buffer(MAX_DATAFILE + 1)
+    if name == "exp_validate_datafile":
+        return lambda w, n: lib.exp_validate_datafile(buffer, n)
+    if name == "exp_client_start":
+        return lambda w, n: lib.exp_client_start(w.handle, buffer, n)
+
+    def start_async(_walk: Walk, n: int) -> int:
+        # A client of its own (start_async runs once per client) whose fetch can only fail, locally.
+        handle = c_void_p()
+        options = json.dumps({"sdk_key": "sizes", "datafile_url_template": "file:///nonexistent/{sdk_key}.json",
+                              "retry_count": 0}).encode()
+        assert lib.exp_client_create(options, byref(handle)) == OK
+        try:
+            return lib.exp_client_start_async(handle, buffer, n, _native.EXP_READY_FN(), None)
+        finally:
+            lib.exp_client_free(handle)
+    return start_async
+
+
+# Messages of calls whose exp_last_error is gone by the time they return (read on the calling thread).
+MESSAGES: Dict[Callable[[Walk, int], int], str] = {}
+
+
+def profile_length_call(_name: str) -> Callable[[Walk, int], int]:
+    """exp_profile_reply_set from inside a real lookup callback, with a buffer as long as the limit."""
+    buffer = ctypes.create_string_buffer(b" " * MAX_PROFILE)
+
+    def call(walk: Walk, n: int) -> int:
+        seen: List[int] = []
+
+        def lookup(_user: bytes, reply: int, _data: object) -> int:
+            status = lib.exp_profile_reply_set(reply, buffer, n)
+            seen.append((status, _native.last_error()))   # read here: later calls on this thread clear it
+            return 0
+
+        lookup_fn = _native.EXP_PROFILE_LOOKUP_FN(lookup)
+        save_fn = _native.EXP_PROFILE_SAVE_FN(lambda _u, _j, _d: 0)
+        handle = c_void_p()
+        options = json.dumps({"sdk_key": "sizes", "profile_store": "callbacks"}).encode()
+        assert lib.exp_client_create(options, byref(handle)) == OK
+        try:
+            data = json.dumps(sigma_datafile()).encode()
+            assert lib.exp_client_start(handle, data, len(data)) == OK
+            assert lib.exp_client_set_profile_store(handle, lookup_fn, save_fn, None) == OK
+            decision = ExpDecision()
+            lib.exp_decide(handle, b"u1", b"checkout", None, 0, 0, byref(decision))
+            lib.exp_decision_release(byref(decision))
+        finally:
+            lib.exp_client_free(handle)
+        assert seen and len(set(seen)) == 1, seen   # a failed lookup may be retried (the save re-reads)
+        MESSAGES[call] = seen[0][1]
+        return seen[0][0]
+    return call
+
+
+def release_call(_name: str) -> Callable[[Walk, int], int]:
+    """exp_decisions_release has no status: a refused count leaves a message in exp_last_error."""
+    decisions = (ExpDecision * MAX_DECISIONS)()
+
+    def call(_walk: Walk, n: int) -> int:
+        lib.exp_decide(None, None, None, None, 0, 0, None)  # sets exp_last_error to something else
+        lib.exp_decisions_release(decisions, n)
+        return TOO_LARGE if "exceeds the limit" in _native.last_error() else OK
+    return call
+
+
+# (function, parameter) -> (limit, call). A limit of None: an output capacity, where any value is accepted.
+def walked() -> Dict[Tuple[str, str], Tuple[object, Callable[[Walk, int], int]]]:
+    table: Dict[Tuple[str, str], Tuple[object, Callable[[Walk, int], int]]] = {}
+    for name, parameter in size_parameters():
+        if parameter == "attribute_count":
+            table[(name, parameter)] = (MAX_ATTRIBUTES, attribute_call(name))
+    table[("exp_client_start", "length")] = (MAX_DATAFILE, datafile_length_call("exp_client_start"))
+    table[("exp_validate_datafile", "length")] = (MAX_DATAFILE, datafile_length_call("exp_validate_datafile"))
+    table[("exp_client_start_async", "length")] = (MAX_DATAFILE, datafile_length_call("exp_client_start_async"))
+    table[("exp_profile_reply_set", "length")] = (MAX_PROFILE, profile_length_call("exp_profile_reply_set"))
+    table[("exp_decide_for_keys", "key_count")] = (
+        MAX_DECISIONS, lambda w, n: decide_for_keys(w, n, 0, capacity=max(1, min(n, MAX_DECISIONS))))
+    table[("exp_decisions_release", "count")] = (MAX_DECISIONS, release_call("exp_decisions_release"))
+    table[("exp_decide_all", "capacity")] = (None, lambda w, n: decide_all(w, 0, capacity=n))
+    table[("exp_decide_for_keys", "capacity")] = (None, lambda w, n: decide_for_keys(w, 1, 0, capacity=n))
+    return table
+
+
+WALKED = walked()
+
+
+def test_every_size_parameter_of_the_header_is_walked():
+    declared = set(size_parameters())
+    assert len(declared) >= 26, sorted(declared)   # the parse found the header's functions
+    assert declared - set(WALKED) == set(), "size_t parameters nobody walks: %s" % sorted(declared - set(WALKED))
+    assert set(WALKED) - declared == set(), "walked but not in the header: %s" % sorted(set(WALKED) - declared)
+
+
+@pytest.fixture(scope="module")
+def walk():
+    w = Walk()
+    yield w
+    w.close()
+
+
+@pytest.mark.parametrize("function,parameter", sorted(WALKED))
+def test_size_parameter_answers_for_every_value(walk, function, parameter):
+    limit, call = WALKED[(function, parameter)]
+    if limit is None:
+        # An output capacity: too small is BUFFER_TOO_SMALL, anything from the needed size up (SIZE_MAX
+        # included) is accepted and only the needed entries are written.
+        needed = walk.flags.value if function == "exp_decide_all" else 1
+        for value in (0, needed - 1):
+            assert call(walk, value) == BUFFER_TOO_SMALL, (value, _native.last_error())
+        for value in (needed, needed + 1, 2 ** 40, 2 ** 63, SIZE_MAX):
+            assert call(walk, value) == OK, (value, _native.last_error())
+        return
+    for value in (0, 1, limit):
+        status = call(walk, value)
+        assert status not in (TOO_LARGE,), (value, status, _native.last_error())
+    for value in (limit + 1, 2 ** 40, 2 ** 63, SIZE_MAX):
+        status = call(walk, value)
+        assert status in (TOO_LARGE, INVALID_ARGUMENT), (value, status, _native.last_error())
+        if function != "exp_decisions_release":
+            message = MESSAGES.pop(call, None) or _native.last_error()
+            assert parameter in message and str(value) in message, message   # SIZE_MAX as such, not -1
+    # the client still works afterwards
+    assert decide(walk, 0) == OK
