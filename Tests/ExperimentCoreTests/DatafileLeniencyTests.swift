@@ -99,3 +99,15 @@ private let flagVariables = #"[{"id": "30", "key": "x", "type": "integer", "defa
     #expect(problems(text).map(\.message) == [#"datafile: featureFlags[0].rolloutId: unknown rollout "99" (no such id in "rollouts")"#])
     #expect(problems(text).map(\.severity) == [.error])
 }
+
+@Test func versionsTwoAndThreeAreAcceptedAsTheReferenceDoes() throws {
+    for version in ["2", "3"] {
+        let text = datafile().replacing(#""version": "4""#, with: #""version": "\#(version)""#)
+        #expect(try compiled(text).version == version)
+    }
+}
+
+@Test func aNullOptionalSectionIsRefused() {
+    let text = datafile().replacing(#""rollouts": []"#, with: #""rollouts": null"#)
+    #expect(problems(text).map(\.message) == ["datafile: rollouts: expected an array, got null"])
+}

@@ -18,7 +18,8 @@ public enum DatafileCompiler {
     public static let maxDepth = 64
     /// EXP_MAX_KEY_BYTES: flag, experiment, variation, event and attribute keys longer than this are refused.
     public static let maxKeyBytes = 1024
-    public static let supportedVersions: Set<String> = ["4"]
+    /// The reference's supported versions: it reads "2" and "3" datafiles with the same code as "4".
+    public static let supportedVersions: Set<String> = ["2", "3", "4"]
 
     public static func compile(_ bytes: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
         let document: JSONDocument
@@ -148,7 +149,7 @@ private struct Compilation {
                                 "datafile: version: expected a string such as \"4\", got \(versionField.value.kindName)")
         }
         guard DatafileCompiler.supportedVersions.contains(version) else {
-            throw DatafileError(.unsupportedVersion, "datafile: version \"\(version)\" is not supported (supported: \"4\")")
+            throw DatafileError(.unsupportedVersion, "datafile: version \"\(version)\" is not supported (supported: \"2\", \"3\", \"4\")")
         }
         var header = ProjectConfig.Header()
         header.version = version
@@ -176,6 +177,13 @@ private struct Compilation {
             return nil
         }
         return text
+    }
+
+    /// An optional top-level list. Absent is empty; present as null the reference iterates None and its
+    /// config construction raises, so it is refused.
+    func section(_ name: String) throws(DatafileError) -> [DatafileReader] {
+        guard let field = root.member(name) else { return [] }
+        return try field.array()
     }
 
     /// The first "integrations" entry with key "odp" (later ones are ignored, as in the reference).
@@ -247,7 +255,7 @@ private struct Compilation {
                 try record(error)
             }
         }
-        for entry in try root.optionalArray("typedAudiences") {
+        for entry in try section("typedAudiences") {
             do throws(DatafileError) {
                 let conditions = try entry.required("conditions")
                 try addAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText)
@@ -345,6 +353,10 @@ private struct Compilation {
         -> AudienceCondition?
     {
         scalarAudienceLeaves = []
+        if case .experiment = context {
+            // The reference's JSON schema checks audienceIds even when audienceConditions is used.
+            for id in try entry.requiredArray("audienceIds") { _ = try id.string() }
+        }
         let condition = try audienceConditionTree(entry)
         let leaves = scalarAudienceLeaves
         scalarAudienceLeaves = []
@@ -464,7 +476,7 @@ private struct Compilation {
                 try record(error)
             }
         }
-        for (position, rollout) in try root.optionalArray("rollouts").enumerated() {
+        for (position, rollout) in try section("rollouts").enumerated() {
             rolloutScalarLeaves.append([])
             let id = try rollout.requiredString("id")
             rolloutIds.append(id)
@@ -708,7 +720,7 @@ private struct Compilation {
     // MARK: holdouts
 
     mutating func readHoldouts() throws(DatafileError) {
-        for entry in try root.optionalArray("holdouts") {
+        for entry in try section("holdouts") {
             do throws(DatafileError) {
                 let holdout = try readHoldout(entry)
                 holdouts.append(holdout)
@@ -717,7 +729,7 @@ private struct Compilation {
                 try record(error)
             }
         }
-        for entry in try root.optionalArray("localHoldouts") {
+        for entry in try section("localHoldouts") {
             do throws(DatafileError) {
                 // The reference skips a local holdout without includedRules; so do we.
                 guard let rules = entry.optional("includedRules") else { continue }
@@ -762,7 +774,7 @@ private struct Compilation {
                             let experimentRules: [Int32]; let rolloutRules: [Int32]; let rollout: FlagRollout }
         var sources: [FlagSource] = []
         var usedRolloutIds = Set<String>()
-        for entry in try root.optionalArray("featureFlags") {
+        for entry in try section("featureFlags") {
             do throws(DatafileError) {
                 let variables = try readVariables(entry.requiredArray("variables"))
                 var experimentRules: [Int32] = []

@@ -307,3 +307,34 @@ def test_scalar_audience_id_refused_where_the_reference_raises_accepted_elsewher
     df["rollouts"].append({"id": "unused-rollout", "experiments": [dict(
         _rules(df)[0], id="7070707", key="unused_rule", audienceIds=[5], audienceConditions=["or", True])]})
     _compare_all(df).close()
+
+
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_versions_2_and_3_are_accepted_as_the_reference_does(version):
+    df = _base()
+    df["version"] = version
+    _compare_all(df, n_users=20).close()
+
+
+@pytest.mark.parametrize("section", ["featureFlags", "rollouts", "typedAudiences", "holdouts", "localHoldouts"])
+def test_optional_section_that_is_null_is_refused_as_the_reference_does(section):
+    """Absent is fine; null makes the reference iterate None (TypeError while building its config)."""
+    df = _base()
+    df[section] = None
+    if section == "rollouts":
+        for flag in df["featureFlags"]:
+            flag["rolloutId"] = ""
+    text = json.dumps(df)
+    assert reference_client(text)[0] is None
+    with pytest.raises(experiment.InvalidDatafileError, match=section):
+        experiment.validate_datafile(text)
+
+
+def test_audience_ids_are_checked_as_the_schema_does_even_with_audience_conditions():
+    df = _base()
+    df["experiments"][0]["audienceIds"] = [{}]
+    df["experiments"][0]["audienceConditions"] = []
+    text = json.dumps(df)
+    assert reference_client(text)[0] is None
+    with pytest.raises(experiment.InvalidDatafileError, match=r"experiments\[0\]\.audienceIds\[0\]"):
+        experiment.validate_datafile(text)
