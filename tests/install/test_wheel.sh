@@ -30,6 +30,8 @@ wheel=${wheels[0]}
 work="$repo/.build/wheel-test-$(basename "$dist")"   # one per dist: make -j may run two at once
 rm -rf "$work"
 mkdir -p "$work/state"
+# Run by hand too, the test keeps out of the user's state directory (make sets its own XDG_STATE_HOME).
+export XDG_STATE_HOME=${XDG_STATE_HOME:-$work/xdg-state}
 "$python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install -q --no-index --no-deps "$wheel"
 site=$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')

@@ -81,11 +81,13 @@ def with_redis(datafile):
         print("redis: no redis-server (it is not installed): the hiredis copy was only loaded")
         return
     store = {"redis": {"url": "redis://127.0.0.1:%s/0" % port, "prefix": "wheel:"}}
-    with experiment.Client(datafile=datafile, profile_store=store, event_endpoint="none") as client:
+    with experiment.Client(datafile=datafile, profile_store=store,
+                           state_dir=os.path.join(STATE_DIR, "redis"), event_endpoint="none") as client:
         users = experiment_users(client, 2)
         profiles = client.profile_stats()
     assert profiles["store"] == "redis" and profiles["saves"] >= 2 and profiles["errors"] == 0, profiles
-    with experiment.Client(datafile=datafile, profile_store=store, event_endpoint="none") as client:
+    with experiment.Client(datafile=datafile, profile_store=store,
+                           state_dir=os.path.join(STATE_DIR, "redis"), event_endpoint="none") as client:
         for user, variation in users:
             assert client.decide(user, "checkout_redesign", EXPERIMENT_ATTRIBUTES).variation_key == variation
         again = client.profile_stats()
