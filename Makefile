@@ -102,12 +102,17 @@ test-abi: lib
 $(RELEASE_DIR)/sigma: examples/c/sigma.c include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ examples/c/sigma.c $(LINK_LOCAL)
 
-test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma
+# Issue 18 item 5: 8 threads tracking, never EXP_ERR_TOO_LARGE for a full journal segment.
+$(RELEASE_DIR)/concurrent_track: tests/events/concurrent_track.c include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ tests/events/concurrent_track.c $(LINK_LOCAL) -lpthread
+
+test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma $(RELEASE_DIR)/concurrent_track
 	rm -rf $(TEST_STATE_HOME)
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
 	$(RELEASE_DIR)/sigma examples/datafiles/demo.json > /dev/null
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
+	$(RELEASE_DIR)/concurrent_track examples/datafiles/demo.json
 
 # Real-time segments: examples/c/segments.c (-Werror -pedantic) against a local ODP stand-in server.
 test-segments-c: lib

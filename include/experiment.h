@@ -250,7 +250,11 @@ exp_status exp_client_config_json(exp_client *client, char **out_json);
 
 /*
  * Closes the client: later calls on it fail with EXP_ERR_CLOSED. Idempotent (closing twice is EXP_OK).
- * The handle stays valid until exp_client_free(). Errors: EXP_ERR_INVALID_ARGUMENT (NULL). Thread-safe.
+ * The handle stays valid until exp_client_free(). With the built-in event pipeline it first delivers this
+ * client's queued events, retrying failures, for up to "close_timeout_ms" (see "Event pipeline").
+ * Errors: EXP_ERR_INVALID_ARGUMENT (NULL); EXP_ERR_TIMEOUT: the client is closed, but some of its events
+ * were not delivered in time (they stay on disk; the next client on the state directory sends them).
+ * Thread-safe.
  *
  *     exp_client_close(c);      // other threads now get EXP_ERR_CLOSED
  *     ...join them...
@@ -579,28 +583,43 @@ exp_status exp_client_set_event_dispatcher(exp_client *client, exp_event_dispatc
  *   dead processes there at start. Each event carries its own "uuid": receivers deduplicate by it (a
  *   retry repeats the uuid).
  * - A background thread POSTs batches of up to "event_batch_size" events every "event_flush_interval_ms"
- *   (sooner once a batch is full) to "event_endpoint" (default "https://logx.optimizely.com/v1/events";
+ *   (sooner once a batch is full; back to back while a backlog waits), with up to "event_max_inflight"
+ *   POSTs at once (integer 1..64, default 4), to "event_endpoint" (default "https://logx.optimizely.com/v1/events";
  *   "none" turns the pipeline off, and events without a host dispatcher are then dropped and counted;
  *   the EXPERIMENT_EVENT_ENDPOINT environment variable changes the default). Events sharing account,
  *   project, revision and anonymize_ip are merged into one reference-format payload, one visitor each.
  * - An event leaves the queue only after a 2xx. 5xx, 408, 429 and transport errors are retried with
  *   exponential backoff (200 ms doubling to 60 s, with jitter); other 4xx make the event poison: it is
  *   moved to table event_dead_letter, counted, logged, and reported to EXP_NOTIFY_LOG_EVENT listeners.
+ * - Every event's life is bounded: after "event_max_attempts" failed attempts (integer 1..1000000,
+ *   default 1000) or "event_max_age_s" seconds after it was queued (integer 1..315360000, default 604800 =
+ *   7 days) it moves to event_dead_letter (reason names the bound), counted in stats "expired", logged.
+ * - Queued events go to the endpoint of the client that sends them, whatever endpoint they were queued
+ *   under: a program restarted with a corrected "event_endpoint" delivers what the old one could not.
+ * - The state file is shared by every program using the state directory. Each client waits (exp_flush,
+ *   exp_client_close) only for its own events; events other programs or earlier runs left are sent by any
+ *   client's background rounds, never by a flush or a close (they do not delay it).
+ * - A repeating problem (a full disk refusing every exp_track, a failing endpoint) is logged once per 10 s
+ *   with the number of repeats. On a full disk, delivered events are still removed (a 1 MB reserve file
+ *   <state_dir>/event-reserve.bin is released for that), so the backlog drains to a healthy endpoint.
  * - "event_queue_capacity" bounds the queue; "event_queue_full_policy" "reject" (default) makes exp_track
  *   fail with EXP_ERR_QUEUE_FULL, "drop_oldest" evicts the oldest event. Impressions are never refused
  *   to their decision: one that does not fit is dropped. Every dropped event is counted.
- * - exp_client_close (and exp_client_free) drain for up to "close_timeout_ms"; what is not delivered by
- *   then stays on disk and the next client on the same state_dir sends it.
+ * - exp_client_close (and exp_client_free) deliver this client's events for up to "close_timeout_ms",
+ *   retrying failures (backoff shortened to fit); what is not delivered by then stays on disk and the next
+ *   client on the same state_dir sends it (exp_client_close then answers EXP_ERR_TIMEOUT).
  * - EXP_NOTIFY_LOG_EVENT listeners and the log callback may run on the dispatcher's thread: they must not
  *   call exp_flush, exp_client_close or exp_client_free on this client (the drain would wait for itself).
  * - Disk: two 4 MB journal files per client with an event pipeline (mapped; the page cache holds what is
- *   in use), plus the event_queue rows of undelivered events.
+ *   in use), the 1 MB event-reserve.bin per state directory, plus the event_queue rows of undelivered events.
  */
 
 /*
- * Sends every queued event now (backoff delays are skipped) and waits for the attempt, at most
- * "close_timeout_ms". EXP_OK when the queue is empty afterwards; EXP_ERR_TIMEOUT when events remain (the
- * endpoint is failing or slow: they stay queued and are retried). With a host dispatcher (or
+ * Sends this client's queued events now (backoff delays are skipped) and keeps retrying those that fail,
+ * with backoff shortened to fit, until none is left or "close_timeout_ms" passed. EXP_OK when all of this
+ * client's events were delivered; EXP_ERR_TIMEOUT when some remain (the endpoint is failing or slow: they
+ * stay queued and are retried). Events other programs left in the state file are not waited for. With a
+ * host dispatcher (or
  * event_endpoint "none") there is nothing to flush: EXP_OK. Errors: EXP_ERR_INVALID_ARGUMENT,
  * EXP_ERR_CLOSED, EXP_ERR_TIMEOUT. Thread-safe; blocks the caller.
  *
@@ -614,7 +633,11 @@ exp_status exp_flush(exp_client *client);
  *  dispatcher), "retried": events rescheduled after a failed attempt, "failed": failed deliveries (POSTs
  *  and host-dispatcher refusals), "dropped": events not kept (no dispatcher, queue full, evicted, state
  *  file failure), "poisoned": events refused for good (4xx), "batches_sent": successful POSTs,
- *  "pending": events on disk now, "last_error": the latest delivery problem or null}.
+ *  "expired": events moved to event_dead_letter after event_max_attempts / event_max_age_s,
+ *  "pending": this client's undelivered events on disk now (journal + its event_queue rows, counted by
+ *  SQLite), "backlog": every event waiting in the state file (other programs' and earlier runs' too),
+ *  "dead_letter": rows of event_dead_letter, "last_error": the latest delivery problem or null}. After
+ *  exp_client_close the disk figures are those at close.
  * Errors: EXP_ERR_INVALID_ARGUMENT. Thread-safe; works after close.
  *
  *     char *stats; exp_client_stats(c, &stats); puts(stats); exp_free(stats);

@@ -654,8 +654,14 @@ public:
         return detail::take(json);
     }
 
-    /* Closes the client: later calls throw ClosedError. Idempotent. */
-    void close() { detail::check(exp_client_close(client_)); }
+    /* Closes the client: later calls throw ClosedError. Idempotent. Waits up to close_timeout_ms for this
+       client's queued events; false when some were not delivered (they stay on disk for the next client). */
+    bool close() {
+        exp_status status = exp_client_close(client_);
+        if (status == EXP_ERR_TIMEOUT) return false;
+        detail::check(status);
+        return true;
+    }
 
     std::size_t flag_count() const {
         std::size_t count = 0;

@@ -728,11 +728,13 @@ class Client(SegmentsMixin):
         """True once :meth:`close` was called (every call then raises :class:`ClosedError`)."""
         return self._h is None
 
-    def close(self) -> None:
-        """Closes the client and frees the native handle. Idempotent."""
+    def close(self) -> bool:
+        """Closes the client and frees the native handle. Idempotent. Waits up to close_timeout_ms for this
+        client's queued events (retrying failures); True when all were delivered, False when some stay on
+        disk for the next client (exp_client_close answered EXP_ERR_TIMEOUT)."""
         handle = self._h
         if handle is None:
-            return
+            return True
         self._h = None
         self._native = None
         # A client found by tag and created elsewhere belongs to its creator: only detach from it.
@@ -740,8 +742,11 @@ class Client(SegmentsMixin):
         # Dropping the last reference frees the handle (see _Handle); in-flight calls on other threads
         # hold their own reference and the last of them frees it.
         del handle
+        if status == ERR_TIMEOUT:
+            return False
         if status:
             _raise(status)
+        return True
 
     def __enter__(self) -> "Client":
         """The client itself, for ``with Client(...) as client:`` (ClosedError when closed)."""
@@ -1237,8 +1242,8 @@ class Client(SegmentsMixin):
     # -- event pipeline and Kameleoon user data -----------------------------------------------------
 
     def flush(self) -> bool:
-        """Sends every queued event now and waits for the attempt (at most the client's close_timeout_ms).
-        True when the queue is empty afterwards; False when events remain queued (they are retried)."""
+        """Sends this client's queued events now, retrying failures, for at most the client's
+        close_timeout_ms. True when none is left; False when some remain queued (they are retried)."""
         status = _lib.exp_flush(self._live())
         if status == ERR_TIMEOUT:
             return False
@@ -1247,8 +1252,8 @@ class Client(SegmentsMixin):
         return True
 
     def stats(self) -> Dict[str, Any]:
-        """The event counters: queued, sent, retried, failed, dropped, poisoned, batches_sent, pending,
-        last_error (see exp_client_stats)."""
+        """The event counters: queued, sent, retried, failed, dropped, poisoned, batches_sent, expired,
+        pending, backlog, dead_letter, last_error (see exp_client_stats)."""
         out = c_char_p()
         status = _lib.exp_client_stats(self._live(), byref(out))
         if status:
