@@ -160,7 +160,7 @@ test-python: test-deps lib python-speedups
 	  $(PYTHON) -m pytest -q bindings/python/tests
 	EXPERIMENT_NO_SPEEDUPS=1 EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
 	  $(PYTHON) -m pytest -q bindings/python/tests/test_decide.py bindings/python/tests/test_input_errors.py \
-	    bindings/python/tests/test_speedups.py
+	    bindings/python/tests/test_speedups.py bindings/python/tests/test_user_context.py
 
 install: lib
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
