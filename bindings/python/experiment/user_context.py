@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from ctypes import addressof, byref, c_char_p, c_int, c_size_t, c_void_p
+from ctypes import addressof, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional
 
@@ -38,6 +38,9 @@ _SDK_NOT_READY = "Optimizely SDK not configured properly yet."
 _FLAG_KEY_INVALID = 'No flag was found for key "{}".'
 
 _SEGMENT_OPTION_BITS = {"IGNORE_CACHE": 1, "RESET_CACHE": 2}
+
+# Guards the copy-on-write bookkeeping of every context (held briefly: changes to contexts are rare).
+_cow_lock = threading.Lock()
 
 
 class OptimizelyDecisionContext:
@@ -96,25 +99,65 @@ class UserDecision(Decision):
 _setattr = object.__setattr__
 _new = object.__new__
 
+# Helpers of the client module, bound on first use (client.py imports this module).
+_client_helpers: Dict[str, Any] = {}
+
+
+def _bind() -> None:
+    if _client_helpers:
+        return
+    from . import client as client_module
+    from ctypes import CFUNCTYPE
+    _client_helpers.update(
+        string=client_module._string, variables=client_module._variables,
+        attributes=client_module._attributes, value_tuple=client_module._value_tuple,
+        decisions_by_flag=client_module._decisions_by_flag, key=client_module._key,
+        release=client_module._exp_decision_release,
+        # Plain addresses and ints, as the client's own decide path: ctypes converts them fastest.
+        decide=CFUNCTYPE(c_int, c_void_p, c_char_p, c_size_t, c_uint, c_void_p)(("exp_user_decide", _lib)),
+        fast=None)
+    speedups = client_module._speedups
+    if speedups is not None and _SLOTTED and hasattr(speedups, "user_decide"):
+        from ctypes import cast
+        try:
+            speedups.install_user_context(cast(_lib.exp_user_decide, c_void_p).value, UserDecision)
+            _client_helpers["fast"] = speedups.user_decide
+        except Exception as exc:  # an accelerator built from another version of this package
+            _log.warning("experiment._speedups not used for user contexts (%s)", exc)
+
+
+if _SLOTTED:  # the slots' own setters, as client.py fills Decision
+    _SETTERS = tuple(getattr(UserDecision, name).__set__ for name in (
+        "flag_key", "enabled", "variation_key", "rule_key", "variables", "reasons", "user_context"))
+else:
+    _SETTERS = None
+
+
+def _fill(made: UserDecision, values: tuple) -> UserDecision:
+    if _SETTERS is not None:
+        for setter, value in zip(_SETTERS, values):
+            setter(made, value)
+    else:
+        made.__dict__.update(zip(("flag_key", "enabled", "variation_key", "rule_key", "variables", "reasons",
+                                  "user_context"), values))
+    return made
+
 
 def _user_decision(decision: Decision, context: "UserContext") -> UserDecision:
-    made = _new(UserDecision)
-    _setattr(made, "flag_key", decision.flag_key)
-    _setattr(made, "enabled", decision.enabled)
-    _setattr(made, "variation_key", decision.variation_key)
-    _setattr(made, "rule_key", decision.rule_key)
-    _setattr(made, "variables", decision.variables)
-    _setattr(made, "reasons", decision.reasons)
-    _setattr(made, "user_context", context)
-    return made
+    return _fill(_new(UserDecision), (decision.flag_key, decision.enabled, decision.variation_key,
+                                      decision.rule_key, decision.variables, decision.reasons, context))
+
+
+def _from_native(d: Any, flag_key: Any, context: "UserContext") -> UserDecision:
+    string = _client_helpers["string"]
+    count = d.reason_count
+    reasons = [d.reasons[i].decode("utf-8") for i in range(count)] if count else []
+    return _fill(_new(UserDecision), (flag_key, d.enabled != 0, string(d.variation_key), string(d.rule_key),
+                                      _client_helpers["variables"](d.variables_json), reasons, context))
 
 
 def _error_decision(flag_key: Any, context: "UserContext", reasons: List[str]) -> UserDecision:
-    made = _new(UserDecision)
-    for name, value in (("flag_key", flag_key), ("enabled", False), ("variation_key", None), ("rule_key", None),
-                        ("variables", {}), ("reasons", reasons), ("user_context", context)):
-        _setattr(made, name, value)
-    return made
+    return _fill(_new(UserDecision), (flag_key, False, None, None, {}, reasons, context))
 
 
 def _utf8(value: Any, what: str) -> bytes:
@@ -164,13 +207,14 @@ class UserContext:
     decision can carry a copy of its context in ``user_context``, as the reference's do.
     """
 
-    __slots__ = ("client", "user_id", "_attributes", "_h", "_shared", "_lock", "__weakref__")
+    __slots__ = ("client", "user_id", "_attributes", "_h", "_shared", "__weakref__")
 
     OptimizelyDecisionContext = OptimizelyDecisionContext
     OptimizelyForcedDecision = OptimizelyForcedDecision
 
     def __init__(self, client: Any, user_id: str, attributes: Optional[Dict[str, Any]] = None) -> None:
-        from .client import _attributes as typed_attributes
+        _bind()
+        typed_attributes = _client_helpers["attributes"]
         if attributes is not None and not hasattr(attributes, "items"):
             raise UnsupportedTypeError("attributes: expected a dict, got %s" % type(attributes).__name__)
         if not isinstance(user_id, (str, bytes)):
@@ -178,7 +222,6 @@ class UserContext:
         self.client = client
         self.user_id = user_id
         self._attributes: Dict[str, Any] = dict(attributes) if attributes else {}
-        self._lock = threading.Lock()
         self._shared = False
         client_handle = client._live()
         array, count = typed_attributes(self._attributes)
@@ -193,23 +236,22 @@ class UserContext:
     # -- copies ------------------------------------------------------------------------------------
 
     def _clone(self) -> "UserContext":
-        """A copy with its own attributes, forced decisions and segments (shares the native context until
-        either one changes)."""
+        """A copy with its own attributes, forced decisions and segments. It shares the native context and
+        the attribute dict until either one changes (copy on write), so a copy costs a few attribute stores."""
         copy = _new(UserContext)
         copy.client = self.client
         copy.user_id = self.user_id
-        copy._lock = threading.Lock()
-        with self._lock:
-            copy._attributes = dict(self._attributes)
+        with _cow_lock:
+            copy._attributes = self._attributes
             copy._h = self._h
-            copy._shared = True
-            self._shared = True
+            copy._shared = self._shared = True
         return copy
 
     copy = _clone
 
     def _own(self) -> _UserHandle:
-        """The native context, made private to this context first if a copy shares it (call under _lock)."""
+        """The native context, made private to this context first if a copy may share it (call under
+        _cow_lock): the native context is cloned and the attribute dict copied."""
         handle = self._h
         if self._shared:
             out = c_void_p()
@@ -217,6 +259,7 @@ class UserContext:
             if status:
                 _raise(status)
             handle = self._h = _UserHandle(out.value, handle.client_handle)
+            self._attributes = dict(self._attributes)
             self._shared = False
         return handle
 
@@ -229,16 +272,14 @@ class UserContext:
 
     def get_user_attributes(self) -> Dict[str, Any]:
         """A copy of the context's attributes."""
-        with self._lock:
-            return dict(self._attributes)
+        return dict(self._attributes)
 
     def set_attribute(self, attribute_key: str, attribute_value: Any) -> None:
         """Sets one attribute (used by every later decision and conversion of this context)."""
-        from .client import _value_tuple
-        fields = _value_tuple(attribute_key, attribute_value, "attribute")
+        fields = _client_helpers["value_tuple"](attribute_key, attribute_value, "attribute")
         value = _native.ExpValue(*fields)
         key = _utf8(attribute_key, "attribute key")
-        with self._lock:
+        with _cow_lock:
             status = _lib.exp_user_set_attribute(self._own(), key, len(key), byref(value))
             if status:
                 _raise(status)
@@ -254,27 +295,39 @@ class UserContext:
 
     def decide(self, key: str, options: OptionsArg = None) -> UserDecision:
         """Decides flag ``key`` for this context (``options``: decide option names)."""
-        from .client import _exp_decision_release, _from_native
-        handle = self._live()
+        handle = self._h
+        if self.client._h is None:
+            raise ClosedError("the client is closed")
         bits = decide_options_to_int(options) if options else 0
-        raw = _utf8(key, "flag_key") if type(key) is not str else key.encode("utf-8")
+        fast = _client_helpers["fast"]
+        if fast is not None:
+            # The accelerator: the native call and the UserDecision in C (None: a key it leaves to us).
+            result = fast(handle.value, key, bits, self._clone())
+            if result.__class__ is UserDecision:
+                return result
+            if result is not None:
+                return self._failed_decision(result, key)
+        raw = _client_helpers["key"](key, "flag_key") if type(key) is str else _utf8(key, "flag_key")
         decision = _native.ExpDecision()
         address = addressof(decision)
-        status = _lib.exp_user_decide(handle, raw, len(raw), bits, address)
+        status = _client_helpers["decide"](handle.value, raw, len(raw), bits, address)
         if status:
-            if status == ERR_UNKNOWN_FLAG:
-                return _error_decision(key, self._clone(), [_FLAG_KEY_INVALID.format(key)])
-            if status == ERR_NOT_READY:
-                return _error_decision(key, self._clone(), [_SDK_NOT_READY])
-            _raise(status)
+            return self._failed_decision(status, key)
         try:
-            return _user_decision(_from_native(decision, key if type(key) is str else None), self._clone())
+            return _from_native(decision, key, self._clone())
         finally:
-            _exp_decision_release(address)
+            _client_helpers["release"](address)
+
+    def _failed_decision(self, status: int, key: Any) -> UserDecision:
+        """The reference's decision for an unknown flag or a client not ready; raises for other statuses."""
+        if status == ERR_UNKNOWN_FLAG:
+            return _error_decision(key, self._clone(), [_FLAG_KEY_INVALID.format(key)])
+        if status == ERR_NOT_READY:
+            return _error_decision(key, self._clone(), [_SDK_NOT_READY])
+        _raise(status)
 
     def decide_all(self, options: OptionsArg = None) -> Dict[str, UserDecision]:
         """Decides every flag of the datafile (in datafile order); ``{}`` before the client is ready."""
-        from .client import _decisions_by_flag
         handle = self._live()
         bits = decide_options_to_int(options) if options else 0
         capacity = c_size_t()
@@ -298,7 +351,7 @@ class UserContext:
                 _raise(status)
             n = min(filled.value, cap)
             try:
-                by_flag = _decisions_by_flag(decisions, n)
+                by_flag = _client_helpers["decisions_by_flag"](decisions, n)
             finally:
                 _lib.exp_decisions_release(decisions, n)
             copy = self._clone()
@@ -308,7 +361,6 @@ class UserContext:
     def decide_for_keys(self, keys: Iterable[str], options: OptionsArg = None) -> Dict[str, UserDecision]:
         """Decides the flags ``keys``; an unknown key gives a disabled decision without reasons. ``{}``
         before the client is ready."""
-        from .client import _from_native
         handle = self._live()
         if isinstance(keys, (str, bytes)) or keys is None:
             raise UnsupportedTypeError("keys: expected a list of flag keys, got %s" % type(keys).__name__)
@@ -329,9 +381,10 @@ class UserContext:
         copy = self._clone()
         result: Dict[str, UserDecision] = {}
         try:
+            string = _client_helpers["string"]
             for i in range(filled.value):
-                d = _from_native(decisions[i])
-                result[d.flag_key] = _user_decision(d, copy)
+                flag_key = string(decisions[i].flag_key)
+                result[flag_key] = _from_native(decisions[i], flag_key, copy)  # type: ignore[index]
         finally:
             _lib.exp_decisions_release(decisions, filled.value)
         return result
@@ -383,7 +436,7 @@ class UserContext:
         if variation is None:
             raise InvalidArgumentError("decision: expected an OptimizelyForcedDecision with a variation key")
         self._live()
-        with self._lock:
+        with _cow_lock:
             status = _lib.exp_user_set_forced_decision(self._own(), flag, len(flag), rule,
                                                        len(rule) if rule is not None else 0, variation,
                                                        len(variation))
@@ -410,7 +463,7 @@ class UserContext:
         flag, rule = self._context_keys(decision_context)
         removed = c_int()
         self._live()
-        with self._lock:
+        with _cow_lock:
             status = _lib.exp_user_remove_forced_decision(self._own(), flag, len(flag), rule,
                                                           len(rule) if rule is not None else 0, byref(removed))
         if status:
@@ -420,7 +473,7 @@ class UserContext:
     def remove_all_forced_decisions(self) -> bool:
         """Removes every forced decision of this context. Returns True."""
         self._live()
-        with self._lock:
+        with _cow_lock:
             status = _lib.exp_user_remove_all_forced_decisions(self._own())
         if status:
             _raise(status)
@@ -443,7 +496,7 @@ class UserContext:
         if segments is not None and (isinstance(segments, (str, bytes)) or not hasattr(segments, "__iter__")):
             raise UnsupportedTypeError("segments: expected a list of str or None, got %s" % type(segments).__name__)
         text = json.dumps(None if segments is None else list(segments)).encode("utf-8")
-        with self._lock:
+        with _cow_lock:
             status = _lib.exp_user_set_qualified_segments_json(self._own(), text)
         if status:
             _raise(status)
@@ -471,7 +524,7 @@ class UserContext:
             bits |= _SEGMENT_OPTION_BITS[name]
 
         def fetch() -> bool:
-            with self._lock:
+            with _cow_lock:
                 handle = self._own()
             status = _lib.exp_user_fetch_qualified_segments(handle, bits, None)
             if status:

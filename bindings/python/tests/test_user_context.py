@@ -300,3 +300,21 @@ def test_bad_arguments(client) -> None:
     # A user id with a NUL byte is a user id like any other (lengths are passed, not NUL terminators).
     odd = client.create_user_context("a\0b")
     assert odd.decide("checkout_flow").user_context.user_id == "a\0b"
+
+
+def test_accelerator_and_ctypes_paths_agree(client) -> None:
+    """With the accelerator built, a context's decide goes through it (unless EXPERIMENT_NO_SPEEDUPS); a str
+    subclass key takes the ctypes path. Both give the same decision."""
+    from experiment import client as client_module, user_context as module
+
+    class Key(str):
+        pass
+
+    user = client.create_user_context("u7", {"country": "NL"})
+    if client_module._speedups is not None:
+        assert module._client_helpers["fast"] is not None
+    fast = user.decide("checkout_flow", ["INCLUDE_REASONS", "DISABLE_DECISION_EVENT"])
+    slow = user.decide(Key("checkout_flow"), ["INCLUDE_REASONS", "DISABLE_DECISION_EVENT"])
+    assert type(fast) is type(slow) is experiment.UserDecision
+    assert fast.to_dict() == slow.to_dict() and fast.reasons
+    assert fast.user_context.user_id == slow.user_context.user_id == "u7"
