@@ -313,8 +313,9 @@ def test_accelerator_and_ctypes_paths_agree(client) -> None:
     user = client.create_user_context("u7", {"country": "NL"})
     if client_module._speedups is not None:
         assert module._client_helpers["fast"] is not None
-    fast = user.decide("checkout_flow", ["INCLUDE_REASONS", "DISABLE_DECISION_EVENT"])
-    slow = user.decide(Key("checkout_flow"), ["INCLUDE_REASONS", "DISABLE_DECISION_EVENT"])
+    options = ["INCLUDE_REASONS", "DISABLE_DECISION_EVENT", "IGNORE_USER_PROFILE_SERVICE"]
+    fast = user.decide("checkout_flow", options)
+    slow = user.decide(Key("checkout_flow"), options)
     assert type(fast) is type(slow) is experiment.UserDecision
     assert fast.to_dict() == slow.to_dict() and fast.reasons
     assert fast.user_context.user_id == slow.user_context.user_id == "u7"
