@@ -175,7 +175,7 @@ test-python: test-deps lib python-speedups
 	  $(PYTHON) -m pytest -q bindings/python/tests
 	EXPERIMENT_NO_SPEEDUPS=1 EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
 	  $(PYTHON) -m pytest -q bindings/python/tests/test_decide.py bindings/python/tests/test_input_errors.py \
-	    bindings/python/tests/test_speedups.py
+	    bindings/python/tests/test_speedups.py bindings/python/tests/test_user_context.py
 
 # Installs like libcurl or libgit2 (PREFIX, DESTDIR and the *DIR variables as in the GNU conventions):
 #   lib/libexperiment.so.$(VERSION)   stripped, no RUNPATH; its debug info in lib/.debug/ (found by gdb through

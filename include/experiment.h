@@ -39,6 +39,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h> /* strlen, for EXP_STR */
 
 #ifdef __cplusplus
 extern "C" {
@@ -1263,6 +1264,143 @@ exp_status exp_force_include(exp_client *client, const char *user_id, const char
 exp_status exp_force_exclude(exp_client *client, const char *user_id, const char *experiment_id);
 exp_status exp_force_exclude_all(exp_client *client, const char *user_id);
 exp_status exp_force_clear(exp_client *client, const char *user_id, const char *experiment_id);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* User contexts (Optimizely's OptimizelyUserContext)                                              */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * A user context: one user id with its own attributes, forced decisions and qualified segments, made from
+ * a client. This is how Optimizely code decides:
+ *
+ *     exp_attribute attrs[] = {exp_attr_string("country", "NL")};
+ *     exp_user *user = NULL;
+ *     if (exp_user_create(c, EXP_STR("user-1"), attrs, 1, &user) == EXP_OK) {
+ *         exp_decision d = {0};
+ *         if (exp_user_decide(user, EXP_STR("free_shipping"), 0, &d) == EXP_OK && d.enabled) { ... }
+ *         exp_decision_release(&d);
+ *         exp_user_track(user, EXP_STR("purchase"), "{\"revenue\": 4200}");
+ *     }
+ *     exp_user_free(user);
+ *
+ * Strings: every id, key and segment comes as a pointer and a byte length; it need not be NUL-terminated
+ * and may contain NUL bytes. It must be valid UTF-8 (EXP_ERR_INVALID_UTF8) of at most EXP_MAX_KEY_BYTES
+ * (EXP_ERR_TOO_LARGE). EXP_STR(s) expands to `s, strlen(s)` for NUL-terminated strings.
+ *
+ * What belongs to the context: its attributes (validated and copied once, at creation and by
+ * exp_user_set_attribute), its forced decisions (exp_user_set_forced_decision: two contexts of the same user
+ * id never see each other's; the id-keyed exp_set_forced_decision store of the client is not read by
+ * contexts) and its qualified segments. What the client keeps per user id applies to contexts as to the
+ * id-based calls: forced variations (exp_set_forced_variation), forced memberships (exp_force_*), sticky
+ * bucketing, and stored user properties (exp_set_user_property; the context's attributes win).
+ *
+ * Ownership: the context keeps its client alive (not open: once the client is closed, calls that need it
+ * fail with EXP_ERR_CLOSED); free it with exp_user_free(). Thread-safety: a context may be used from any
+ * number of threads at once; every change is atomic, and a decision reads the state it started with.
+ * Deciding through a context costs what exp_decide costs (allocation-free unless reasons are requested).
+ */
+typedef struct exp_user exp_user;
+
+#define EXP_STR(s) (s), strlen(s)
+
+/*
+ * Creates a context for `user_id[0..user_id_length)` with `attributes[0..attribute_count)` (NULL with
+ * count 0 for none; a key given twice keeps its last value). Errors: EXP_ERR_INVALID_ARGUMENT (NULL
+ * client / user_id / out_user, bad attribute), EXP_ERR_INVALID_UTF8, EXP_ERR_TOO_LARGE, EXP_ERR_CLOSED.
+ * *out_user is NULL on error. The client need not be ready. Example: see above.
+ */
+exp_status exp_user_create(exp_client *client, const char *user_id, size_t user_id_length,
+                           const exp_attribute *attributes, size_t attribute_count, exp_user **out_user);
+
+/* Releases a context (NULL is a no-op). Never fails; no other call on it may run or follow. */
+void exp_user_free(exp_user *user);
+
+/* A new, independent context with the same user id, attributes, forced decisions and segments: changes to
+ * either one later do not reach the other. Free it with exp_user_free(). Errors: EXP_ERR_INVALID_ARGUMENT.
+ *     exp_user *copy = NULL; exp_user_clone(user, &copy); */
+exp_status exp_user_clone(exp_user *user, exp_user **out_user);
+
+/* The context's user id: *out_id points into the context (valid until exp_user_free, not NUL-terminated
+ * when the id holds a NUL), *out_length (may be NULL) its byte length. Errors: EXP_ERR_INVALID_ARGUMENT. */
+exp_status exp_user_id(exp_user *user, const char **out_id, size_t *out_length);
+
+/* Sets attribute `key` to `*value` (copied; a string value is NUL-terminated, at most EXP_MAX_STRING_BYTES),
+ * or removes it. Errors: EXP_ERR_INVALID_ARGUMENT (NULLs, bad value type), EXP_ERR_INVALID_UTF8,
+ * EXP_ERR_TOO_LARGE. Thread-safe.
+ *     exp_value plan = {EXP_VALUE_STRING, 0, 0, 0.0, "premium"};
+ *     exp_user_set_attribute(user, EXP_STR("plan"), &plan);
+ *     exp_user_remove_attribute(user, EXP_STR("plan")); */
+exp_status exp_user_set_attribute(exp_user *user, const char *key, size_t key_length, const exp_value *value);
+exp_status exp_user_remove_attribute(exp_user *user, const char *key, size_t key_length);
+
+/* The context's attributes as a JSON object, in the order first set. Free *out_json with exp_free(). */
+exp_status exp_user_attributes_json(exp_user *user, char **out_json);
+
+/*
+ * Decides `flag_key` for the context, as exp_decide does for a user id (same result struct, events,
+ * options, reasons; release with exp_decision_release). Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_FLAG,
+ * EXP_ERR_CLOSED, argument errors. Thread-safe; allocation-free unless reasons are requested.
+ *     exp_decision d = {0};
+ *     exp_user_decide(user, EXP_STR("free_shipping"), EXP_DECIDE_INCLUDE_REASONS, &d);
+ *     exp_decision_release(&d);
+ */
+exp_status exp_user_decide(exp_user *user, const char *flag_key, size_t flag_key_length, unsigned options,
+                           exp_decision *out);
+
+/* Every flag, as exp_decide_all (capacity, EXP_ERR_BUFFER_TOO_SMALL and release alike).
+ *     size_t cap = 0, n = 0; exp_flag_count(c, &cap);
+ *     exp_decision *ds = calloc(cap, sizeof *ds);
+ *     if (exp_user_decide_all(user, 0, ds, cap, &n) == EXP_OK) { ... }
+ *     exp_decisions_release(ds, n); free(ds); */
+exp_status exp_user_decide_all(exp_user *user, unsigned options, exp_decision *out, size_t capacity,
+                               size_t *out_count);
+
+/* The flags keys[i][0..key_lengths[i]) for i < key_count, as exp_decide_for_keys (an unknown key's decision
+ * has flag_key pointing at the caller's key, so not NUL-terminated: its length is key_lengths[i]).
+ *     const char *keys[] = {"free_shipping", "dark_mode"}; size_t lens[] = {13, 9};
+ *     exp_decision ds[2] = {{0}}; size_t n = 0;
+ *     exp_user_decide_for_keys(user, keys, lens, 2, 0, ds, 2, &n); exp_decisions_release(ds, n); */
+exp_status exp_user_decide_for_keys(exp_user *user, const char *const *keys, const size_t *key_lengths,
+                                    size_t key_count, unsigned options, exp_decision *out, size_t capacity,
+                                    size_t *out_count);
+
+/* Records conversion `event_key` for the context's user with its attributes, as exp_track (tags_json NULL
+ * or a JSON object of event tags; same errors).   exp_user_track(user, EXP_STR("purchase"), NULL); */
+exp_status exp_user_track(exp_user *user, const char *event_key, size_t event_key_length, const char *tags_json);
+
+/*
+ * Forced decisions of the context: for flag `flag_key` and rule `rule_key` (NULL: the flag as a whole)
+ * the context gets variation `variation_key` (a key the flag does not have is ignored at decide time with
+ * a reason, as in the reference). get: *out_variation_key receives a copy to exp_free(), or NULL when none.
+ * remove: *out_removed (may be NULL) receives 1 when there was one, else 0. Errors: argument errors,
+ * EXP_ERR_CLOSED. Thread-safe.
+ *     exp_user_set_forced_decision(user, EXP_STR("free_shipping"), NULL, 0, EXP_STR("on"));
+ *     exp_user_set_forced_decision(user, EXP_STR("free_shipping"), EXP_STR("ab_rule"), EXP_STR("off"));
+ *     char *v = NULL; exp_user_get_forced_decision(user, EXP_STR("free_shipping"), NULL, 0, &v); exp_free(v);
+ *     int removed = 0; exp_user_remove_forced_decision(user, EXP_STR("free_shipping"), NULL, 0, &removed);
+ */
+exp_status exp_user_set_forced_decision(exp_user *user, const char *flag_key, size_t flag_key_length,
+                                        const char *rule_key, size_t rule_key_length,
+                                        const char *variation_key, size_t variation_key_length);
+exp_status exp_user_get_forced_decision(exp_user *user, const char *flag_key, size_t flag_key_length,
+                                        const char *rule_key, size_t rule_key_length, char **out_variation_key);
+exp_status exp_user_remove_forced_decision(exp_user *user, const char *flag_key, size_t flag_key_length,
+                                           const char *rule_key, size_t rule_key_length, int *out_removed);
+exp_status exp_user_remove_all_forced_decisions(exp_user *user);
+
+/*
+ * Qualified segments of the context (see "Real-time segments"). fetch: fetches them from ODP (cache first,
+ * EXP_SEGMENT_* options) into the context and writes them as a JSON array to *out_json (may be NULL; else
+ * free with exp_free); a failed fetch leaves the context with none. get: a JSON array, or "null" when never
+ * fetched or set. set: a JSON array of strings, or "null" to forget them. is_qualified_for: 1 or 0.
+ * Errors: as exp_fetch_qualified_segments; EXP_ERR_INVALID_JSON; argument errors. Thread-safe.
+ *     exp_user_set_qualified_segments_json(user, "[\"vip\"]");
+ *     int q = 0; exp_user_is_qualified_for(user, EXP_STR("vip"), &q);
+ */
+exp_status exp_user_fetch_qualified_segments(exp_user *user, unsigned options, char **out_json);
+exp_status exp_user_is_qualified_for(exp_user *user, const char *segment, size_t segment_length, int *out_qualified);
+exp_status exp_user_get_qualified_segments_json(exp_user *user, char **out_json);
+exp_status exp_user_set_qualified_segments_json(exp_user *user, const char *segments_json);
 
 #ifdef __cplusplus
 }

@@ -224,7 +224,7 @@ public final class Client: @unchecked Sendable {
         }
     }
 
-    private func decide<A: UserAttributes, O: DecisionOverrides>(
+    func decide<A: UserAttributes, O: DecisionOverrides>(
         _ config: ProjectConfig, _ flags: Range<Int>, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
         _ options: DecideOptions, _ body: (DecideResult) -> Void
     ) {

@@ -18,6 +18,7 @@ from ._native import EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN
 from .decision import _CACHE as _OPTION_BITS
 from .decision import _SLOTTED, DecideOption, Decision, Event, OptionsArg, decide_options_to_int
 from .segments import SegmentsMixin  # real-time segments (ODP) methods
+from .user_context import UserContextMixin  # create_user_context
 from .sigma import UserExperiment
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
@@ -553,7 +554,7 @@ def _start_async(handle: "_Handle", fallback: Any, on_ready: Any) -> None:
         _raise(status)
 
 
-class Client(SegmentsMixin):
+class Client(SegmentsMixin, UserContextMixin):
     """A libexperiment client.
 
     ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
