@@ -218,7 +218,15 @@ class _Project:
             for rule in rollout.get("experiments") or []:
                 if rule.get("id") == rule_id:
                     return dict(rule)
-        return next((dict(h) for h in self.datafile.get("holdouts") or [] if h.get("id") == rule_id), None)
+        return next((dict(h) for h in self.holdouts() if h.get("id") == rule_id), None)
+
+    def holdout_keys(self) -> List[Any]:
+        """The keys of every holdout."""
+        return [h.get("key") for h in self.holdouts()]
+
+    def holdouts(self) -> List[Dict[str, Any]]:
+        """Global and local holdouts."""
+        return list(self.datafile.get("holdouts") or []) + list(self.datafile.get("localHoldouts") or [])
 
     def variation_by_id(self, rule: Optional[Dict[str, Any]], variation_id: Any) -> Optional[Dict[str, Any]]:
         """A variation by id: the rule's, else any delivery rule's."""
@@ -247,7 +255,7 @@ class _Project:
                       if i in self.experiments_by_id]
         candidates += [r for rollout in self.datafile.get("rollouts") or [] if rollout.get("id") == feature.get("rolloutId")
                        for r in rollout.get("experiments") or []]
-        candidates += list(self.datafile.get("holdouts") or [])
+        candidates += self.holdouts()
         return next((rule for rule in candidates if rule.get("key") == rule_key), None)
 
     def decision_ids(self, flag_key: Any, rule_key: Any, variation_key: Any) -> Tuple[Optional[str], Optional[str]]:
@@ -267,6 +275,26 @@ class _Project:
                     return None, variation.get("id")
         found = self.variation({}, variation_key)
         return None, found.get("id") if found is not None else None
+
+    def sign_zeros(self, flag_key: Any, rule_key: Any, variation_key: Any, enabled: Any,
+                   variables: Dict[str, Any]) -> None:
+        """Gives double variables whose datafile text is a negative zero ("-0", "-0.0") the value -0.0, as
+        optimizely-sdk's float() does (the library's decisions carry 0.0). In place."""
+        feature = self.features.get(flag_key)
+        if feature is None or not variables:
+            return
+        values: Dict[Any, Any] = {}
+        if enabled and variation_key is not None:
+            rule = self.rule_of(flag_key, rule_key) or {}
+            variation = self.variation(rule, variation_key) or {}
+            values = {v.get("id"): v.get("value") for v in variation.get("variables") or []}
+        for variable in feature.get("variables") or []:
+            key = variable.get("key")
+            if variable.get("type") != "double" or variables.get(key) != 0.0 or type(variables.get(key)) is not float:
+                continue
+            raw = values.get(variable.get("id"), variable.get("defaultValue"))
+            if isinstance(raw, str) and raw.strip().startswith("-"):
+                variables[key] = -0.0
 
     def experiment_keys_of(self, feature: Dict[str, Any]) -> List[str]:
         return [self.experiments_by_id[i]["key"] for i in feature.get("experimentIds") or []
@@ -319,15 +347,18 @@ class OptimizelyDecision:
 class _CallAttributes:
     """Names the attributes of the call in progress on this thread (for ACTIVATE notifications)."""
 
-    def __init__(self, owner: "Optimizely", attributes: Optional[Dict[str, Any]]) -> None:
+    def __init__(self, owner: "Optimizely", attributes: Optional[Dict[str, Any]], options: List[str]) -> None:
         self.owner = owner
         self.attributes = attributes
+        self.options = options
 
     def __enter__(self) -> None:
         self.owner._local.attributes = dict(self.attributes) if self.attributes is not None else None
+        self.owner._local.exclude_variables = OptimizelyDecideOption.EXCLUDE_VARIABLES in self.options
 
     def __exit__(self, *_exc: Any) -> None:
         self.owner._local.attributes = None
+        self.owner._local.exclude_variables = False
 
 
 class OptimizelyUserContext:
@@ -376,6 +407,10 @@ class OptimizelyUserContext:
         return names
 
     def _wrap(self, decision: Any, copy: "OptimizelyUserContext") -> OptimizelyDecision:
+        project = self.client._project
+        if project is not None:
+            project.sign_zeros(decision.flag_key, decision.rule_key, decision.variation_key, decision.enabled,
+                               decision.variables)
         return OptimizelyDecision(decision.variation_key, decision.enabled, decision.variables, decision.rule_key,
                                   decision.flag_key, copy, list(decision.reasons))
 
@@ -386,16 +421,18 @@ class OptimizelyUserContext:
             return OptimizelyDecision(flag_key=key, user_context=copy, reasons=[_FLAG_KEY_INVALID.format(key)])
         if self._context is None or not self.client._ready():
             return OptimizelyDecision(flag_key=key, user_context=copy, reasons=[_SDK_NOT_READY])
-        with _CallAttributes(self.client, self._attributes):
-            return self._wrap(self._context.decide(key, self._options(options)), copy)
+        names = self._options(options)
+        with _CallAttributes(self.client, self._attributes, names):
+            return self._wrap(self._context.decide(key, names), copy)
 
     def decide_all(self, options: Optional[List[str]] = None) -> Dict[str, OptimizelyDecision]:
         """Decides every flag (``{}`` when the instance is not usable)."""
         if self._context is None or not self.client._ready():
             return {}
         copy = self._clone()
-        with _CallAttributes(self.client, self._attributes):
-            decisions = self._context.decide_all(self._options(options))
+        names = self._options(options)
+        with _CallAttributes(self.client, self._attributes, names):
+            decisions = self._context.decide_all(names)
         return {k: self._wrap(d, copy) for k, d in decisions.items()}
 
     def decide_for_keys(self, keys: List[str], options: Optional[List[str]] = None) -> Dict[str, OptimizelyDecision]:
@@ -508,10 +545,12 @@ class _Dispatcher:
         if experiment is None:
             experiment = project.rule_by_id(decision.get("experiment_id"))
         variation = project.variation_by_id(experiment, decision.get("variation_id"))
+        # A holdout's variation is a plain dict in optimizely-sdk's notification; others are entities.
+        is_holdout = experiment is not None and experiment.get("key") in project.holdout_keys()
+        variation_argument: Any = variation if is_holdout or variation is None else _Entity(variation)
         self.owner.notification_center.send_notifications(
             NotificationTypes.ACTIVATE, _Entity(experiment or _DEFAULT_EXPERIMENT), visitor.get("visitor_id"),
-            getattr(self.owner._local, "attributes", None), _Entity(variation) if variation is not None else None,
-            log_event.__dict__)
+            getattr(self.owner._local, "attributes", None), variation_argument, log_event.__dict__)
 
 
 class Optimizely:
@@ -609,6 +648,11 @@ class Optimizely:
         if getattr(self._local, "quiet", False) or payload.get("type") != DecisionNotificationTypes.FLAG:
             return
         info = dict(payload["decision_info"])
+        if getattr(self._local, "exclude_variables", False):
+            info["variables"] = {}  # optimizely-sdk reports no variables when the decide excluded them
+        if self._project is not None and isinstance(info.get("variables"), dict):
+            self._project.sign_zeros(info.get("flag_key"), info.get("rule_key"), info.get("variation_key"),
+                                     info.get("enabled"), info["variables"])
         if "experiment_id" not in info and self._project is not None:
             info["experiment_id"], info["variation_id"] = self._project.decision_ids(
                 info.get("flag_key"), info.get("rule_key"), info.get("variation_key"))
@@ -758,12 +802,22 @@ class Optimizely:
         if feature is None:
             self.logger.error('Feature "%s" is not in datafile.' % feature_key)
             return None
-        options = () if send_event else (OptimizelyDecideOption.DISABLE_DECISION_EVENT,)
-        decision = self._quiet_decide(feature_key, user_id, attributes, options)
-        if decision.variation_key is not None and decision.rule_key in project.experiment_keys_of(feature):
-            return feature, decision, "feature-test", {"experiment_key": decision.rule_key,
-                                                       "variation_key": decision.variation_key}
-        return feature, decision, "rollout", {}
+        # Decided without an event first: optimizely-sdk's feature APIs send no impression for a holdout
+        # (decide does), so the event-sending decision is made only when the source is not a holdout.
+        decision = self._quiet_decide(feature_key, user_id, attributes, (OptimizelyDecideOption.DISABLE_DECISION_EVENT,))
+        source, source_info = "rollout", {}
+        if decision.variation_key is not None:
+            if decision.rule_key in project.experiment_keys_of(feature):
+                source = "feature-test"
+            elif decision.rule_key in project.holdout_keys():
+                source = "holdout"
+            if source != "rollout":
+                source_info = {"experiment_key": decision.rule_key, "variation_key": decision.variation_key}
+        if send_event and source != "holdout":
+            decision = self._quiet_decide(feature_key, user_id, attributes, ())
+        project.sign_zeros(feature_key, decision.rule_key, decision.variation_key, decision.enabled,
+                           decision.variables)
+        return feature, decision, source, source_info
 
     def is_feature_enabled(self, feature_key: str, user_id: str, attributes: Optional[Dict[str, Any]] = None) -> bool:
         """Whether the feature is on for the user (sends the impression the reference sends)."""
@@ -771,6 +825,7 @@ class Optimizely:
         if found is None:
             return False
         _feature, decision, source, source_info = found
+        source_info = source_info if source == "feature-test" else {}
         enabled = bool(decision.enabled)
         self.logger.info('Feature "%s" is %s for user "%s".' % (feature_key, "enabled" if enabled else "not enabled",
                                                                 user_id))
@@ -869,6 +924,7 @@ class Optimizely:
         if found is None:
             return None
         _feature, decision, source, source_info = found
+        source_info = source_info if source == "feature-test" else {}
         values = dict(decision.variables)
         self.notification_center.send_notifications(
             NotificationTypes.DECISION, DecisionNotificationTypes.ALL_FEATURE_VARIABLES, user_id, attributes or {},

@@ -164,11 +164,6 @@ def main():
                 print("unset_forced_variation", client.set_forced_variation(key, user_id, None),
                       client.get_forced_variation(key, user_id))
 
-    for listener_id in ids:
-        print("remove", listener_id, center.remove_notification_listener(listener_id))
-    print("remove again", center.remove_notification_listener(ids[0]))
-    center.clear_notification_listeners(NotificationTypes.DECISION)
-    center.clear_all_notification_listeners()
 
     optimizely_config = client.get_optimizely_config()
     print("config", optimizely_config.revision, repr(optimizely_config.sdk_key), repr(optimizely_config.environment_key),
@@ -189,7 +184,12 @@ def main():
                                  "experiment_rules": [experiment_dict(e) for e in f.experiment_rules],
                                  "delivery_rules": [experiment_dict(e) for e in f.delivery_rules]}
                              for k, f in optimizely_config.features_map.items()})
-    client.close()  # optimizely-sdk sends its last batch here
+    client.close()  # optimizely-sdk sends its last batch here (so the listeners stay until now)
+    for listener_id in ids:
+        print("remove", listener_id, center.remove_notification_listener(listener_id))
+    print("remove again", center.remove_notification_listener(ids[0]))
+    center.clear_notification_listeners(NotificationTypes.DECISION)
+    center.clear_all_notification_listeners()
     for line in DISPATCHED:
         print("dispatched", line)
     for line in LOGGED:
