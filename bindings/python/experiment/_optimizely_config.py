@@ -97,7 +97,9 @@ def _readable(conditions: Any, names: Dict[str, str]) -> str:
     if not conditions:
         return ""
     count = len(conditions)
-    name = (lambda audience_id: names.get(audience_id, audience_id))
+
+    def name(audience_id: Any) -> str:
+        return str(names.get(audience_id, audience_id))
     if count == 1 and conditions[0] not in _OPERATORS:
         return '"%s"' % name(conditions[0])
     if count == 2 and conditions[0] in _OPERATORS and not isinstance(conditions[1], list) \

@@ -270,9 +270,9 @@ class _Project:
         feature = self.features.get(flag_key) or {}
         for experiment_id in feature.get("experimentIds") or []:
             experiment = self.experiments_by_id.get(experiment_id) or {}
-            for variation in experiment.get("variations") or []:
-                if variation.get("key") == variation_key:
-                    return None, variation.get("id")
+            for candidate in experiment.get("variations") or []:
+                if candidate.get("key") == variation_key:
+                    return None, candidate.get("id")
         found = self.variation({}, variation_key)
         return None, found.get("id") if found is not None else None
 
@@ -452,8 +452,8 @@ class OptimizelyUserContext:
         """Tracks ``event_key`` for this user with the context's attributes (as ``Optimizely.track``)."""
         self.client.track(event_key, self.user_id, self.get_user_attributes(), event_tags)
 
-    def set_forced_decision(self, decision_context: OptimizelyDecisionContext,
-                            decision: OptimizelyForcedDecision) -> bool:
+    def set_forced_decision(self, decision_context: Any,
+                            decision: Any) -> bool:
         """Forces a variation for a flag (or one of its rules) in this context only. True when set."""
         if self._context is None:
             return False
@@ -463,7 +463,7 @@ class OptimizelyUserContext:
             self.client.logger.error(str(exc))
             return False
 
-    def get_forced_decision(self, decision_context: OptimizelyDecisionContext) -> Optional[OptimizelyForcedDecision]:
+    def get_forced_decision(self, decision_context: Any) -> Any:
         """The forced decision for the decision context, or None."""
         if self._context is None:
             return None
@@ -472,7 +472,7 @@ class OptimizelyUserContext:
         except Error:
             return None
 
-    def remove_forced_decision(self, decision_context: OptimizelyDecisionContext) -> bool:
+    def remove_forced_decision(self, decision_context: Any) -> bool:
         """Removes one forced decision; True when there was one."""
         if self._context is None:
             return False
@@ -656,8 +656,12 @@ class Optimizely:
         if "experiment_id" not in info and self._project is not None:
             info["experiment_id"], info["variation_id"] = self._project.decision_ids(
                 info.get("flag_key"), info.get("rule_key"), info.get("variation_key"))
+        # The context's own attributes: the library's JSON cannot carry every value (inf, nan).
+        attributes = getattr(self._local, "attributes", None)
+        if attributes is None:
+            attributes = payload.get("attributes") or {}
         self.notification_center.send_notifications(NotificationTypes.DECISION, payload["type"], payload["user_id"],
-                                                    payload.get("attributes") or {}, info)
+                                                    attributes, info)
 
     def _on_config_update(self, _payload: Dict[str, Any]) -> None:
         self.notification_center.send_notifications(NotificationTypes.OPTIMIZELY_CONFIG_UPDATE)
