@@ -58,6 +58,20 @@ class Dispatcher:
                                         json.dumps(log_event.headers, sort_keys=True), line]))
 
 
+class ProfileService:
+    """A user profile service in memory (sticky bucketing): prints what it is asked to save."""
+
+    def __init__(self):
+        self.profiles = {}
+
+    def lookup(self, user_id):
+        return self.profiles.get(user_id)
+
+    def save(self, user_profile):
+        print("profile-save", json.dumps(user_profile, sort_keys=True))
+        self.profiles[user_profile["user_id"]] = user_profile
+
+
 def on_decision(kind, user_id, attributes, decision_info):
     show("notify-decision %s %s" % (kind, user_id), [attributes, decision_info])
 
@@ -80,7 +94,7 @@ def main():
     datafile = open(sys.argv[1]).read()
     users = json.load(open(sys.argv[2]))
     config = json.loads(datafile)
-    client = Optimizely(datafile=datafile, event_dispatcher=Dispatcher(),
+    client = Optimizely(datafile=datafile, event_dispatcher=Dispatcher(), user_profile_service=ProfileService(),
                         default_decide_options=[OptimizelyDecideOption.INCLUDE_REASONS])
     center = client.notification_center
     ids = [center.add_notification_listener(NotificationTypes.DECISION, on_decision),
