@@ -35,14 +35,10 @@ extension Client {
             throw ClientError(.closed, "the client is closed")
         }
         let source = try manager.startSynchronously(bundled: bundled)
-        if update != .none && !Self.datafileFetchingDisabled {
+        // datafile_url_template "none" (EXPERIMENT_DATAFILE_URL_TEMPLATE=none, as test suites set it): no fetching.
+        if update != .none && options.datafileURLTemplate != ClientOptions.disabledEventEndpoint {
             manager.runAfterSynchronousStart(applyNow: update == .now)
         }
         return source
     }
-
-    /// EXPERIMENT_DATAFILE_URL_TEMPLATE=none (test suites set it): synchronous starts do not fetch, and
-    /// asynchronous ones fail their fetch at once (then use the cached or bundled datafile), unless the
-    /// client names its own datafile_url_template.
-    static var datafileFetchingDisabled: Bool { ClientOptions.defaultDatafileURLTemplate() == ClientOptions.disabledEventEndpoint }
 }
