@@ -1430,6 +1430,29 @@ exp_status exp_user_is_qualified_for(exp_user *user, const char *segment, size_t
 exp_status exp_user_get_qualified_segments_json(exp_user *user, char **out_json);
 exp_status exp_user_set_qualified_segments_json(exp_user *user, const char *segments_json);
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Stored profiles (sticky bucketing), by user id                                                  */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Reads the stored sticky-bucketing profile of `user_id[0..user_id_length)` from the client's profile store
+ * (SQLite, Redis or the host's callbacks), from the store itself, not the in-memory cache: *out_json receives
+ * {"user_id": "...", "experiment_bucket_map": {"<experiment id>": {"variation_id": "..."}}} to free with
+ * exp_free(), or NULL when the store has no profile for the user (EXP_OK).
+ * exp_profile_delete deletes it from the store and the client's cache (the user is bucketed afresh at the
+ * next decision); *out_deleted (may be NULL) receives 1 when there was one, else 0. The callbacks store
+ * cannot delete (EXP_ERR_INVALID_ARGUMENT).
+ * Errors: EXP_ERR_NOT_FOUND (the client has no profile store: "profile_store": "none"), EXP_ERR_STORE (the
+ * store failed), argument errors (the user id as for exp_user_create), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     char *profile = NULL;
+ *     if (exp_profile_get(c, EXP_STR("user-1"), &profile) == EXP_OK && profile) puts(profile);
+ *     exp_free(profile);
+ *     exp_profile_delete(c, EXP_STR("user-1"), NULL);   // e.g. a user's request to be forgotten
+ */
+exp_status exp_profile_get(exp_client *client, const char *user_id, size_t user_id_length, char **out_json);
+exp_status exp_profile_delete(exp_client *client, const char *user_id, size_t user_id_length, int *out_deleted);
+
 #ifdef __cplusplus
 }
 #endif

@@ -551,3 +551,28 @@ class UserContextMixin:
         """A user context for ``user_id`` with ``attributes`` (copied), as optimizely-sdk's
         ``create_user_context``. The client need not be ready yet."""
         return UserContext(self, user_id, attributes)
+
+    def user_profile(self, user_id: str) -> Optional[Dict[str, Any]]:
+        """The user's stored sticky-bucketing profile, read from the profile store itself:
+        ``{"user_id": ..., "experiment_bucket_map": {experiment_id: {"variation_id": ...}}}``, or None when it
+        has none. Raises NotFoundError when the client has no profile store (profile_store="none")."""
+        raw = _utf8(user_id, "user_id")
+        out = c_char_p()
+        status = _lib.exp_profile_get(self._live(), raw, len(raw), byref(out))  # type: ignore[attr-defined]
+        if status:
+            _raise(status)
+        text = out.value
+        if text is None:
+            return None
+        _lib.exp_free(out)
+        return json.loads(text)
+
+    def delete_user_profile(self, user_id: str) -> bool:
+        """Deletes the user's stored profile (store and cache); True when there was one. The user is
+        bucketed afresh at the next decision."""
+        raw = _utf8(user_id, "user_id")
+        deleted = c_int()
+        status = _lib.exp_profile_delete(self._live(), raw, len(raw), byref(deleted))  # type: ignore[attr-defined]
+        if status:
+            _raise(status)
+        return deleted.value != 0
