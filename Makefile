@@ -4,7 +4,9 @@
 #   make test      everything: Swift tests, C examples (-Werror), the ABI/symbol checks, pytest incl. differential
 #   make lib       the shipping build: .build/release/libexperiment.so (static Swift stdlib, SONAME, exp_* only)
 #   make cli       .build/release/experiment-cli (validate, decide, explain, batch)
-#   make install PREFIX=/usr/local   library (+ SONAME links), header, pkg-config file
+#   make install PREFIX=/usr/local   library (stripped, SONAME links), headers, pkg-config, CMake package, CLI, docs
+#   make uninstall PREFIX=/usr/local the same files removed (both take DESTDIR)
+#   make docs      API reference (Markdown) from include/experiment.h and the Python docstrings
 #   make bench     benchmarks side by side with the reference SDK (see benchmarks/README.md)
 
 PREFIX      ?= /usr/local
@@ -22,10 +24,10 @@ LINK_LOCAL  := -L$(RELEASE_DIR) -lexperiment -Wl,-rpath,$(CURDIR)/$(RELEASE_DIR)
 PYTHON      ?= python3
 APT_PACKAGES := libjson-c-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev pkg-config
 # What only the tests need: a real redis-server for the shared profile store tests.
-TEST_APT_PACKAGES := redis-server
-PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0
+TEST_APT_PACKAGES := redis-server cmake
+PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0 mypy==1.13.0
 
-.PHONY: all deps test-deps lib cli demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-abi test-python test-fuzz test-sanitize fuzz install \
+.PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-abi test-python test-fuzz test-sanitize fuzz install \
         bench clean
 
 all: lib
@@ -46,10 +48,10 @@ deps:
 
 test-deps: deps
 	$(call apt_install,$(TEST_APT_PACKAGES))
-	@$(PYTHON) -c "import pytest, optimizely, openfeature.api" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
+	@$(PYTHON) -c "import pytest, optimizely, openfeature.api, mypy" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
 
 lib: deps
-	swift build -c release -Xswiftc -static-stdlib --product experiment
+	swift build -c release -Xswiftc -static-stdlib --disable-local-rpath --product experiment
 	@# Programs linked against the build record the SONAME: give it a file name to resolve to.
 	ln -sf libexperiment.so $(RELEASE_DIR)/libexperiment.so.$(MAJOR)
 	@echo "built $(LIB)"
@@ -58,7 +60,7 @@ CLI := $(RELEASE_DIR)/experiment-cli
 
 # The command-line tool (static Swift stdlib like the library).
 cli: deps
-	swift build -c release -Xswiftc -static-stdlib --product experiment-cli
+	swift build -c release -Xswiftc -static-stdlib --disable-local-rpath --product experiment-cli
 	@echo "built $(CLI)"
 
 $(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib
@@ -70,14 +72,14 @@ $(RELEASE_DIR)/async_start: examples/c/async_start.c include/experiment.h lib
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
-test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-swift test-python test-fuzz test-sanitize
+test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-docs test-swift test-python test-fuzz test-sanitize
 	@echo "make test: all suites passed"
 
 # Test programs keep sticky bucketing, overrides and queued events in a private state directory under
 # .build (never the user's own), and a test that installs no event dispatcher and names no event_endpoint
 # never reaches the internet (the pipeline tests pass their own 127.0.0.1 endpoint).
 TEST_STATE_HOME := $(CURDIR)/.build/test-state
-TEST_TARGETS := test test-swift test-c test-cpp test-segments-c test-cli test-install test-python test-fuzz test-sanitize
+TEST_TARGETS := test test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-python test-fuzz test-sanitize
 $(TEST_TARGETS) bench: export XDG_STATE_HOME = $(TEST_STATE_HOME)
 $(TEST_TARGETS): export EXPERIMENT_EVENT_ENDPOINT = none
 # ... and a client started by sdk_key fetches no datafile unless it names its own datafile_url_template.
@@ -86,13 +88,14 @@ $(TEST_TARGETS): export EXPERIMENT_DATAFILE_URL_TEMPLATE = none
 test-swift:
 	swift test
 
-# The shipped .so: only exp_* exported, SONAME with the major version, no toolchain path in its deps.
+# The shipped .so: only exp_* exported, SONAME with the major version, no toolchain path in its deps, no RUNPATH.
 test-abi: lib
 	@extra=$$(nm -D --defined-only $(LIB) | awk '{print $$NF}' | grep -v '^exp_' | grep -v '^_init$$\|^_fini$$' || true); \
 	  if [ -n "$$extra" ]; then echo "exported non-exp_ symbols:"; echo "$$extra" | head; exit 1; fi
 	@readelf -d $(LIB) | grep -q "SONAME.*libexperiment.so.$(MAJOR)" || { echo "SONAME is not libexperiment.so.$(MAJOR)"; exit 1; }
 	@if ldd $(LIB) | grep -q swift; then echo "libexperiment.so depends on the Swift toolchain:"; ldd $(LIB); exit 1; fi
-	@if readelf -d $(LIB) | grep -q 'RUNPATH\|RPATH.*swift'; then readelf -d $(LIB) | grep -i path; fi
+	@# No RUNPATH: a library installed in /usr/lib must not search next to itself (--disable-local-rpath).
+	@if readelf -d $(LIB) | grep -q 'RUNPATH\|RPATH'; then echo "libexperiment.so has a run path:"; readelf -d $(LIB) | grep -i path; exit 1; fi
 	@echo "ABI checks passed: $$(nm -D --defined-only $(LIB) | grep -c ' exp_') exp_* symbols, SONAME libexperiment.so.$(MAJOR)"
 
 # Sigma example (typed flags, the user's flags / experiments / holdouts, user properties).
@@ -116,10 +119,13 @@ $(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experime
 $(RELEASE_DIR)/sigma-cpp: examples/cpp/sigma.cpp bindings/cpp/experiment.hpp include/experiment.h lib
 	$(CXX) $(CXXFLAGS_STRICT) -o $@ examples/cpp/sigma.cpp $(LINK_LOCAL)
 
+# Then: every exp_* function of the header is reached by experiment.hpp and run (gcov) by an example or
+# tests/cpp/test_wrapper.cpp; the functions missing are named.
 test-cpp: $(RELEASE_DIR)/quickstart-cpp $(RELEASE_DIR)/sigma-cpp
 	$(RELEASE_DIR)/quickstart-cpp examples/datafiles/demo.json > /dev/null
 	$(RELEASE_DIR)/sigma-cpp examples/datafiles/demo.json > /dev/null
 	@echo "C++ example built with $(CXXFLAGS_STRICT) and ran"
+	CXX="$(CXX)" $(PYTHON) tests/cpp/check_wrapper.py --lib-dir $(CURDIR)/$(RELEASE_DIR)
 
 # A short libFuzzer round per harness over the C ABI's parsers (regressions replayed first); `make fuzz` runs
 # long rounds against a coverage-instrumented build of the library. Run as fuzz/README.md says, without the
@@ -139,10 +145,19 @@ test-sanitize: deps
 test-cli: lib cli
 	bash tests/cli/test_cli.sh $(CLI)
 
-# make install into a temporary prefix, then build the examples with pkg-config against that copy.
-test-install: lib
+# make install into a temporary prefix (and a DESTDIR stage), build the examples with pkg-config and CMake
+# against that copy, run them, make uninstall; then pip install the Python package into a fresh venv.
+test-install: lib cli
 	MAKE="$(MAKE)" CC="$(CC)" CXX="$(CXX)" bash tests/install/test_install.sh
 	PYTHON=$(PYTHON) bash tests/install/test_pip.sh
+
+# The documentation tells the truth: every code block of README.md and bindings/*/README* runs as written
+# (blocks that cannot are marked <!-- doc-check: fragment|skip: why -->), no file names a machine's absolute
+# path, the Python package passes mypy --strict, and every public Python member has a docstring (make docs).
+test-docs: test-deps lib cli python-speedups
+	$(PYTHON) tools/check_doc_blocks.py
+	cd bindings/python && $(PYTHON) -m mypy --strict -p experiment
+	$(PYTHON) tools/api_docs.py --strict --out $(DOCS_DIR)
 
 # The binding's optional C accelerator for decide (bindings/python/experiment/_speedups.c). It links
 # nothing: the binding hands it the library's function addresses. Skipped when Python.h is missing.
@@ -164,15 +179,74 @@ test-python: test-deps lib python-speedups
 	  $(PYTHON) -m pytest -q bindings/python/tests/test_decide.py bindings/python/tests/test_input_errors.py \
 	    bindings/python/tests/test_speedups.py bindings/python/tests/test_user_context.py
 
-install: lib
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
-	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libexperiment.so.$(VERSION)
+# Installs like libcurl or libgit2 (PREFIX, DESTDIR and the *DIR variables as in the GNU conventions):
+#   lib/libexperiment.so.$(VERSION)   stripped, no RUNPATH; its debug info in lib/.debug/ (found by gdb through
+#                                     the library's .gnu_debuglink), SONAME links .so.$(MAJOR) and .so
+#   include/experiment.h, include/experiment.hpp
+#   lib/pkgconfig/experiment.pc       ${prefix}-relative
+#   lib/cmake/experiment/             find_package(experiment CONFIG) -> experiment::experiment (relocatable)
+#   bin/experiment-cli                stripped
+#   share/doc/libexperiment/          LICENSE, NOTICE, CHANGELOG.md, README.md, the API reference (make docs)
+# `make uninstall` with the same variables removes exactly these files.
+BINDIR      ?= $(PREFIX)/bin
+DATAROOTDIR ?= $(PREFIX)/share
+DOCDIR      ?= $(DATAROOTDIR)/doc/libexperiment
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+CMAKEDIR    ?= $(LIBDIR)/cmake/experiment
+DEBUGDIR    := $(LIBDIR)/.debug
+MINOR       := $(word 2,$(subst ., ,$(VERSION)))
+DOCS_DIR    := .build/docs
+DOC_FILES   := LICENSE NOTICE CHANGELOG.md README.md
+API_DOCS    := api-c.md api-python.md
+INSTALLED_FILES := $(LIBDIR)/libexperiment.so.$(VERSION) $(LIBDIR)/libexperiment.so.$(MAJOR) $(LIBDIR)/libexperiment.so \
+	$(DEBUGDIR)/libexperiment.so.$(VERSION).debug $(INCLUDEDIR)/experiment.h $(INCLUDEDIR)/experiment.hpp \
+	$(PKGCONFIGDIR)/experiment.pc $(CMAKEDIR)/experimentConfig.cmake $(CMAKEDIR)/experimentConfigVersion.cmake \
+	$(BINDIR)/experiment-cli $(addprefix $(DOCDIR)/,$(DOC_FILES) $(API_DOCS))
+INSTALLED_DIRS := $(DEBUGDIR) $(CMAKEDIR) $(DOCDIR)
+
+# A path under $(PREFIX) as ${prefix}/..., any other path as it is (pkg-config).
+prefixed = $(if $(filter $(PREFIX)/%,$(1)),$${prefix}/$(patsubst $(PREFIX)/%,%,$(1)),$(1))
+
+# The API reference in Markdown, from include/experiment.h and the Python package's docstrings.
+docs:
+	$(PYTHON) tools/api_docs.py --out $(DOCS_DIR)
+
+install: lib cli docs
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DEBUGDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	  $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
+	@# Debug info apart, then a stripped copy that points at it; the build's RUNPATH ($$ORIGIN) is not kept.
+	objcopy --only-keep-debug $(LIB) $(DESTDIR)$(DEBUGDIR)/libexperiment.so.$(VERSION).debug
+	chmod 0644 $(DESTDIR)$(DEBUGDIR)/libexperiment.so.$(VERSION).debug
+	objcopy --strip-unneeded --remove-section=.comment \
+	  --add-gnu-debuglink=$(DESTDIR)$(DEBUGDIR)/libexperiment.so.$(VERSION).debug \
+	  $(LIB) $(DESTDIR)$(LIBDIR)/libexperiment.so.$(VERSION)
+	chmod 0755 $(DESTDIR)$(LIBDIR)/libexperiment.so.$(VERSION)
+	@if readelf -d $(DESTDIR)$(LIBDIR)/libexperiment.so.$(VERSION) | grep -q 'RPATH\|RUNPATH'; then \
+	  echo "the library carries a RUNPATH (build it with make lib)"; exit 1; fi
 	ln -sf libexperiment.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libexperiment.so.$(MAJOR)
 	ln -sf libexperiment.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libexperiment.so
-	install -m 0644 include/experiment.h $(DESTDIR)$(INCLUDEDIR)/experiment.h
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
-	  experiment.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/experiment.pc
+	install -m 0644 include/experiment.h bindings/cpp/experiment.hpp $(DESTDIR)$(INCLUDEDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR_PC@|$(call prefixed,$(LIBDIR))|; s|@INCLUDEDIR_PC@|$(call prefixed,$(INCLUDEDIR))|' \
+	  -e 's|@VERSION@|$(VERSION)|' experiment.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/experiment.pc
+	@# The CMake package finds the prefix from its own place: ../.. per level of CMAKEDIR below PREFIX.
+	@up=$$(echo "$(patsubst $(PREFIX)/%,%,$(CMAKEDIR))" | awk -F/ '{ for (i = 1; i <= NF; i++) printf "%s..", (i > 1 ? "/" : "") }'); \
+	  rel() { case "$$1" in $(PREFIX)/*) echo "\$${_experiment_prefix}/$${1#$(PREFIX)/}";; *) echo "$$1";; esac; }; \
+	  for f in experimentConfig experimentConfigVersion; do \
+	    sed -e "s|@CMAKE_TO_PREFIX@|$$up|; s|@LIBDIR_FROM_PREFIX@|$$(rel $(LIBDIR))|g; s|@INCLUDEDIR_FROM_PREFIX@|$$(rel $(INCLUDEDIR))|g" \
+	        -e 's|@VERSION@|$(VERSION)|g; s|@MAJOR@|$(MAJOR)|g; s|@MINOR@|$(MINOR)|g' \
+	        cmake/$$f.cmake.in > $(DESTDIR)$(CMAKEDIR)/$$f.cmake || exit 1; \
+	  done
+	install -m 0755 -s $(CLI) $(DESTDIR)$(BINDIR)/experiment-cli
+	install -m 0644 $(DOC_FILES) $(addprefix $(DOCS_DIR)/,$(API_DOCS)) $(DESTDIR)$(DOCDIR)/
 	@echo "installed libexperiment $(VERSION) under $(DESTDIR)$(PREFIX)"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
+	@# Only the directories that are libexperiment's own, and only when nothing else is in them.
+	@for dir in $(addprefix $(DESTDIR),$(INSTALLED_DIRS)); do \
+	  if [ -d "$$dir" ]; then rmdir --ignore-fail-on-non-empty "$$dir"; fi; \
+	done
+	@echo "removed libexperiment $(VERSION) from $(DESTDIR)$(PREFIX)"
 
 # The benchmarks also time eppo-server-sdk (a native-core Python SDK) for scale, when it installs.
 BENCH_PIP_PACKAGES := eppo-server-sdk==4.4.1

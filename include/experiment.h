@@ -717,7 +717,13 @@ typedef enum exp_notification_type {
     /* an event batch was handed on: {"url", "http_verb", "status" (HTTP status; 0 for a transport error;
        null for a host dispatcher), "event_count", "outcome": "sent" | "retry" | "poisoned" | "failed"} */
     EXP_NOTIFY_LOG_EVENT = 3,
-    EXP_NOTIFY_CONFIG_UPDATE = 4   /* the datafile changed: {"revision", "project_id", "sdk_key"} */
+    EXP_NOTIFY_CONFIG_UPDATE = 4,  /* the datafile changed: {"revision", "project_id", "sdk_key"} */
+    /* a datafile fetch ended (asynchronous start, poll, cache-TTL refresh, exp_client_refresh), after the
+       EXP_NOTIFY_CONFIG_UPDATE it may have caused: {"outcome": "updated" | "not_modified" | "failed" |
+       "rejected", "ready" (the client has a datafile), "revision" (the one in use, or null), "error_code",
+       "error" (null unless failed or rejected)}. A client serving its datafile after "failed" or
+       "rejected" serves a stale one until the next "updated" or "not_modified". */
+    EXP_NOTIFY_DATAFILE_FETCH = 5
 } exp_notification_type;
 
 /* Receives one notification: `payload_json` (a JSON object, borrowed for the call) and the `user_data`

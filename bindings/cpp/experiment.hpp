@@ -32,7 +32,12 @@
  *  - The event dispatcher runs synchronously on the thread whose call produced the event, so it must be
  *    thread-safe if the Client is shared. Exceptions thrown by it never reach the C library: they are
  *    caught and reported to the library as a failed dispatch. Every dispatcher ever installed on a Client
- *    is kept alive until the Client is destroyed, because another thread may still be inside it.
+ *    is kept alive until the Client is destroyed, because another thread may still be inside it; so are
+ *    loggers, listeners and profile stores (set_logger, add_listener, set_profile_store), whose exceptions
+ *    are swallowed likewise.
+ *
+ * Coverage: every exp_* function of experiment.h has a C++ form here (Experiment for exp_experiment
+ * handles); tests/cpp/check_wrapper.py fails, naming the function, when one is added to the header without.
  */
 #ifndef EXPERIMENT_HPP
 #define EXPERIMENT_HPP
@@ -474,7 +479,10 @@ struct DecisionBuffer {
     DecisionBuffer &operator=(const DecisionBuffer &) = delete;
     ~DecisionBuffer() { release(); }
     void release() noexcept {
-        if (filled) exp_decisions_release(items.data(), filled);
+        if (filled == 1)
+            exp_decision_release(&items[0]);
+        else if (filled)
+            exp_decisions_release(items.data(), filled);
         filled = 0;
     }
     std::vector<Decision> copy_out() const {
@@ -515,6 +523,85 @@ inline unsigned parse_decide_options(std::string_view names_json) {
     detail::check(exp_decide_options_parse(names.c_str(), &options));
     return options;
 }
+
+/* ---------------------------------------------------------------------------------------------- */
+/* One experiment for one user (Sigma getExperiment)                                               */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Owns an exp_experiment handle (exp_get_experiment): the user's variation in one experiment and its typed
+ * parameters. Immutable: const use from any thread is safe. Move-only; the destructor frees the handle.
+ * Obtained from Client::get_experiment.
+ */
+class Experiment {
+public:
+    explicit Experiment(exp_experiment *handle) noexcept : handle_(handle) {}
+    ~Experiment() { exp_experiment_free(handle_); }
+    Experiment(const Experiment &) = delete;
+    Experiment &operator=(const Experiment &) = delete;
+    Experiment(Experiment &&other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    Experiment &operator=(Experiment &&other) noexcept {
+        if (this != &other) {
+            exp_experiment_free(handle_);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+
+    const exp_experiment *native_handle() const noexcept { return handle_; }
+
+    std::string id() const { return text(exp_experiment_id(handle_)); }
+    std::string key() const { return text(exp_experiment_key(handle_)); }
+    std::string variation_id() const { return text(exp_experiment_variation_id(handle_)); }
+    std::string variation_key() const { return text(exp_experiment_variation_key(handle_)); }
+    /* The variation's position in the experiment. */
+    int group_index() const noexcept { return exp_experiment_group_index(handle_); }
+    /* Every parameter as a JSON object ("{}" for an experiment no flag uses). */
+    std::string parameters_json() const { return text(exp_experiment_parameters_json(handle_)); }
+
+    /* Typed parameters: nullopt when the parameter has no value; throws Error(EXP_ERR_TYPE_MISMATCH) for
+     * another type and Error(EXP_ERR_NOT_FOUND) for a name the experiment's flag does not have. */
+    std::optional<bool> param_bool(std::string_view name) const {
+        int value = 0;
+        return param(exp_experiment_param_bool, name, &value) ? std::optional<bool>(value != 0) : std::nullopt;
+    }
+    std::optional<std::int64_t> param_int(std::string_view name) const {
+        std::int64_t value = 0;
+        return param(exp_experiment_param_int, name, &value) ? std::optional<std::int64_t>(value) : std::nullopt;
+    }
+    std::optional<double> param_double(std::string_view name) const {
+        double value = 0;
+        return param(exp_experiment_param_double, name, &value) ? std::optional<double>(value) : std::nullopt;
+    }
+    std::optional<std::string> param_string(std::string_view name) const {
+        return param_text(exp_experiment_param_string, name);
+    }
+    /* A json parameter's JSON text. */
+    std::optional<std::string> param_json(std::string_view name) const {
+        return param_text(exp_experiment_param_json, name);
+    }
+
+private:
+    static std::string text(const char *value) { return value ? std::string(value) : std::string(); }
+
+    template <typename Out, typename Function>
+    bool param(Function function, std::string_view name, Out *out) const {
+        detail::CString parameter(name, "parameter name");
+        int found = 0;
+        detail::check(function(handle_, parameter.c_str(), out, &found));
+        return found != 0;
+    }
+
+    template <typename Function>
+    std::optional<std::string> param_text(Function function, std::string_view name) const {
+        char *raw = nullptr;
+        bool found = param(function, name, &raw);
+        std::optional<std::string> value = detail::take_optional(raw);
+        return found ? value : std::nullopt;
+    }
+
+    exp_experiment *handle_;
+};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Client                                                                                          */
@@ -668,6 +755,28 @@ public:
     /* ---- experiments ---- */
 
     /* The variation key in experiment `experiment_key`, or nullopt; sends no event. */
+    /* decide as the JSON object exp_decide_json writes; attributes as a JSON object (nullopt: none). */
+    std::string decide_json(std::string_view user_id, std::string_view flag_key,
+                            std::optional<std::string_view> attributes_json = std::nullopt, unsigned options = 0) {
+        detail::CString user(user_id, "user id"), flag(flag_key, "flag key");
+        detail::OptionalCString attributes(attributes_json, "attributes");
+        char *json = nullptr;
+        detail::check(exp_decide_json(client_, user.c_str(), flag.c_str(), attributes.c_str(), options, &json));
+        return detail::take(json);
+    }
+
+    /* decide_for_keys as JSON; `flag_keys_json` is a JSON array of flag keys. */
+    std::string decide_for_keys_json(std::string_view user_id, std::string_view flag_keys_json,
+                                     std::optional<std::string_view> attributes_json = std::nullopt,
+                                     unsigned options = 0) {
+        detail::CString user(user_id, "user id"), keys(flag_keys_json, "flag keys");
+        detail::OptionalCString attributes(attributes_json, "attributes");
+        char *json = nullptr;
+        detail::check(exp_decide_for_keys_json(client_, user.c_str(), keys.c_str(), attributes.c_str(), options,
+                                               &json));
+        return detail::take(json);
+    }
+
     std::optional<std::string> get_variation(std::string_view experiment_key, std::string_view user_id,
                                              const Attributes &attributes = {}) {
         detail::CString experiment(experiment_key, "experiment key"), user(user_id, "user id");
@@ -780,6 +889,12 @@ public:
         detail::check(exp_set_user_property(client_, user.c_str(), name.c_str(), &v));
     }
 
+    /* Stores a property given as JSON text (a string, number, boolean or null). */
+    void set_user_property_json(std::string_view user_id, std::string_view key, std::string_view value_json) {
+        detail::CString user(user_id, "user id"), name(key, "property key"), value(value_json, "property value");
+        detail::check(exp_set_user_property_json(client_, user.c_str(), name.c_str(), value.c_str()));
+    }
+
     void remove_user_property(std::string_view user_id, std::string_view key) {
         detail::CString user(user_id, "user id"), name(key, "property key");
         detail::check(exp_remove_user_property(client_, user.c_str(), name.c_str()));
@@ -887,6 +1002,17 @@ public:
         return text;
     }
 
+    /* Sigma getExperiment: the user's place in the experiment, nullopt when the user is not in it. */
+    std::optional<Experiment> get_experiment(std::string_view user_id, std::string_view experiment_key,
+                                             const Attributes &attributes = {}) {
+        detail::CString user(user_id, "user id"), key(experiment_key, "experiment key");
+        exp_experiment *handle = nullptr;
+        detail::check(exp_get_experiment(client_, user.c_str(), key.c_str(), attributes.data(), attributes.size(),
+                                         &handle));
+        if (!handle) return std::nullopt;
+        return std::optional<Experiment>(std::in_place, handle);
+    }
+
     /* ---- conversions and events ---- */
 
     /* Records conversion `event_key`; tags_json is a JSON object such as {"revenue": 4200}. */
@@ -949,6 +1075,84 @@ public:
         state_->dispatchers.reserve(state_->dispatchers.size() + 1);  // so push_back below cannot throw
         detail::check(exp_client_set_event_dispatcher(client_, &detail::dispatch_trampoline, owned.get()));
         state_->dispatchers.push_back(std::move(owned));
+    }
+
+    /* -- Logging and notification listeners ------------------------------------------------------ */
+
+    /* Receives each log message (level: an exp_log_level) synchronously on the thread that produced it. */
+    using Logger = std::function<void(exp_log_level level, std::string_view message)>;
+
+    /* Sends the client's log messages to `logger`; an empty std::function restores the default (standard
+     * error). Exceptions thrown by the logger are swallowed. The callable is kept alive for the Client's
+     * lifetime (another thread may still be inside it). */
+    void set_logger(Logger logger) {
+        State &state = live_state();
+        std::lock_guard<std::mutex> lock(state.mutex);
+        if (!logger) {
+            detail::check(exp_client_set_logger(client_, nullptr, nullptr));
+            return;
+        }
+        auto owned = std::make_unique<Logger>(std::move(logger));
+        state.loggers.reserve(state.loggers.size() + 1);
+        detail::check(exp_client_set_logger(client_, &log_trampoline, owned.get()));
+        state.loggers.push_back(std::move(owned));
+    }
+
+    /* The most detailed level passed to the logger (EXP_LOG_ERROR .. EXP_LOG_DEBUG). */
+    void set_log_level(exp_log_level level) { detail::check(exp_client_set_log_level(client_, level)); }
+
+    /* Receives one notification: its type and JSON payload (see exp_notification_type). */
+    using Listener = std::function<void(exp_notification_type type, std::string_view payload_json)>;
+
+    /* Adds a listener for one notification type; returns its id for remove_listener. Runs synchronously on
+     * the thread that caused the notification; exceptions are swallowed. Kept alive for the Client's lifetime. */
+    std::int64_t add_listener(exp_notification_type type, Listener listener) {
+        State &state = live_state();
+        if (!listener) throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT, "add_listener: empty listener");
+        std::lock_guard<std::mutex> lock(state.mutex);
+        auto owned = std::make_unique<Listener>(std::move(listener));
+        state.listeners.reserve(state.listeners.size() + 1);
+        std::int64_t id = 0;
+        detail::check(exp_add_notification_listener(client_, type, &listener_trampoline, owned.get(), &id));
+        state.listeners.push_back(std::move(owned));
+        return id;
+    }
+
+    /* Removes a listener added with add_listener (Error with EXP_ERR_NOT_FOUND when there is none). */
+    void remove_listener(std::int64_t id) { detail::check(exp_remove_notification_listener(client_, id)); }
+
+    /* -- Sticky bucketing with the host's own store --------------------------------------------- */
+
+    /* Looks up a user's profile JSON: nullopt when the user has none; throwing counts as a failed lookup. */
+    using ProfileLookup = std::function<std::optional<std::string>(std::string_view user_id)>;
+    /* Saves a user's whole profile JSON; false (or throwing) reports a failed save. */
+    using ProfileSave = std::function<bool(std::string_view user_id, std::string_view profile_json)>;
+
+    /* Installs the host's profile store (exp_client_set_profile_store), both callables or neither (empty
+     * ones remove sticky bucketing). They may run on many threads at once; kept alive for the Client's
+     * lifetime. */
+    void set_profile_store(ProfileLookup lookup, ProfileSave save) {
+        State &state = live_state();
+        std::lock_guard<std::mutex> lock(state.mutex);
+        if (!lookup && !save) {
+            detail::check(exp_client_set_profile_store(client_, nullptr, nullptr, nullptr));
+            return;
+        }
+        if (!lookup || !save)
+            throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT, "set_profile_store: give both lookup and save");
+        auto owned = std::make_unique<ProfileStore>(ProfileStore{std::move(lookup), std::move(save)});
+        state.profile_stores.reserve(state.profile_stores.size() + 1);
+        detail::check(exp_client_set_profile_store(client_, &profile_lookup_trampoline, &profile_save_trampoline,
+                                                   owned.get()));
+        state.profile_stores.push_back(std::move(owned));
+    }
+
+    /* -- Real-time segments: identify ---------------------------------------------------------- */
+
+    /* Sends an ODP identify event linking the client's VUID and `user_id` (once per user and client). */
+    void identify_user(std::string_view user_id) {
+        detail::CString user(user_id, "user id");
+        detail::check(exp_identify_user(client_, user.c_str()));
     }
 
     /* -- Datafile lifecycle --------------------------------------------------------------------- */
@@ -1081,12 +1285,59 @@ private:
         return detail::take(text);
     }
 
-    /* Lives on the heap so the dispatcher addresses given to the library survive moves of the Client. */
+    struct ProfileStore {
+        ProfileLookup lookup;
+        ProfileSave save;
+    };
+
+    /* Lives on the heap so the callback addresses given to the library survive moves of the Client. */
     struct State {
         std::mutex mutex;
         std::vector<std::unique_ptr<EventDispatcher>> dispatchers;
         std::vector<std::unique_ptr<ReadyCallback>> ready_callbacks;
+        std::vector<std::unique_ptr<Logger>> loggers;
+        std::vector<std::unique_ptr<Listener>> listeners;
+        std::vector<std::unique_ptr<ProfileStore>> profile_stores;
     };
+
+    State &live_state() {
+        if (!state_) throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT, "experiment::Client: moved-from client");
+        return *state_;
+    }
+
+    static void log_trampoline(int level, const char *message, void *user_data) noexcept {
+        try {
+            (*static_cast<Logger *>(user_data))(static_cast<exp_log_level>(level), message ? message : "");
+        } catch (...) {  // nothing may propagate into C
+        }
+    }
+
+    static void listener_trampoline(int type, const char *payload_json, void *user_data) noexcept {
+        try {
+            (*static_cast<Listener *>(user_data))(static_cast<exp_notification_type>(type),
+                                                  payload_json ? payload_json : "{}");
+        } catch (...) {
+        }
+    }
+
+    static int profile_lookup_trampoline(const char *user_id, exp_profile_reply *reply, void *user_data) noexcept {
+        try {
+            std::optional<std::string> profile = static_cast<ProfileStore *>(user_data)->lookup(user_id ? user_id : "");
+            if (!profile) return 0;
+            return exp_profile_reply_set(reply, profile->data(), profile->size()) == EXP_OK ? 0 : 1;
+        } catch (...) {
+            return 1;
+        }
+    }
+
+    static int profile_save_trampoline(const char *user_id, const char *profile_json, void *user_data) noexcept {
+        try {
+            return static_cast<ProfileStore *>(user_data)->save(user_id ? user_id : "",
+                                                                profile_json ? profile_json : "") ? 0 : 1;
+        } catch (...) {
+            return 1;
+        }
+    }
 
     static void ready_trampoline(int status, void *user_data) noexcept {
         try {

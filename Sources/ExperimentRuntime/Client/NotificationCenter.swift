@@ -13,6 +13,8 @@ public enum NotificationType: Int32, Sendable, CaseIterable {
     case logEvent = 3
     /// The client's datafile changed (payload carries the new revision).
     case configUpdate = 4
+    /// A datafile fetch ended (start, poll, cache-TTL refresh or exp_client_refresh): its outcome.
+    case datafileFetch = 5
 
     public var name: String {
         switch self {
@@ -20,6 +22,7 @@ public enum NotificationType: Int32, Sendable, CaseIterable {
         case .track: return "track"
         case .logEvent: return "log_event"
         case .configUpdate: return "config_update"
+        case .datafileFetch: return "datafile_fetch"
         }
     }
 }

@@ -30,6 +30,13 @@ final class ConfigManager: @unchecked Sendable {
     /// Config changes made under fetchLock, announced to listeners after it is released (a listener may
     /// call back into the client, even exp_client_refresh).
     private var unannounced: [ConfigChange] = []
+    /// How each fetch under fetchLock ended, announced the same way (EXP_NOTIFY_DATAFILE_FETCH).
+    private var unannouncedFetches: [FetchRecord] = []
+
+    struct FetchRecord {
+        let outcome: String
+        let error: ClientError?
+    }
 
     private let refreshRequested = Atomic<Bool>(false)
     /// The thread, once started; `stopped` keeps a stop that comes first from being outrun by run().
@@ -188,6 +195,7 @@ final class ConfigManager: @unchecked Sendable {
             let error = ClientError(.fetchFailed, "datafile fetch failed: \(message)")
             logger.log(.warning, error.message + (client.isReady ? "; keeping the current datafile" : ""))
             record { $0.fetchFailures += 1; $0.lastErrorCode = error.code; $0.lastError = error.message }
+            unannouncedFetches.append(.init(outcome: "failed", error: error))
             return error
         case .notModified:
             record { $0.notModified += 1; $0.lastSuccessAt = monotonicMillis() }
@@ -195,6 +203,7 @@ final class ConfigManager: @unchecked Sendable {
                 installedBodyHash = Self.hash(cached.body)
             }
             confirmCache()
+            unannouncedFetches.append(.init(outcome: "not_modified", error: nil))
             return nil
         case .fetched(let body, let etag, let lastModified):
             record { $0.lastSuccessAt = monotonicMillis() }
@@ -202,6 +211,7 @@ final class ConfigManager: @unchecked Sendable {
             if hash == installedBodyHash && client.isReady {
                 // The same bytes again (a server without validators): nothing to compile.
                 record { $0.notModified += 1 }
+                unannouncedFetches.append(.init(outcome: "not_modified", error: nil))
                 return nil
             }
             do {
@@ -211,9 +221,11 @@ final class ConfigManager: @unchecked Sendable {
                 installedBodyHash = hash
                 validators = .init(etag: etag, lastModified: lastModified)
                 saveCache(body, etag: etag, lastModified: lastModified, revision: config.revision)
+                unannouncedFetches.append(.init(outcome: "updated", error: nil))
                 return nil
             } catch {
                 record { $0.rejected += 1; $0.lastErrorCode = error.code; $0.lastError = "fetched datafile rejected: \(error.message)" }
+                unannouncedFetches.append(.init(outcome: "rejected", error: error))
                 return error
             }
         }
@@ -245,12 +257,32 @@ final class ConfigManager: @unchecked Sendable {
         do { try cache?.confirm(sdkKey: sdkKey) } catch { logger.log(.warning, error.message) }
     }
 
+    /// Tells the listeners, outside fetchLock, about new revisions (config_update) and then about how each
+    /// fetch ended (datafile_fetch), in the order they happened.
     private func announce(_ client: Client) {
-        let changes = fetchLock.withLock { () -> [ConfigChange] in
-            defer { unannounced.removeAll() }
-            return unannounced
+        let (changes, fetches) = fetchLock.withLock { () -> ([ConfigChange], [FetchRecord]) in
+            defer { unannounced.removeAll(); unannouncedFetches.removeAll() }
+            return (unannounced, unannouncedFetches)
         }
         for change in changes { client.announce(change) }
+        for fetch in fetches { announceFetch(fetch, client) }
+    }
+
+    /// {"outcome": "updated" | "not_modified" | "failed" | "rejected", "ready", "revision" (in use),
+    /// "error_code", "error"}: lets a host tell a fresh datafile from a stale one (OpenFeature's STALE).
+    private func announceFetch(_ fetch: FetchRecord, _ client: Client) {
+        client.notifications.notify(.datafileFetch) {
+            let revision = state.stats.withLock { $0.revision }
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("outcome", fetch.outcome)
+            writer.field("ready", client.isReady)
+            writer.field("revision", revision)
+            writer.key("error_code"); fetch.error.map { writer.int(Int64($0.code.rawValue)) } ?? writer.null()
+            writer.field("error", fetch.error?.message)
+            writer.endObject()
+            return writer.text
+        }
     }
 
 

@@ -28,7 +28,7 @@ from ctypes import (
     c_uint,
     c_void_p,
 )
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 __all__ = [
     "lib",
@@ -146,7 +146,7 @@ exp_client_p = c_void_p
 c_char_pp = POINTER(c_char_p)
 
 # name: (restype, argtypes). Every function of include/experiment.h.
-_PROTOTYPES: List[Tuple[str, object, list]] = [
+_PROTOTYPES: List[Tuple[str, object, List[Any]]] = [
     # version, errors, memory
     ("exp_version", c_char_p, []),
     ("exp_status_str", c_char_p, [c_int]),

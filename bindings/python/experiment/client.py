@@ -37,7 +37,8 @@ __all__ = ["Client", "validate_datafile", "library_version"]
 _log = logging.getLogger("experiment")
 
 Text = Union[str, bytes]
-Attributes = Optional[Mapping[Text, Any]]
+# Mapping is invariant in its key type: a Mapping[str | bytes, Any] alone would refuse a Dict[str, Any].
+Attributes = Optional[Union[Mapping[str, Any], Mapping[bytes, Any], Mapping[Text, Any]]]
 
 _lib = _native.lib
 _last_error = _lib.exp_last_error
@@ -131,6 +132,18 @@ def _text(value: Any, what: str) -> Optional[bytes]:
             raise InvalidArgumentError("%s: contains a NUL character" % what)
         return encoded
     return _encode_slow(value, what)
+
+
+def _json_dict(text: str) -> Dict[str, Any]:
+    """A JSON object the library wrote (typed for callers: the library's JSON outputs are documented)."""
+    value: Dict[str, Any] = json.loads(text)
+    return value
+
+
+def _json_list(text: str) -> List[Dict[str, Any]]:
+    """A JSON array of objects the library wrote."""
+    value: List[Dict[str, Any]] = json.loads(text)
+    return value
 
 
 def _take_string(out: c_char_p) -> Optional[str]:
@@ -304,8 +317,10 @@ def _variables(raw: Optional[bytes]) -> Dict[str, Any]:
         _VARIABLES[raw] = entry
     flat, snapshot = entry
     if snapshot is None:
+        assert flat is not None
         return flat.copy()
-    return marshal.loads(snapshot)
+    rebuilt: Dict[str, Any] = marshal.loads(snapshot)
+    return rebuilt
 
 
 def _make_decision(flag_key: Optional[str], enabled: bool, variation_key: Optional[str],
@@ -334,10 +349,10 @@ def _make_decision(flag_key: Optional[str], enabled: bool, variation_key: Option
 _PY_MAKE_DECISION = _make_decision  # (the accelerator's new_decision replaces it)
 
 if _SLOTTED:  # the slots' own setters: no frozen __setattr__ in the way
-    _set_flag_key = Decision.flag_key.__set__  # type: ignore[attr-defined]
-    _set_enabled = Decision.enabled.__set__  # type: ignore[attr-defined]
-    _set_variation_key = Decision.variation_key.__set__  # type: ignore[attr-defined]
-    _set_rule_key = Decision.rule_key.__set__  # type: ignore[attr-defined]
+    _set_flag_key = Decision.flag_key.__set__  # type: ignore[attr-defined, union-attr, unused-ignore]
+    _set_enabled = Decision.enabled.__set__  # type: ignore[attr-defined, union-attr, unused-ignore]
+    _set_variation_key = Decision.variation_key.__set__  # type: ignore[attr-defined, union-attr, unused-ignore]
+    _set_rule_key = Decision.rule_key.__set__  # type: ignore[attr-defined, union-attr, unused-ignore]
     _set_variables = Decision.variables.__set__  # type: ignore[attr-defined]
     _set_reasons = Decision.reasons.__set__  # type: ignore[attr-defined]
 
@@ -359,7 +374,7 @@ def _decisions_by_flag(decisions: Any, count: int) -> Dict[str, Decision]:
     result: Dict[str, Decision] = {}
     for i in range(count):
         d = _from_native(decisions[i])
-        result[d.flag_key] = d  # type: ignore[index]
+        result[d.flag_key] = d  # type: ignore[index, unused-ignore]
     return result
 
 
@@ -367,7 +382,7 @@ _PY_DECISIONS_BY_FLAG = _decisions_by_flag  # (the accelerator's replaces it)
 
 
 def _decisions_by_flag_in_c(decisions: Any, count: int) -> Dict[str, Decision]:
-    return _speedups.decisions_by_flag(addressof(decisions), count)  # type: ignore[union-attr]
+    return _speedups.decisions_by_flag(addressof(decisions), count)  # type: ignore[union-attr, no-any-return, unused-ignore]
 
 
 def _from_json(flag_key: str, obj: Any) -> Decision:
@@ -428,7 +443,7 @@ def _options_json(sdk_key: Any, default_decide_options: OptionsArg, user_store_c
         if isinstance(default_decide_options, (str, int)):
             default_decide_options = [default_decide_options]  # type: ignore[list-item]
         names: List[Any] = []
-        for option in default_decide_options:  # type: ignore[union-attr]
+        for option in default_decide_options:  # type: ignore[union-attr, unused-ignore]
             if isinstance(option, DecideOption):
                 names.extend(m.name for m in DecideOption if m & option)
             else:
@@ -462,7 +477,7 @@ def _make_log_callback(logger: logging.Logger) -> Any:
     return EXP_LOG_FN(on_log)
 
 
-_NOTIFICATION_TYPES = {"decision": 1, "track": 2, "log_event": 3, "config_update": 4}
+_NOTIFICATION_TYPES = {"decision": 1, "track": 2, "log_event": 3, "config_update": 4, "datafile_fetch": 5}
 
 
 def _make_notification_callback(listener: Any) -> Any:
@@ -650,7 +665,7 @@ class Client(SegmentsMixin, UserContextMixin):
         status = _lib.exp_client_wait_ready(handle, timeout_ms)
         if status in (_ERR_CLOSED, _ERR_INVALID_ARGUMENT):
             _raise(status)
-        return status == 0
+        return bool(status == 0)
 
     async def wait_ready_async(self, timeout_s: Optional[float] = None) -> bool:
         """``await client.wait_ready_async()``: wait_ready without blocking the event loop (the Swift SDK's
@@ -683,7 +698,7 @@ class Client(SegmentsMixin, UserContextMixin):
         status = _lib.exp_client_datafile_status_json(self._live(), byref(out))
         if status:
             _raise(status)
-        return json.loads(_take_string(out) or "null")
+        return _json_dict(_take_string(out) or "null")
 
     @staticmethod
     def find(tag: str) -> "Client":
@@ -698,7 +713,7 @@ class Client(SegmentsMixin, UserContextMixin):
         if existing is not None and existing._h is not None and existing._h.value == out.value:
             return existing
         borrowed = Client.__new__(Client)
-        borrowed._h = _BorrowedHandle(out.value)
+        borrowed._h = _BorrowedHandle(out.value or 0)
         borrowed._dispatcher = None
         borrowed._native = _native_of(borrowed._h, "unknown", ())
         return borrowed
@@ -722,10 +737,11 @@ class Client(SegmentsMixin, UserContextMixin):
         status = _lib.exp_client_config_json(handle, byref(out))
         if status:
             _raise(status)
-        return json.loads(_take_string(out) or "null")
+        return _json_dict(_take_string(out) or "null")
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` was called (every call then raises :class:`ClosedError`)."""
         return self._h is None
 
     def close(self) -> None:
@@ -744,10 +760,12 @@ class Client(SegmentsMixin, UserContextMixin):
             _raise(status)
 
     def __enter__(self) -> "Client":
+        """The client itself, for ``with Client(...) as client:`` (ClosedError when closed)."""
         self._live()
         return self
 
     def __exit__(self, *_exc: Any) -> None:
+        """Closes the client on leaving the ``with`` block."""
         self.close()
 
     def __repr__(self) -> str:
@@ -757,9 +775,10 @@ class Client(SegmentsMixin, UserContextMixin):
 
     def add_listener(self, kind: Any, listener: Any) -> int:
         """Calls ``listener(payload)`` (a dict) for every notification of ``kind``: "decision", "track",
-        "log_event" or "config_update" (or an EXP_NOTIFY_* number). Listeners run synchronously on the
-        thread that caused the notification; an exception in one is logged and swallowed. Returns an id
-        for :meth:`remove_listener`."""
+        "log_event", "config_update" or "datafile_fetch" (how each datafile fetch ended: ``outcome``
+        "updated", "not_modified", "failed" or "rejected"; or an EXP_NOTIFY_* number). Listeners run
+        synchronously on the thread that caused the notification; an exception in one is logged and
+        swallowed. Returns an id for :meth:`remove_listener`."""
         handle = self._live()
         code = _NOTIFICATION_TYPES.get(kind, kind) if isinstance(kind, str) else kind
         if not isinstance(code, int) or isinstance(code, bool):
@@ -803,6 +822,7 @@ class Client(SegmentsMixin, UserContextMixin):
 
     @property
     def event_dispatcher(self) -> Any:
+        """The object installed with ``event_dispatcher=`` or :meth:`set_event_dispatcher` (None: the built-in pipeline)."""
         return self._dispatcher
 
     # -- decisions -----------------------------------------------------------------------------
@@ -954,7 +974,7 @@ class Client(SegmentsMixin, UserContextMixin):
         status = _lib.exp_client_profile_stats(handle, byref(out))
         if status:
             _raise(status)
-        return json.loads(_take_string(out) or "{}")
+        return _json_dict(_take_string(out) or "{}")
 
     def force_include(self, user_id: Text, experiment_id: Text, group_index: Optional[int] = None) -> None:
         """Sigma include_force: the user is in the experiment (id), in the variation at position
@@ -993,6 +1013,8 @@ class Client(SegmentsMixin, UserContextMixin):
             _raise(status)
 
     def set_forced_variation(self, experiment_key: Text, user_id: Text, variation_key: Optional[Text]) -> None:
+        """Forces ``user_id`` into ``variation_key`` of the experiment (None removes the forced variation).
+        Kept in the state file, so it survives restarts. UnknownExperimentError / UnknownVariationError."""
         handle = self._live()
         status = _lib.exp_set_forced_variation(handle, _key(experiment_key, "experiment_key"),
                                                _text(user_id, "user_id"), _key(variation_key, "variation_key"))
@@ -1000,6 +1022,7 @@ class Client(SegmentsMixin, UserContextMixin):
             _raise(status)
 
     def get_forced_variation(self, experiment_key: Text, user_id: Text) -> Optional[str]:
+        """The variation key forced for ``user_id`` in the experiment, or None."""
         handle = self._live()
         out = c_char_p()
         status = _lib.exp_get_forced_variation(handle, _key(experiment_key, "experiment_key"),
@@ -1010,6 +1033,8 @@ class Client(SegmentsMixin, UserContextMixin):
 
     def set_forced_decision(self, user_id: Text, flag_key: Text, variation_key: Optional[Text],
                             rule_key: Optional[Text] = None) -> None:
+        """Forces the flag's decision for ``user_id`` to ``variation_key`` (for one rule with ``rule_key``,
+        else for the flag); None as variation key removes that forced decision."""
         handle = self._live()
         status = _lib.exp_set_forced_decision(handle, _text(user_id, "user_id"), _key(flag_key, "flag_key"),
                                               _key(rule_key, "rule_key"), _key(variation_key, "variation_key"))
@@ -1017,6 +1042,7 @@ class Client(SegmentsMixin, UserContextMixin):
             _raise(status)
 
     def remove_forced_decisions(self, user_id: Text) -> None:
+        """Removes every forced decision of ``user_id``."""
         handle = self._live()
         status = _lib.exp_remove_forced_decisions(handle, _text(user_id, "user_id"))
         if status:
@@ -1037,24 +1063,27 @@ class Client(SegmentsMixin, UserContextMixin):
             _raise(status)
 
     def remove_user_property(self, user_id: Text, key: Text) -> None:
+        """Removes one property of ``user_id`` (nothing happens when it has none)."""
         handle = self._live()
         status = _lib.exp_remove_user_property(handle, _text(user_id, "user_id"), _key(key, "property key"))
         if status:
             _raise(status)
 
     def clear_user_properties(self, user_id: Text) -> None:
+        """Removes every property of ``user_id``."""
         handle = self._live()
         status = _lib.exp_clear_user_properties(handle, _text(user_id, "user_id"))
         if status:
             _raise(status)
 
     def get_user_properties(self, user_id: Text) -> Dict[str, Any]:
+        """The properties stored for ``user_id`` as a dict ({} when none)."""
         handle = self._live()
         out = c_char_p()
         status = _lib.exp_get_user_properties_json(handle, _text(user_id, "user_id"), byref(out))
         if status:
             _raise(status)
-        return json.loads(_take_string(out) or "{}")
+        return _json_dict(_take_string(out) or "{}")
 
     # -- conversions ---------------------------------------------------------------------------
 
@@ -1125,11 +1154,15 @@ class Client(SegmentsMixin, UserContextMixin):
 
     def flag_int(self, user_id: Text, flag_key: Text, variable_key: Text,
                  attributes: Attributes = None) -> Optional[int]:
+        """An integer variable's value for the user, or None when the user has no value; TypeMismatchError
+        for a variable of another type."""
         out = c_int64()
         return out.value if self._flag(_lib.exp_flag_int, out, user_id, flag_key, variable_key, attributes) else None
 
     def flag_double(self, user_id: Text, flag_key: Text, variable_key: Text,
                     attributes: Attributes = None) -> Optional[float]:
+        """A double variable's value for the user, or None when the user has no value; TypeMismatchError
+        for a variable of another type."""
         out = c_double()
         return out.value if self._flag(_lib.exp_flag_double, out, user_id, flag_key, variable_key,
                                        attributes) else None
@@ -1143,6 +1176,8 @@ class Client(SegmentsMixin, UserContextMixin):
 
     def flag_string(self, user_id: Text, flag_key: Text, variable_key: Text,
                     attributes: Attributes = None) -> Optional[str]:
+        """A string variable's value for the user, or None when the user has no value; TypeMismatchError
+        for a variable of another type."""
         return self._flag_text(_lib.exp_flag_string, user_id, flag_key, variable_key, attributes)
 
     def flag_json(self, user_id: Text, flag_key: Text, variable_key: Text, attributes: Attributes = None) -> Any:
@@ -1172,21 +1207,23 @@ class Client(SegmentsMixin, UserContextMixin):
 
     def user_flags(self, user_id: Text, attributes: Attributes = None) -> Dict[str, Any]:
         """Every flag the user has a value for: {flag_key: {"enabled", "variation_key", "variables"}}."""
-        return json.loads(self._user_report(_lib.exp_user_flags_json, user_id, attributes))
+        return _json_dict(self._user_report(_lib.exp_user_flags_json, user_id, attributes))
 
     def user_experiments(self, user_id: Text, attributes: Attributes = None) -> str:
         """The user's experiments as "expId.groupIndex|..." ("" when none)."""
         return self._user_report(_lib.exp_user_experiments, user_id, attributes)
 
     def user_experiments_json(self, user_id: Text, attributes: Attributes = None) -> List[Dict[str, Any]]:
-        return json.loads(self._user_report(_lib.exp_user_experiments_json, user_id, attributes))
+        """The user's experiments as a list of dicts (the JSON form of :meth:`user_experiments`)."""
+        return _json_list(self._user_report(_lib.exp_user_experiments_json, user_id, attributes))
 
     def user_holdouts(self, user_id: Text, attributes: Attributes = None) -> str:
         """The holdouts the user is in as "holdoutId.0|..." ("" when none)."""
         return self._user_report(_lib.exp_user_holdouts, user_id, attributes)
 
     def user_holdouts_json(self, user_id: Text, attributes: Attributes = None) -> List[Dict[str, Any]]:
-        return json.loads(self._user_report(_lib.exp_user_holdouts_json, user_id, attributes))
+        """The holdouts the user is in as a list of dicts (the JSON form of :meth:`user_holdouts`)."""
+        return _json_list(self._user_report(_lib.exp_user_holdouts_json, user_id, attributes))
 
     def get_holdout(self, user_id: Text, holdout_key: Text, attributes: Attributes = None) -> bool:
         """Whether the user is in the holdout (NotFoundError for an unknown key)."""
@@ -1232,7 +1269,7 @@ class Client(SegmentsMixin, UserContextMixin):
         status = _lib.exp_client_stats(self._live(), byref(out))
         if status:
             _raise(status)
-        return json.loads(_take_string(out) or "{}")
+        return _json_dict(_take_string(out) or "{}")
 
     def track_conversion(self, user_id: Text, goal_id: int, revenue: Optional[float] = None) -> None:
         """Kameleoon trackConversion: goal ``goal_id`` for the user, sent now with the user's pending data."""
@@ -1306,8 +1343,8 @@ def _install_speedups() -> None:
         return
     _make_decision = _speedups.new_decision  # same results, without Python frames or ctypes field reads
     _decisions_by_flag = _decisions_by_flag_in_c
-    Client.decide = _speedups.FastMethod(_PY_DECIDE, _speedups.DECIDE)  # type: ignore[assignment]
-    Client.variation_key = _speedups.FastMethod(_PY_VARIATION_KEY, _speedups.VARIATION_KEY)  # type: ignore[assignment]
+    Client.decide = _speedups.FastMethod(_PY_DECIDE, _speedups.DECIDE)  # type: ignore[method-assign]
+    Client.variation_key = _speedups.FastMethod(_PY_VARIATION_KEY, _speedups.VARIATION_KEY)  # type: ignore[method-assign]
 
 
 _install_speedups()

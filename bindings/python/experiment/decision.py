@@ -33,7 +33,7 @@ for _bit in _BY_NAME.values():
 _CACHE: Dict[Any, int] = {}
 _CACHE_MAX = 256
 
-OptionsArg = Union[None, DecideOption, str, Iterable[Union[str, DecideOption]]]
+OptionsArg = Union[None, int, DecideOption, str, Iterable[Union[str, DecideOption]]]
 
 
 def _one(option: Any) -> int:
@@ -66,7 +66,7 @@ def decide_options_to_int(options: OptionsArg) -> int:
     except TypeError:  # unhashable element, or not iterable at all
         try:
             key = None
-            options = list(options)  # type: ignore[arg-type]
+            options = list(options)  # type: ignore[arg-type, unused-ignore]
         except TypeError:
             raise InvalidOptionError("decide options: expected a sequence of option names, got %s"
                                      % type(options).__name__) from None
@@ -74,7 +74,7 @@ def decide_options_to_int(options: OptionsArg) -> int:
     if cached is not None:
         return cached
     bits = 0
-    for option in (key if key is not None else options):  # type: ignore[union-attr]
+    for option in (key if key is not None else options):  # type: ignore[union-attr, unused-ignore]
         bits |= _one(option)
     if key is not None:
         if len(_CACHE) >= _CACHE_MAX:
@@ -95,7 +95,7 @@ def decide_option_names(options: OptionsArg) -> List[str]:
 _SLOTTED = sys.version_info >= (3, 11)
 
 
-@dataclass(frozen=True, **({"slots": True, "weakref_slot": True} if _SLOTTED else {}))  # type: ignore[call-overload]
+@dataclass(frozen=True, **({"slots": True, "weakref_slot": True} if _SLOTTED else {}))  # type: ignore[call-overload, unused-ignore]
 class Decision:
     """The result of deciding one flag for one user."""
 
@@ -109,6 +109,7 @@ class Decision:
     __hash__ = None  # type: ignore[assignment]  # has dict/list fields
 
     def to_dict(self) -> Dict[str, Any]:
+        """The decision as a plain dict of its six fields (JSON-serializable)."""
         return {
             "flag_key": self.flag_key,
             "enabled": self.enabled,
@@ -138,6 +139,7 @@ class Event:
 
     @classmethod
     def from_body(cls, url: str, http_verb: str, body: bytes) -> "Event":
+        """An Event from the URL, HTTP verb and JSON body the library hands a dispatcher."""
         return cls(url, http_verb, json.loads(body), body)
 
     def __repr__(self) -> str:

@@ -11,7 +11,7 @@ Some classes also derive from a builtin exception where that is the natural Pyth
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Type
+from typing import Any, Dict, Optional, Tuple, Type
 
 __all__ = [
     "Error",
@@ -136,7 +136,7 @@ class Error(Exception):
     def __repr__(self) -> str:
         return "%s(%r, code=%d)" % (type(self).__name__, self.message, self.code)
 
-    def __reduce__(self):  # keep exceptions picklable (multiprocessing, pytest-xdist)
+    def __reduce__(self) -> Tuple[Any, Tuple[str, int]]:  # keep exceptions picklable (multiprocessing, pytest-xdist)
         return (type(self), (self.message, self.code))
 
 
@@ -151,6 +151,7 @@ class UnsupportedTypeError(InvalidArgumentError, TypeError):
 
 
 class InvalidJSONError(Error, ValueError):
+    """A JSON text (options, attributes, tags, datafile) is malformed."""
     default_code = ERR_INVALID_JSON
 
 
@@ -160,18 +161,22 @@ class InvalidOptionError(Error, ValueError):
 
 
 class InvalidDatafileError(Error, ValueError):
+    """The datafile is valid JSON but not a usable v4 datafile (or belongs to another project)."""
     default_code = ERR_INVALID_DATAFILE
 
 
 class UnsupportedVersionError(InvalidDatafileError):
+    """The datafile's "version" is not one this library reads."""
     default_code = ERR_UNSUPPORTED_VERSION
 
 
 class NotReadyError(Error):
+    """The client has no datafile yet."""
     default_code = ERR_NOT_READY
 
 
 class UnknownFlagError(Error, KeyError):
+    """No feature flag with that key in the current datafile."""
     default_code = ERR_UNKNOWN_FLAG
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
@@ -179,6 +184,7 @@ class UnknownFlagError(Error, KeyError):
 
 
 class UnknownExperimentError(Error, KeyError):
+    """No experiment with that key or id in the current datafile."""
     default_code = ERR_UNKNOWN_EXPERIMENT
 
     def __str__(self) -> str:
@@ -186,6 +192,7 @@ class UnknownExperimentError(Error, KeyError):
 
 
 class UnknownEventError(Error, KeyError):
+    """No event with that key in the current datafile."""
     default_code = ERR_UNKNOWN_EVENT
 
     def __str__(self) -> str:
@@ -193,6 +200,7 @@ class UnknownEventError(Error, KeyError):
 
 
 class UnknownVariationError(Error, KeyError):
+    """No variation with that key in the experiment or flag."""
     default_code = ERR_UNKNOWN_VARIATION
 
     def __str__(self) -> str:
@@ -200,34 +208,42 @@ class UnknownVariationError(Error, KeyError):
 
 
 class NotTargetedError(Error):
+    """trigger_experiment: the user does not meet the experiment's audience."""
     default_code = ERR_NOT_TARGETED
 
 
 class NotAllocatedError(Error):
+    """trigger_experiment: the experiment is not running, or the user is outside its traffic."""
     default_code = ERR_NOT_ALLOCATED
 
 
 class InvalidUTF8Error(Error, ValueError):
+    """A string argument is not valid UTF-8 (or cannot be encoded as UTF-8)."""
     default_code = ERR_INVALID_UTF8
 
 
 class TooLargeError(Error, ValueError):
+    """An input exceeds a documented limit (see "Limits" in the README)."""
     default_code = ERR_TOO_LARGE
 
 
 class TooDeepError(Error, ValueError):
+    """A JSON document nests deeper than its limit."""
     default_code = ERR_TOO_DEEP
 
 
 class InvalidEventTagsError(Error, ValueError):
+    """Event tags are not a JSON object (a dict)."""
     default_code = ERR_INVALID_EVENT_TAGS
 
 
 class ClosedError(Error):
+    """The client was closed."""
     default_code = ERR_CLOSED
 
 
 class BufferTooSmallError(Error):
+    """A caller-provided array was too short (the binding sizes its own: not expected from Python)."""
     default_code = ERR_BUFFER_TOO_SMALL
 
 
@@ -286,6 +302,7 @@ class NotFoundError(Error, LookupError):
 
 
 class InternalError(Error):
+    """A bug in the library: please report it with the message."""
     default_code = ERR_INTERNAL
 
 

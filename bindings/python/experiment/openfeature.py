@@ -7,12 +7,15 @@ Needs the ``openfeature-sdk`` package (``pip install 'libexperiment[openfeature]
     from experiment.openfeature import ExperimentProvider
 
     provider = ExperimentProvider(datafile=open("datafile.json").read())
-    api.set_provider_and_wait(provider)
+    api.set_provider(provider)        # (openfeature-sdk 0.10+ also has set_provider_and_wait)
     flags = api.get_client()
     ctx = EvaluationContext(targeting_key="user-123", attributes={"country": "NL", "age": 31})
     flags.get_boolean_value("checkout_flow", False, ctx)               # the flag's enabled state
     flags.get_integer_value("checkout_flow.max_items", 10, ctx)         # one of its variables
     provider.update_datafile(new_text)                                  # CONFIGURATION_CHANGED
+
+    # or fetched by SDK key, kept fresh by polling; READY once a datafile is in place
+    provider = ExperimentProvider(sdk_key="YOUR_SDK_KEY", polling_interval_s=60)
 
 Mapping
 =======
@@ -69,18 +72,37 @@ Errors (``resolve_*`` never raise; they return the caller's default value with):
     ``TARGETING_KEY_MISSING`` / ``INVALID_CONTEXT``  as above
     ``GENERAL``               anything else, with the library's message
 
-Lifecycle and events
-    ``initialize()`` returns when the client has a datafile (waiting up to ``ready_timeout_s``); the
-    SDK then emits ``PROVIDER_READY``. Without a datafile it raises ``ProviderNotReadyError`` (the SDK
-    emits ``PROVIDER_ERROR``, status ERROR); for a closed client ``ProviderFatalError`` (FATAL).
-    ``update_datafile(text)`` replaces the datafile (``Client.start``). On success it emits
-    ``PROVIDER_READY`` first if the provider was in the ERROR state (no datafile at initialize, or
-    after a failed update) and then ``PROVIDER_CONFIGURATION_CHANGED`` (``flags_changed``: every flag key of the old and
-    the new datafile, ``metadata``: ``{"revision": ...}``). On failure the client keeps its current
-    datafile, ``PROVIDER_ERROR`` is emitted (``PARSE_ERROR`` for a datafile the library rejects,
-    ``PROVIDER_FATAL`` for a closed client, else ``GENERAL``) and the library's error is raised.
-    ``status`` is the provider's own view (``ProviderStatus``). ``shutdown()`` closes the client if the
-    provider created it (``close_client`` overrides).
+Lifecycle and events (the OpenFeature specification's provider states)
+    ``ExperimentProvider(sdk_key=...)`` without a ``client`` starts the client asynchronously
+    (``Client.start_async``: fetch, else the cached datafile, else ``datafile`` as the bundled fallback;
+    then polling or the cache-TTL mode); with ``datafile`` alone it starts synchronously; with neither it
+    starts with no datafile (see :meth:`update_datafile`). A ``client`` passed in is used as it is.
+
+    ``initialize()`` returns when the client has a datafile (waiting up to ``ready_timeout_s``); the SDK
+    then emits ``PROVIDER_READY``. Without one it raises ``ProviderNotReadyError`` (the SDK emits
+    ``PROVIDER_ERROR``, status ERROR); for a closed client ``ProviderFatalError`` (FATAL).
+
+    Afterwards the provider follows the client's datafile, whatever changes it (a fetch at start, a poll,
+    a cache-TTL refresh, ``Client.refresh``, ``Client.start`` or :meth:`update_datafile`):
+
+    =====================================  =================================================================
+    a new revision is in place             ``PROVIDER_READY`` first if the provider was not READY (ERROR or
+                                           STALE), then ``PROVIDER_CONFIGURATION_CHANGED``
+                                           (``flags_changed``: every flag key of the old and the new
+                                           datafile; ``metadata``: ``{"revision": ...}``)
+    an update failed (fetch failed or      STALE (``PROVIDER_STALE``, with the reason and, for a rejected
+    rejected, or a datafile given to       datafile, ``error_code`` ``PARSE_ERROR``) while a last good
+    ``update_datafile`` was refused)       datafile is served; ERROR (``PROVIDER_ERROR``) only when the
+                                           client has no datafile at all
+    a later fetch succeeds (new datafile   READY again (``PROVIDER_READY``)
+    or not modified)
+    the client is closed                   FATAL
+    =====================================  =================================================================
+
+    Evaluations go on in every state but FATAL: STALE and ERROR evaluate with the datafile in use (or
+    answer ``PROVIDER_NOT_READY`` without one). ``status`` is the provider's own view
+    (``ProviderStatus``). ``shutdown()`` closes the client if the provider created it (``close_client``
+    overrides), else detaches from it.
 
 Tracking
     ``track(name, context, details)`` records a conversion (``Client.track``) for the context's user:
@@ -225,17 +247,41 @@ class ExperimentProvider(AbstractProvider):
                 raise TypeError("ExperimentProvider: client must be an experiment.Client, got %s"
                                 % type(client).__name__)
             owned = False
+            start = None
         else:
-            client = Client(sdk_key=sdk_key, datafile=datafile, **client_options)
+            # The client starts only once the listeners below are in place, so no revision goes unseen.
+            start = client_options.pop("start", None)
+            if start is None:
+                start = "async" if sdk_key is not None else "sync" if datafile is not None else "none"
+            client = Client(sdk_key=sdk_key, start="none", **client_options)
             owned = True
         self._client = client
         self._close_client = owned if close_client is None else bool(close_client)
         self._bits = bits
         self._hooks: List[Hook] = list(hooks)
         self._ready_timeout_s = float(ready_timeout_s)
-        self._lock = threading.Lock()          # serializes initialize / update_datafile / shutdown
+        # Serializes the state changes (initialize, updates, library notifications, shutdown). Reentrant:
+        # Client.start inside update_datafile calls the config_update listener on this same thread.
+        self._lock = threading.RLock()
         self._status = ProviderStatus.NOT_READY
+        self._initialized = False              # initialize() concluded: from then on, events are emitted
         self._rule_is_experiment: Dict[str, bool] = {}
+        self._listener_ids: List[int] = []
+        try:
+            self._listener_ids = [client.add_listener("config_update", self._on_config_update),
+                                  client.add_listener("datafile_fetch", self._on_datafile_fetch)]
+        except ClosedError:
+            pass  # initialize() reports a closed client (FATAL)
+        self._flags: List[str] = self._flag_keys()  # the flag keys of the datafile in use
+        try:
+            if start == "sync":
+                client.start(datafile)  # type: ignore[arg-type]
+            elif start == "async":
+                client.start_async(datafile)
+        except BaseException:
+            if owned:
+                client.close()
+            raise
 
     # -- provider interface --------------------------------------------------------------------
 
@@ -246,32 +292,46 @@ class ExperimentProvider(AbstractProvider):
 
     @property
     def status(self) -> ProviderStatus:
-        """The provider's own view of its state: NOT_READY, READY, ERROR (last update failed, or no
-        datafile at initialize) or FATAL (client closed)."""
+        """The provider's own view of its state: NOT_READY (before initialize), READY, STALE (serving
+        the last good datafile after a failed update), ERROR (no datafile to serve) or FATAL (client
+        closed)."""
         return self._status
 
     def get_metadata(self) -> Metadata:
+        """The provider's metadata: its name, ``"libexperiment"``."""
         return Metadata(name=PROVIDER_NAME)
 
     def get_provider_hooks(self) -> List[Hook]:
+        """The hooks given to the constructor (``hooks=``)."""
         return list(self._hooks)
 
     def initialize(self, evaluation_context: Optional[EvaluationContext] = None) -> None:
-        # wait without the lock: update_datafile (which takes it) may be what makes the client ready
+        """Called by the SDK when the provider is set: waits up to ``ready_timeout_s`` for a datafile.
+        Raises ``ProviderNotReadyError`` without one (status ERROR until one arrives, then READY with
+        ``PROVIDER_READY``), ``ProviderFatalError`` for a closed client."""
+        # wait without the lock: the listener that records a new datafile takes it
         try:
             self._client.wait_ready(self._ready_timeout_s)
             with self._lock:
                 self._rule_is_experiment = {}
                 ready = self._client.ready  # again, under the lock: an update may just have finished
+                self._flags = self._flag_keys()
                 self._status = ProviderStatus.READY if ready else ProviderStatus.ERROR
+                self._initialized = True
         except ClosedError as exc:
             self._status = ProviderStatus.FATAL
             raise ProviderFatalError("the experiment client is closed: %s" % exc) from None
         if not ready:
-            raise ProviderNotReadyError("the experiment client has no datafile yet: call update_datafile(text)")
+            status = self._datafile_status()
+            why = status.get("last_error") or "no datafile yet"
+            raise ProviderNotReadyError("the experiment client has no datafile (%s): it becomes ready when one "
+                                        "arrives (fetch, cache or update_datafile(text))" % why)
 
     def shutdown(self) -> None:
+        """Called by the SDK when the provider is replaced or the API shuts down: closes the client
+        if the provider created it (or ``close_client=True``), else stops following it."""
         with self._lock:
+            self._initialized = False
             if self._close_client:
                 try:
                     self._client.close()
@@ -279,45 +339,126 @@ class ExperimentProvider(AbstractProvider):
                     _log.exception("closing the experiment client failed")
                 self._status = ProviderStatus.FATAL
             else:
+                for listener_id in self._listener_ids:
+                    try:
+                        self._client.remove_listener(listener_id)
+                    except Error:
+                        pass  # a closed client has no listeners left
+                self._listener_ids = []
                 self._status = ProviderStatus.NOT_READY
 
     def update_datafile(self, datafile: Union[str, bytes]) -> None:
-        """Replaces the client's datafile. Emits PROVIDER_CONFIGURATION_CHANGED (preceded by
-        PROVIDER_READY if the provider was in the ERROR state) on success; on failure keeps the current datafile,
-        emits PROVIDER_ERROR and raises the library's error."""
+        """Replaces the client's datafile (``Client.start``). A new revision emits
+        PROVIDER_CONFIGURATION_CHANGED (preceded by PROVIDER_READY when the provider was not READY). A
+        datafile the library refuses changes nothing but the state: STALE (PROVIDER_STALE) while a last
+        good datafile is served, else ERROR (PROVIDER_ERROR); the library's error is raised."""
         with self._lock:
-            client = self._client
             try:
-                old_flags = self._flag_keys()
-                client.start(datafile)
-                config = client.config
+                self._client.start(datafile)  # a new revision reaches _on_config_update on this thread
             except Exception as exc:
                 if isinstance(exc, ClosedError):
-                    code, self._status = ErrorCode.PROVIDER_FATAL, ProviderStatus.FATAL
-                elif isinstance(exc, _DATAFILE_ERRORS):
-                    code, self._status = ErrorCode.PARSE_ERROR, ProviderStatus.ERROR
+                    self._status = ProviderStatus.FATAL
+                    self.emit_provider_error(ProviderEventDetails(
+                        message="datafile update failed: the client is closed: %s" % exc,
+                        error_code=ErrorCode.PROVIDER_FATAL))
                 else:
-                    code, self._status = ErrorCode.GENERAL, ProviderStatus.ERROR
-                self.emit_provider_error(ProviderEventDetails(
-                    message="datafile update failed, the previous datafile stays in use: %s" % exc,
-                    error_code=code))
+                    code = ErrorCode.PARSE_ERROR if isinstance(exc, _DATAFILE_ERRORS) else ErrorCode.GENERAL
+                    self._update_failed("datafile update failed, the previous datafile stays in use: %s" % exc,
+                                        code)
                 raise
+            if self._status in (ProviderStatus.STALE, ProviderStatus.ERROR):
+                self._recovered()  # the same revision again: fresh, though not a change
+
+    # -- following the client's datafile (library notifications, on library threads) -------------
+
+    def _on_config_update(self, payload: Any) -> None:
+        """A new revision is in place (from any source): READY if it was not, then CONFIGURATION_CHANGED."""
+        with self._lock:
             self._rule_is_experiment = {}
-            # READY again after an ERROR (no datafile at initialize, or a failed update). Before initialize
-            # has concluded (NOT_READY) the SDK emits READY itself when initialize returns.
-            recovered = self._status is ProviderStatus.ERROR
-            self._status = ProviderStatus.READY
+            old_flags = self._flags
+            try:
+                config = self._client.config
+            except Error:
+                return  # closed meanwhile
             new_flags = list(config.get("flags") or ())
+            self._flags = new_flags
+            if self._status is ProviderStatus.FATAL:
+                return
+            revision = str(config.get("revision") or "")
+            metadata: Dict[str, Union[bool, int, float, str]] = {"revision": revision}
+            if not self._initialized:
+                # before initialize concluded: the SDK emits READY when it returns
+                self._status = ProviderStatus.READY
+                return
+            if self._status is not ProviderStatus.READY:
+                self._status = ProviderStatus.READY
+                self.emit_provider_ready(ProviderEventDetails(metadata=dict(metadata)))
             seen = set(new_flags)
             changed = new_flags + [key for key in old_flags if key not in seen]
-            metadata = {"revision": str(config.get("revision") or "")}
-            if recovered:
-                self.emit_provider_ready(ProviderEventDetails(metadata=dict(metadata)))
             self.emit_provider_configuration_changed(ProviderEventDetails(
-                flags_changed=changed, message="datafile replaced", metadata=metadata))
+                flags_changed=changed, message="datafile revision %s in use" % revision, metadata=metadata))
+
+    def _on_datafile_fetch(self, payload: Any) -> None:
+        """How a fetch ended: a failure makes the provider STALE (or ERROR with nothing to serve); a
+        success after one makes it READY again."""
+        if not isinstance(payload, dict):
+            return
+        outcome = payload.get("outcome")
+        with self._lock:
+            if not self._initialized or self._status is ProviderStatus.FATAL:
+                return
+            if outcome in ("failed", "rejected"):
+                code = ErrorCode.PARSE_ERROR if outcome == "rejected" else ErrorCode.GENERAL
+                self._update_failed("datafile %s: %s" % ("rejected" if outcome == "rejected" else "fetch failed",
+                                                         payload.get("error") or "unknown error"),
+                                    code, served=bool(payload.get("ready")))
+            elif outcome in ("updated", "not_modified") and payload.get("ready"):
+                if self._status in (ProviderStatus.STALE, ProviderStatus.ERROR):
+                    self._recovered()
+
+    def _update_failed(self, message: str, code: ErrorCode, served: Optional[bool] = None) -> None:
+        """(Under the lock.) STALE when a datafile is still served, else ERROR; the event once per change."""
+        if served is None:
+            try:
+                served = self._client.ready
+            except Error:
+                served = False
+        if served:
+            if self._status is not ProviderStatus.STALE and self._initialized:
+                self._status = ProviderStatus.STALE
+                self.emit_provider_stale(ProviderEventDetails(message=message, error_code=code))
+            elif not self._initialized:
+                self._status = ProviderStatus.STALE
+        else:
+            if self._status is not ProviderStatus.ERROR and self._initialized:
+                self._status = ProviderStatus.ERROR
+                self.emit_provider_error(ProviderEventDetails(message=message, error_code=code))
+            elif not self._initialized:
+                self._status = ProviderStatus.ERROR
+
+    def _recovered(self) -> None:
+        """(Under the lock.) Back to READY after STALE or ERROR, with the revision in use."""
+        self._status = ProviderStatus.READY
+        if self._initialized:
+            revision = ""
+            try:
+                revision = str(self._client.config.get("revision") or "")
+            except Error:
+                pass
+            metadata: Dict[str, Union[bool, int, float, str]] = {"revision": revision}
+            self.emit_provider_ready(ProviderEventDetails(metadata=metadata))
+
+    def _datafile_status(self) -> Dict[str, Any]:
+        try:
+            return self._client.datafile_status()
+        except Error:
+            return {}
 
     def track(self, tracking_event_name: str, evaluation_context: Optional[EvaluationContext] = None,
               tracking_event_details: Any = None) -> None:
+        """Records conversion ``tracking_event_name`` for the context's user (``Client.track``):
+        ``details.value`` becomes the ``"value"`` tag, scalar ``details.attributes`` further tags.
+        Failures are logged, never raised."""
         try:
             user_id, attributes = self._user(evaluation_context)
             tags: Dict[str, Any] = {}
@@ -341,26 +482,31 @@ class ExperimentProvider(AbstractProvider):
     def resolve_boolean_details(self, flag_key: str, default_value: bool,
                                 evaluation_context: Optional[EvaluationContext] = None
                                 ) -> FlagResolutionDetails[bool]:
+        """Resolves ``flag_key`` as a boolean (see the module docstring); never raises."""
         return self._resolve(_BOOLEAN, flag_key, default_value, evaluation_context)
 
     def resolve_string_details(self, flag_key: str, default_value: str,
                                evaluation_context: Optional[EvaluationContext] = None
                                ) -> FlagResolutionDetails[str]:
+        """Resolves ``flag_key`` as a string (see the module docstring); never raises."""
         return self._resolve(_STRING, flag_key, default_value, evaluation_context)
 
     def resolve_integer_details(self, flag_key: str, default_value: int,
                                 evaluation_context: Optional[EvaluationContext] = None
                                 ) -> FlagResolutionDetails[int]:
+        """Resolves ``flag_key`` as an integer (see the module docstring); never raises."""
         return self._resolve(_INTEGER, flag_key, default_value, evaluation_context)
 
     def resolve_float_details(self, flag_key: str, default_value: float,
                               evaluation_context: Optional[EvaluationContext] = None
                               ) -> FlagResolutionDetails[float]:
+        """Resolves ``flag_key`` as a float (see the module docstring); never raises."""
         return self._resolve(_FLOAT, flag_key, default_value, evaluation_context)
 
     def resolve_object_details(self, flag_key: str, default_value: Union[Sequence[Any], Mapping[str, Any]],
                                evaluation_context: Optional[EvaluationContext] = None
                                ) -> FlagResolutionDetails[Union[Sequence[Any], Mapping[str, Any]]]:
+        """Resolves ``"<flag>.<variable>"`` of a json variable as an object; never raises."""
         return self._resolve(_OBJECT, flag_key, default_value, evaluation_context)
 
     def _resolve(self, kind: str, flag_key: Any, default_value: Any,
@@ -467,7 +613,7 @@ class ExperimentProvider(AbstractProvider):
     def _flag_keys(self) -> List[str]:
         try:
             return list(self._client.config.get("flags") or ())
-        except NotReadyError:
+        except Error:  # not ready (no flags yet) or closed
             return []
 
     @staticmethod

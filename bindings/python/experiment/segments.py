@@ -28,6 +28,8 @@ _OPTION_BITS = {IGNORE_CACHE: 1, RESET_CACHE: 2}
 
 
 class SegmentOption:
+    """Options of :meth:`fetch_qualified_segments`: ``IGNORE_CACHE`` (fetch, leave the cache as
+    it is) and ``RESET_CACHE`` (empty the cache, then fetch). Names (str) are accepted too."""
     IGNORE_CACHE = IGNORE_CACHE
     RESET_CACHE = RESET_CACHE
 
@@ -72,11 +74,11 @@ class _AsyncFetches:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.pending: Dict[int, Future] = {}
+        self.pending: Dict[int, "Future[Any]"] = {}
         self.next_id = 1
         self.callback = _native.EXP_SEGMENTS_FN(self._complete)
 
-    def add(self, future: Future) -> int:
+    def add(self, future: "Future[Any]") -> int:
         with self.lock:
             ident = self.next_id
             self.next_id += 1
@@ -117,7 +119,8 @@ class SegmentsMixin:
                                                    byref(out))
         if status:
             _raise(status)
-        return _take_json(out)
+        segments: List[str] = _take_json(out)
+        return segments
 
     def fetch_qualified_segments_async(self, user_id: str, options: Iterable[Any] = (),
                                        callback: Any = None) -> "Future[List[str]]":
@@ -129,12 +132,12 @@ class SegmentsMixin:
             fetches = _AsyncFetches()
             handle.callbacks.append(fetches)  # alive as long as the library may call it
             handle._segment_fetches = fetches
-        future: Future = Future()
+        future: "Future[List[str]]" = Future()
         if callback is not None:
             if not callable(callback):
                 raise TypeError("callback: expected a callable, got %r" % (callback,))
 
-            def notify(done: Future) -> None:
+            def notify(done: "Future[List[str]]") -> None:
                 error = done.exception()
                 callback(None if error else done.result(), error)
 
@@ -162,7 +165,8 @@ class SegmentsMixin:
         status = _lib.exp_get_qualified_segments_json(handle, _bytes(user_id, "user_id"), byref(out))
         if status:
             _raise(status)
-        return _take_json(out)
+        current: Optional[List[str]] = _take_json(out)
+        return current
 
     def set_qualified_segments(self, user_id: str, segments: Optional[Iterable[str]]) -> None:
         """Replaces the user's qualified segments without ODP (None forgets them)."""

@@ -40,7 +40,8 @@ class UserExperiment:
         self.parameters: Dict[str, Any] = json.loads(_decode(_lib.exp_experiment_parameters_json(address)) or "{}")
 
     def __del__(self) -> None:
-        address, self._address = getattr(self, "_address", None), None
+        address: Optional[int] = getattr(self, "_address", None)
+        self._address = None  # type: ignore[assignment]
         if address:
             _lib.exp_experiment_free(address)
 
@@ -58,14 +59,17 @@ class UserExperiment:
         return bool(found.value)
 
     def param_bool(self, name: str) -> Optional[bool]:
+        """The boolean parameter ``name`` (None when absent); TypeMismatchError for another type."""
         out = c_int()
         return bool(out.value) if self._get(_lib.exp_experiment_param_bool, out, name) else None
 
     def param_int(self, name: str) -> Optional[int]:
+        """The integer parameter ``name`` (None when absent); TypeMismatchError for another type."""
         out = c_int64()
         return out.value if self._get(_lib.exp_experiment_param_int, out, name) else None
 
     def param_double(self, name: str) -> Optional[float]:
+        """The double parameter ``name`` (None when absent); TypeMismatchError for another type."""
         out = c_double()
         return out.value if self._get(_lib.exp_experiment_param_double, out, name) else None
 
@@ -78,6 +82,7 @@ class UserExperiment:
         return raw.decode("utf-8") if found and raw is not None else None
 
     def param_string(self, name: str) -> Optional[str]:
+        """The string parameter ``name`` (None when absent); TypeMismatchError for another type."""
         return self._text(_lib.exp_experiment_param_string, name)
 
     def param_json(self, name: str) -> Any:

@@ -23,8 +23,8 @@ return or dispatch must be equal:
 * holdouts: global and local (includedRules), excludeTargetedDeliveries (the holdout's impression besides
   the decision's own), holdouts that are not running, holdout audiences, enabled holdout variations.
 
-Run:
-    cd /work/main && EXPERIMENT_LIBRARY=/work/stable/libexperiment.so PYTHONPATH=bindings/python \\
+Run (from the repository root, after `make lib`):
+    EXPERIMENT_LIBRARY=$PWD/.build/release/libexperiment.so PYTHONPATH=bindings/python \\
         python3 -m pytest bindings/python/tests/test_differential.py -q -s
 
 Environment:

@@ -660,13 +660,19 @@ def test_failed_update_keeps_the_old_datafile(watched: Any, datafile_text: str, 
     provider, flags, events = watched
     with pytest.raises(experiment.Error):
         provider.update_datafile(bad)
-    error = events[ProviderEvent.PROVIDER_ERROR].wait()[0]
-    assert error.error_code == code
-    assert "previous datafile" in error.message
-    assert flags.get_provider_status() == ProviderStatus.ERROR and provider.status == ProviderStatus.ERROR
+    # the last good datafile is still served: STALE (the specification's state for it), not ERROR
+    stale = events[ProviderEvent.PROVIDER_STALE].wait()[0]
+    assert stale.error_code == code
+    assert "previous datafile" in stale.message
+    assert flags.get_provider_status() == ProviderStatus.STALE and provider.status == ProviderStatus.STALE
     assert events[ProviderEvent.PROVIDER_CONFIGURATION_CHANGED].settle() == []
+    assert events[ProviderEvent.PROVIDER_ERROR].events == []
+    # a second failure while STALE says nothing new
+    with pytest.raises(experiment.Error):
+        provider.update_datafile(bad)
+    assert len(events[ProviderEvent.PROVIDER_STALE].settle()) == 1
 
-    # the old datafile still decides (status ERROR does not stop evaluations)
+    # the old datafile still decides (status STALE does not stop evaluations)
     details = flags.get_boolean_details("checkout_flow", False, ctx("u3", **U3_ATTRS))
     assert (details.value, details.variant, details.error_code) == (True, "treatment", None)
     assert provider.client.config["revision"] == "42"
