@@ -1448,6 +1448,13 @@ public:
 
     const std::string &user_id() const noexcept { return user_id_; }
     exp_user *native_handle() const noexcept { return user_; }
+    /* The user id as the library holds it (exp_user_id): equal to user_id(). */
+    std::string native_user_id() const {
+        const char *id = nullptr;
+        std::size_t length = 0;
+        detail::check(exp_user_id(user_, &id, &length));
+        return std::string(id, length);
+    }
 
     /* ---- attributes ---- */
 
