@@ -82,6 +82,8 @@ TEST_STATE_HOME := $(CURDIR)/.build/test-state
 TEST_TARGETS := test test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-python test-fuzz test-sanitize
 $(TEST_TARGETS) bench: export XDG_STATE_HOME = $(TEST_STATE_HOME)
 $(TEST_TARGETS): export EXPERIMENT_EVENT_ENDPOINT = none
+# ... and a client started by sdk_key fetches no datafile unless it names its own datafile_url_template.
+$(TEST_TARGETS): export EXPERIMENT_DATAFILE_URL_TEMPLATE = none
 
 test-swift:
 	swift test

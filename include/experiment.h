@@ -773,8 +773,10 @@ exp_status exp_remove_notification_listener(exp_client *client, int64_t id);
  *   "tag"                    string   names the client in the process (see exp_client_find); a second
  *                                     open client with the same tag fails with EXP_ERR_TAG_IN_USE
  *
- * Polling, retries and cache-TTL refreshes run only for clients started with exp_client_start_async; a
- * client started with exp_client_start keeps the datafile it was given. Fetches use If-None-Match /
+ * Polling, retries and cache-TTL refreshes run only for clients started with exp_client_start_async or
+ * exp_client_start_sync (EXP_SYNC_UPDATE_NOW); a client started with exp_client_start keeps the datafile it
+ * was given. Test-only: the environment variable EXPERIMENT_DATAFILE_URL_TEMPLATE replaces the default
+ * template; "none" turns fetching off (test suites set it). Fetches use If-None-Match /
  * If-Modified-Since; a 304 costs no parsing. A fetched datafile is compiled on the background thread and
  * swapped in atomically (decisions in flight finish on the old one); a datafile that fails validation, or
  * that belongs to another project than the one in use, is rejected and the current one kept (reported in
@@ -827,6 +829,38 @@ exp_status exp_client_wait_ready(exp_client *client, int64_t timeout_ms);
  *     if (exp_client_refresh(c) != EXP_OK) fprintf(stderr, "keeping the current datafile: %s\n", exp_last_error());
  */
 exp_status exp_client_refresh(exp_client *client);
+
+/* How exp_client_start_sync keeps its datafile fresh. */
+#define EXP_SYNC_UPDATE_NONE        0  /* keep the datafile the start used: no fetching */
+#define EXP_SYNC_UPDATE_NEXT_START  1  /* fetch once in the background and cache it: used at the next start */
+#define EXP_SYNC_UPDATE_NOW         2  /* fetch in the background and use it at once; then poll every
+                                          polling_interval_s (0: no polling) */
+
+/*
+ * Starts the client synchronously, as the Swift SDK's synchronous start does: at once, from the cached
+ * datafile of the last good fetch for the sdk_key option (kept in state_dir) when there is one, else from
+ * `bundled[0..length)` (NULL for none; copied). Then, as `update` says (an EXP_SYNC_UPDATE_* value), the
+ * datafile is kept fresh on a background thread. *out_from_cache (may be NULL) receives 1 when the cached
+ * datafile was used, 0 when the bundled one was. Without an sdk_key it is exp_client_start with `bundled`.
+ *
+ * The Swift SDK's six initialization modes map to:
+ *   S1  exp_client_start_sync(c, bundled, n, EXP_SYNC_UPDATE_NEXT_START, NULL)      the fetched datafile is
+ *                                                                                   used at the next start
+ *   S2  {"polling_interval_s": 0}  + exp_client_start_sync(..., EXP_SYNC_UPDATE_NOW) used at once
+ *   S3  {"polling_interval_s": 60} + exp_client_start_sync(..., EXP_SYNC_UPDATE_NOW) used at once, polled
+ *   A1  {"polling_interval_s": 0}  + exp_client_start_async + exp_client_wait_ready
+ *   A2  {"polling_interval_s": 60} + exp_client_start_async (callback)
+ *   A3  as A2, awaited (exp_client_wait_ready; Python: await client.wait_ready_async())
+ * Errors: EXP_ERR_NOT_READY (no cached datafile and no bundled one), the bundled datafile's validation
+ * error (EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_DATAFILE, ...), EXP_ERR_INVALID_ARGUMENT (bad update value,
+ * already started with datafile management), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     int from_cache = 0;
+ *     if (exp_client_start_sync(c, bundled, bundled_len, EXP_SYNC_UPDATE_NOW, &from_cache) != EXP_OK)
+ *         fprintf(stderr, "%s\n", exp_last_error());
+ */
+exp_status exp_client_start_sync(exp_client *client, const char *bundled, size_t length, int update,
+                                 int *out_from_cache);
 
 /*
  * Finds the open client created with option "tag": `tag`. *out_client receives a BORROWED handle: the same
@@ -1401,6 +1435,29 @@ exp_status exp_user_fetch_qualified_segments(exp_user *user, unsigned options, c
 exp_status exp_user_is_qualified_for(exp_user *user, const char *segment, size_t segment_length, int *out_qualified);
 exp_status exp_user_get_qualified_segments_json(exp_user *user, char **out_json);
 exp_status exp_user_set_qualified_segments_json(exp_user *user, const char *segments_json);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Stored profiles (sticky bucketing), by user id                                                  */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Reads the stored sticky-bucketing profile of `user_id[0..user_id_length)` from the client's profile store
+ * (SQLite, Redis or the host's callbacks), from the store itself, not the in-memory cache: *out_json receives
+ * {"user_id": "...", "experiment_bucket_map": {"<experiment id>": {"variation_id": "..."}}} to free with
+ * exp_free(), or NULL when the store has no profile for the user (EXP_OK).
+ * exp_profile_delete deletes it from the store and the client's cache (the user is bucketed afresh at the
+ * next decision); *out_deleted (may be NULL) receives 1 when there was one, else 0. The callbacks store
+ * cannot delete (EXP_ERR_INVALID_ARGUMENT).
+ * Errors: EXP_ERR_NOT_FOUND (the client has no profile store: "profile_store": "none"), EXP_ERR_STORE (the
+ * store failed), argument errors (the user id as for exp_user_create), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     char *profile = NULL;
+ *     if (exp_profile_get(c, EXP_STR("user-1"), &profile) == EXP_OK && profile) puts(profile);
+ *     exp_free(profile);
+ *     exp_profile_delete(c, EXP_STR("user-1"), NULL);   // e.g. a user's request to be forgotten
+ */
+exp_status exp_profile_get(exp_client *client, const char *user_id, size_t user_id_length, char **out_json);
+exp_status exp_profile_delete(exp_client *client, const char *user_id, size_t user_id_length, int *out_deleted);
 
 #ifdef __cplusplus
 }

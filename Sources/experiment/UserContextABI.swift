@@ -421,3 +421,28 @@ public func abiUserSetQualifiedSegmentsJSON(_ user: OpaquePointer?, _ segmentsJS
         context.setQualifiedSegments(list)
     }
 }
+
+// MARK: stored profiles (sticky bucketing), by user id
+
+@_cdecl("exp_profile_get")
+public func abiProfileGet(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                          _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    api { () throws(ClientError) in
+        let out = try required(out, "out_json")
+        out.pointee = nil
+        let client = try client(handle)
+        let user = try requiredString(userId, userIdLength, "user_id")
+        out.pointee = try client.storedProfileJSON(userId: user).map(duplicate)
+    }
+}
+
+@_cdecl("exp_profile_delete")
+public func abiProfileDelete(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                             _ outDeleted: UnsafeMutablePointer<Int32>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let user = try requiredString(userId, userIdLength, "user_id")
+        let deleted = try client.deleteStoredProfile(userId: user)
+        outDeleted?.pointee = deleted ? 1 : 0
+    }
+}

@@ -639,6 +639,26 @@ public:
 
     /* A user context (see UserContext below): client.create_user_context("alice", {{"country", "NL"}}). */
     UserContext create_user_context(std::string_view user_id, const Attributes &attributes = {});
+
+    /* exp_client_start_sync: the cached datafile for the sdk_key, else `bundled`; then `update`
+       (EXP_SYNC_UPDATE_*). Returns true when the cached datafile was used. */
+    bool start_sync(std::string_view bundled, int update = EXP_SYNC_UPDATE_NOW) {
+        int from_cache = 0;
+        detail::check(exp_client_start_sync(client_, bundled.data(), bundled.size(), update, &from_cache));
+        return from_cache != 0;
+    }
+
+    /* The user's stored sticky-bucketing profile as JSON (nullopt: none); delete it (true: there was one). */
+    std::optional<std::string> user_profile_json(std::string_view user_id) {
+        char *json = nullptr;
+        detail::check(exp_profile_get(client_, user_id.data() ? user_id.data() : "", user_id.size(), &json));
+        return detail::take_optional(json);
+    }
+    bool delete_user_profile(std::string_view user_id) {
+        int deleted = 0;
+        detail::check(exp_profile_delete(client_, user_id.data() ? user_id.data() : "", user_id.size(), &deleted));
+        return deleted != 0;
+    }
     explicit operator bool() const noexcept { return client_ != nullptr; }
 
     /* Starts (or re-starts) with a datafile. A datafile that fails leaves the current config in place. */
@@ -1428,6 +1448,13 @@ public:
 
     const std::string &user_id() const noexcept { return user_id_; }
     exp_user *native_handle() const noexcept { return user_; }
+    /* The user id as the library holds it (exp_user_id): equal to user_id(). */
+    std::string native_user_id() const {
+        const char *id = nullptr;
+        std::size_t length = 0;
+        detail::check(exp_user_id(user_, &id, &length));
+        return std::string(id, length);
+    }
 
     /* ---- attributes ---- */
 

@@ -110,7 +110,7 @@ public final class Client: @unchecked Sendable {
         try ensureOpen()
         datafileState.noteUse()  // cache-TTL mode: one relaxed atomic load unless the datafile is stale
         guard let lease = current.lease() else {
-            throw ClientError(.notReady, "the client has no datafile yet: call exp_client_start first")
+            throw ClientError(.notReady, "the client has no datafile yet (not started, or its first datafile is still being fetched)")
         }
         return lease
     }
@@ -122,7 +122,7 @@ public final class Client: @unchecked Sendable {
         try ensureOpen()
         datafileState.noteUse()
         guard let lease = current.unretainedLease() else {
-            throw ClientError(.notReady, "the client has no datafile yet: call exp_client_start first")
+            throw ClientError(.notReady, "the client has no datafile yet (not started, or its first datafile is still being fetched)")
         }
         return lease
     }

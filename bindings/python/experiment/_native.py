@@ -265,6 +265,15 @@ _PROTOTYPES += [
     ("exp_flush_user", c_int, [exp_client_p, c_char_p]),
 ]
 
+# Stored profiles (sticky bucketing), by user id.
+_PROTOTYPES += [
+    ("exp_profile_get", c_int, [exp_client_p, c_char_p, c_size_t, c_char_pp]),
+    ("exp_profile_delete", c_int, [exp_client_p, c_char_p, c_size_t, POINTER(c_int)]),
+]
+
+# Synchronous start with datafile management (the Swift SDK's S1-S3).
+_PROTOTYPES += [("exp_client_start_sync", c_int, [exp_client_p, c_char_p, c_size_t, c_int, POINTER(c_int)])]
+
 # User contexts (exp_user *): every string comes with its byte length.
 exp_user_p = c_void_p
 _PROTOTYPES += [

@@ -21,7 +21,7 @@ import logging
 import threading
 from ctypes import addressof, byref, c_char_p, c_int, c_size_t, c_uint, c_void_p
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, NoReturn, Optional, Tuple
 
 from . import _native
 from .decision import _SLOTTED, Decision, OptionsArg, decide_options_to_int
@@ -77,7 +77,7 @@ class OptimizelyForcedDecision:
         return "OptimizelyForcedDecision(%r)" % (self.variation_key,)
 
 
-@dataclass(frozen=True, **({"slots": True, "weakref_slot": False} if _SLOTTED else {}))  # type: ignore[call-overload]
+@dataclass(frozen=True, **({"slots": True, "weakref_slot": False} if _SLOTTED else {}))
 class UserDecision(Decision):
     """A Decision made through a user context: the fields of the reference's OptimizelyDecision, including
     ``user_context`` (a copy of the context as it was when deciding)."""
@@ -85,6 +85,7 @@ class UserDecision(Decision):
     user_context: Any = None
 
     def as_json(self) -> Dict[str, Any]:
+        """The decision as the reference's ``OptimizelyDecision.as_json()`` gives it."""
         return {
             "variation_key": self.variation_key,
             "enabled": self.enabled,
@@ -126,6 +127,7 @@ def _bind() -> None:
             _log.warning("experiment._speedups not used for user contexts (%s)", exc)
 
 
+_SETTERS: Optional[Tuple[Any, ...]]
 if _SLOTTED:  # the slots' own setters, as client.py fills Decision
     _SETTERS = tuple(getattr(UserDecision, name).__set__ for name in (
         "flag_key", "enabled", "variation_key", "rule_key", "variables", "reasons", "user_context"))
@@ -133,7 +135,7 @@ else:
     _SETTERS = None
 
 
-def _fill(made: UserDecision, values: tuple) -> UserDecision:
+def _fill(made: UserDecision, values: Tuple[Any, ...]) -> UserDecision:
     if _SETTERS is not None:
         for setter, value in zip(_SETTERS, values):
             setter(made, value)
@@ -176,7 +178,7 @@ def _utf8(value: Any, what: str) -> bytes:
     raise UnsupportedTypeError("%s: expected str, got %s" % (what, type(value).__name__))
 
 
-def _raise(status: int) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
+def _raise(status: int) -> NoReturn:
     raise error_for_status(status, _native.last_error())
 
 
@@ -198,6 +200,9 @@ class _UserHandle(c_void_p):
                 _lib.exp_user_free(address)
             except Exception:  # interpreter shutdown
                 pass
+
+
+_ForcedDecision = OptimizelyForcedDecision
 
 
 class UserContext:
@@ -231,7 +236,7 @@ class UserContext:
                                       addressof(array) if array is not None else None, count, byref(out))
         if status:
             _raise(status)
-        self._h = _UserHandle(out.value, client_handle)
+        self._h = _UserHandle(out.value or 0, client_handle)
 
     # -- copies ------------------------------------------------------------------------------------
 
@@ -258,7 +263,7 @@ class UserContext:
             status = _lib.exp_user_clone(handle, byref(out))
             if status:
                 _raise(status)
-            handle = self._h = _UserHandle(out.value, handle.client_handle)
+            handle = self._h = _UserHandle(out.value or 0, handle.client_handle)
             self._attributes = dict(self._attributes)
             self._shared = False
         return handle
@@ -286,6 +291,7 @@ class UserContext:
             self._attributes[attribute_key] = attribute_value
 
     def as_json(self) -> Dict[str, Any]:
+        """``{"user_id": ..., "attributes": {...}}``, as the reference's context gives it."""
         return {"user_id": self.user_id, "attributes": self.get_user_attributes()}
 
     def __repr__(self) -> str:
@@ -303,7 +309,7 @@ class UserContext:
         if fast is not None:
             # The accelerator: the native call and the UserDecision in C (None: a key it leaves to us).
             result = fast(handle.value, key, bits, self._clone())
-            if result.__class__ is UserDecision:
+            if isinstance(result, UserDecision):
                 return result
             if result is not None:
                 return self._failed_decision(result, key)
@@ -384,7 +390,7 @@ class UserContext:
             string = _client_helpers["string"]
             for i in range(filled.value):
                 flag_key = string(decisions[i].flag_key)
-                result[flag_key] = _from_native(decisions[i], flag_key, copy)  # type: ignore[index]
+                result[flag_key] = _from_native(decisions[i], flag_key, copy)
         finally:
             _lib.exp_decisions_release(decisions, filled.value)
         return result
@@ -444,7 +450,7 @@ class UserContext:
             _raise(status)
         return True
 
-    def get_forced_decision(self, decision_context: Any) -> Optional[OptimizelyForcedDecision]:
+    def get_forced_decision(self, decision_context: Any) -> Optional["_ForcedDecision"]:
         """The forced decision for ``decision_context``, or None."""
         flag, rule = self._context_keys(decision_context)
         out = c_char_p()
@@ -529,7 +535,7 @@ class UserContext:
             status = _lib.exp_user_fetch_qualified_segments(handle, bits, None)
             if status:
                 _log.error("fetch_qualified_segments: %s", _native.last_error())
-            success = status == 0
+            success: bool = status == 0
             if callable(callback):
                 callback(success)
             return success
@@ -551,3 +557,29 @@ class UserContextMixin:
         """A user context for ``user_id`` with ``attributes`` (copied), as optimizely-sdk's
         ``create_user_context``. The client need not be ready yet."""
         return UserContext(self, user_id, attributes)
+
+    def user_profile(self, user_id: str) -> Optional[Dict[str, Any]]:
+        """The user's stored sticky-bucketing profile, read from the profile store itself:
+        ``{"user_id": ..., "experiment_bucket_map": {experiment_id: {"variation_id": ...}}}``, or None when it
+        has none. Raises NotFoundError when the client has no profile store (profile_store="none")."""
+        raw = _utf8(user_id, "user_id")
+        out = c_char_p()
+        status = _lib.exp_profile_get(self._live(), raw, len(raw), byref(out))  # type: ignore[attr-defined]
+        if status:
+            _raise(status)
+        text = out.value
+        if text is None:
+            return None
+        _lib.exp_free(out)
+        profile: Dict[str, Any] = json.loads(text)
+        return profile
+
+    def delete_user_profile(self, user_id: str) -> bool:
+        """Deletes the user's stored profile (store and cache); True when there was one. The user is
+        bucketed afresh at the next decision."""
+        raw = _utf8(user_id, "user_id")
+        deleted = c_int()
+        status = _lib.exp_profile_delete(self._live(), raw, len(raw), byref(deleted))  # type: ignore[attr-defined]
+        if status:
+            _raise(status)
+        return deleted.value != 0
