@@ -442,7 +442,9 @@ class OptimizelyUserContext:
         names = self._options(options)
         enabled_only = OptimizelyDecideOption.ENABLED_FLAGS_ONLY in names
         result: Dict[str, OptimizelyDecision] = {}
-        for key in keys:
+        # optimizely-sdk answers the keys that name no flag first, then the flags, each in the given order.
+        features = self.client._project.features if self.client._project is not None else {}
+        for key in [k for k in keys if k not in features] + [k for k in keys if k in features]:
             decision = self.decide(key, names)
             if not enabled_only or decision.enabled:
                 result[key] = decision
@@ -615,6 +617,8 @@ class Optimizely:
                 return
         except (Error, TypeError, ValueError) as exc:
             self.logger.error('Provided "datafile" is in an invalid format. (%s)' % exc)
+            if self._client is not None:
+                self._client.close()
             self._client = None
             return
         self._client.add_listener("decision", self._on_decision)
@@ -1015,7 +1019,38 @@ from ._optimizely_config import OptimizelyConfig  # noqa: E402  (uses nothing fr
 
 
 class OptimizelyFactory:
-    """The reference's factory: ``default_instance(sdk_key, datafile=None)`` and ``custom_instance(...)``."""
+    """The reference's factory: ``default_instance(sdk_key, datafile=None)``, ``custom_instance(...)`` and the
+    event-batching and polling setters (kept and returned; events here are handed on at once, so batch size
+    and flush interval have no effect)."""
+
+    max_event_batch_size: Optional[int] = None
+    max_event_flush_interval: Optional[int] = None
+    polling_interval: Optional[int] = None
+    blocking_timeout: Optional[int] = None
+
+    @staticmethod
+    def set_batch_size(batch_size: int) -> int:
+        """Records the event batch size (no effect: see the class) and returns it."""
+        OptimizelyFactory.max_event_batch_size = batch_size
+        return batch_size
+
+    @staticmethod
+    def set_flush_interval(flush_interval: int) -> int:
+        """Records the event flush interval (no effect: see the class) and returns it."""
+        OptimizelyFactory.max_event_flush_interval = flush_interval
+        return flush_interval
+
+    @staticmethod
+    def set_polling_interval(polling_interval: int) -> int:
+        """Records the datafile polling interval in seconds and returns it."""
+        OptimizelyFactory.polling_interval = polling_interval
+        return polling_interval
+
+    @staticmethod
+    def set_blocking_timeout(blocking_timeout: int) -> int:
+        """Records the blocking timeout in seconds and returns it."""
+        OptimizelyFactory.blocking_timeout = blocking_timeout
+        return blocking_timeout
 
     @staticmethod
     def default_instance(sdk_key: str, datafile: Optional[str] = None) -> Optimizely:

@@ -119,6 +119,11 @@ def main():
           client.create_user_context(42), client.get_forced_variation("", "u"),
           client.set_forced_variation("no_such_experiment", "u", "v"))
 
+    probe = client.create_user_context("probe", {"n": 1})
+    show("decide non-str key", probe.decide(5).as_json())
+    print("create_user_context bad attributes", client.create_user_context("u", "bad"))
+    print("track_event unknown", probe.track_event("no_such_event"))
+
     for index, (user_id, attributes) in enumerate(users):
         for key in experiments:
             print("get_variation", key, user_id, client.get_variation(key, user_id, attributes))
@@ -148,6 +153,7 @@ def main():
             show("decide %s %s" % (key, user_id), decision.as_json())
         show("decide_all %s" % user_id,
              {k: d.as_json() for k, d in user.decide_all([OptimizelyDecideOption.DISABLE_DECISION_EVENT]).items()})
+        print("decide_for_keys order", list(user.decide_for_keys(["no_such_flag"] + flags[:3])))
         show("decide_for_keys %s" % user_id,
              {k: d.as_json() for k, d in user.decide_for_keys(flags[:3], [OptimizelyDecideOption.ENABLED_FLAGS_ONLY,
                                                                            OptimizelyDecideOption.EXCLUDE_VARIABLES]).items()})
