@@ -199,13 +199,20 @@ class _Project:
         self.feature_experiment_ids = {i for f in self.features.values() for i in f.get("experimentIds") or []}
         self.events = {e.get("key") for e in datafile.get("events") or []}
 
-    def variation(self, rule: Dict[str, Any], variation_key: Any) -> Optional[Dict[str, Any]]:
-        """The variation of a rule by key; else one of a delivery rule (optimizely-sdk gives "fr"
-        experiments their flag's everyone-else variation)."""
+    def variation(self, rule: Dict[str, Any], variation_key: Any,
+                  flag_key: Any = None) -> Optional[Dict[str, Any]]:
+        """The variation of a rule by key; else the everyone-else variation of the flag's rollout (optimizely-sdk
+        gives "fr" experiments that one); else one of any delivery rule."""
+        feature = self.features.get(flag_key) if flag_key is not None else None
+        if feature is None:  # the flag of an experiment
+            feature = next((f for f in self.features.values() if rule.get("id") in (f.get("experimentIds") or [])),
+                           None)
+        own = [r for r in self.datafile.get("rollouts") or [] if feature is not None
+               and r.get("id") == feature.get("rolloutId")]
         for variation in rule.get("variations") or []:
             if variation.get("key") == variation_key:
                 return dict(variation)
-        for rollout in self.datafile.get("rollouts") or []:
+        for rollout in own + list(self.datafile.get("rollouts") or []):
             for other in rollout.get("experiments") or []:
                 for variation in other.get("variations") or []:
                     if variation.get("key") == variation_key:
@@ -265,7 +272,7 @@ class _Project:
             return None, None
         rule = self.rule_of(flag_key, rule_key)
         if rule is not None:
-            variation = self.variation(rule, variation_key)
+            variation = self.variation(rule, variation_key, flag_key)
             return rule.get("id"), variation.get("id") if variation is not None else None
         feature = self.features.get(flag_key) or {}
         for experiment_id in feature.get("experimentIds") or []:
@@ -286,7 +293,7 @@ class _Project:
         values: Dict[Any, Any] = {}
         if enabled and variation_key is not None:
             rule = self.rule_of(flag_key, rule_key) or {}
-            variation = self.variation(rule, variation_key) or {}
+            variation = self.variation(rule, variation_key, flag_key) or {}
             values = {v.get("id"): v.get("value") for v in variation.get("variables") or []}
         for variable in feature.get("variables") or []:
             key = variable.get("key")
@@ -353,10 +360,12 @@ class _CallAttributes:
         self.options = options
 
     def __enter__(self) -> None:
+        self.owner._local.events = []  # the impressions of this call, for its DECISION notifications
         self.owner._local.attributes = dict(self.attributes) if self.attributes is not None else None
         self.owner._local.exclude_variables = OptimizelyDecideOption.EXCLUDE_VARIABLES in self.options
 
     def __exit__(self, *_exc: Any) -> None:
+        self.owner._local.events = None
         self.owner._local.attributes = None
         self.owner._local.exclude_variables = False
 
@@ -509,6 +518,14 @@ class OptimizelyUserContext:
         return self._context.fetch_qualified_segments(callback, options)
 
 
+def _rule_type(log_event: LogEvent) -> Any:
+    """The rule_type of an impression's decision (None for a conversion)."""
+    try:
+        return log_event.params["visitors"][0]["snapshots"][0]["decisions"][0]["metadata"]["rule_type"]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
 class _Dispatcher:
     """The host dispatcher installed in the library: turns each Event into a LogEvent, fires LOG_EVENT,
     hands it to the program's dispatcher and lets the facade see the events of its current call."""
@@ -520,6 +537,8 @@ class _Dispatcher:
     def dispatch_event(self, event: Any) -> None:
         """Called by the library for every impression and conversion, on the caller's thread."""
         log_event = LogEvent(event.url, event.params, event.http_verb, dict(event.headers))
+        if getattr(self.owner._local, "no_holdout_events", False) and _rule_type(log_event) == "holdout":
+            return  # optimizely-sdk's feature calls send no holdout impression (decide does)
         captured = getattr(self.owner._local, "events", None)
         if captured is not None:
             captured.append(log_event)
@@ -660,6 +679,18 @@ class Optimizely:
         if "experiment_id" not in info and self._project is not None:
             info["experiment_id"], info["variation_id"] = self._project.decision_ids(
                 info.get("flag_key"), info.get("rule_key"), info.get("variation_key"))
+            # The impression just sent names the bucketed variation by id (a key can name two variations:
+            # an "fr" experiment's own and the everyone-else one optimizely-sdk appends to it).
+            for event in getattr(self._local, "events", None) or []:
+                try:
+                    sent = event.params["visitors"][0]["snapshots"][0]["decisions"][0]
+                except (KeyError, IndexError, TypeError):
+                    continue
+                metadata = sent.get("metadata") or {}
+                if metadata.get("flag_key") == info.get("flag_key") and metadata.get("rule_key") == info.get(
+                        "rule_key") and metadata.get("variation_key") == info.get("variation_key") \
+                        and info.get("variation_key") is not None:
+                    info["variation_id"] = sent.get("variation_id") or info["variation_id"]
         # The context's own attributes: the library's JSON cannot carry every value (inf, nan).
         attributes = getattr(self._local, "attributes", None)
         if attributes is None:
@@ -822,7 +853,11 @@ class Optimizely:
             if source != "rollout":
                 source_info = {"experiment_key": decision.rule_key, "variation_key": decision.variation_key}
         if send_event and source != "holdout":
-            decision = self._quiet_decide(feature_key, user_id, attributes, ())
+            self._local.no_holdout_events = True
+            try:
+                decision = self._quiet_decide(feature_key, user_id, attributes, ())
+            finally:
+                self._local.no_holdout_events = False
         project.sign_zeros(feature_key, decision.rule_key, decision.variation_key, decision.enabled,
                            decision.variables)
         return feature, decision, source, source_info

@@ -57,6 +57,16 @@ def test_same_output_as_optimizely_sdk(tmp_path: Any, seed: int) -> None:
     assert lines > USERS * 5  # the script really ran through the users
 
 
+@pytest.mark.xfail(strict=True, reason="known gap: an 'fr' experiment whose own variation shares its key with the "
+                   "everyone-else variation optimizely-sdk appends to it; a decision sent without an impression "
+                   "(DISABLE_DECISION_EVENT) names its variation by key only, so the DECISION notification's "
+                   "variation_id can name the other one until the library reports variation ids")
+def test_same_output_with_a_variation_key_shared_by_two_variations(tmp_path: Any) -> None:
+    datafile = generate_datafile(12)
+    users = [[user_id, attributes] for user_id, attributes in generate_users(12, datafile, USERS)]
+    _compare(tmp_path, "seed-12", json.dumps(datafile), users)
+
+
 def test_same_output_on_the_demo_datafile(tmp_path: Any) -> None:
     users = [["user-%d" % i, {"country": ["NL", "US", "DE"][i % 3], "age": 18 + i % 50, "plan": "premium"}]
              for i in range(USERS)]
