@@ -14,7 +14,7 @@ import Glibc
 private func text(_ pointer: UnsafePointer<CChar>?, _ length: Int, _ name: @autoclosure () -> String,
                   limit: Int = maxKeyBytes) throws(ClientError) -> UTF8Text {
     guard UInt(bitPattern: length) <= UInt(limit) else {
-        throw ClientError(.tooLarge, "\(name()) length \(UInt(bitPattern: length)) exceeds the limit of \(limit) bytes")
+        throw ClientError(.tooLarge, "\(name())_length \(UInt(bitPattern: length)) exceeds the limit of \(limit) bytes")
     }
     guard let pointer else {
         if length == 0 { return UTF8Text(start: nil, count: 0) }
