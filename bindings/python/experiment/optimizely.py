@@ -1032,8 +1032,7 @@ class Optimizely:
             return None
         context = None
         if self._client is not None and not self._client.closed:
-            clean = {k: v for k, v in (attributes or {}).items() if v is None or isinstance(v, (str, int, float))}
-            context = self._client.create_user_context(user_id, clean)
+            context = self._client.create_user_context(user_id, attributes)
         return OptimizelyUserContext(self, user_id, attributes, context)
 
     def get_optimizely_config(self) -> Optional["OptimizelyConfig"]:
