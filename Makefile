@@ -102,12 +102,23 @@ test-abi: lib
 $(RELEASE_DIR)/sigma: examples/c/sigma.c include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ examples/c/sigma.c $(LINK_LOCAL)
 
-test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma
+# Issue 18 item 5: 8 threads tracking, never EXP_ERR_TOO_LARGE for a full journal segment.
+$(RELEASE_DIR)/concurrent_track: tests/events/concurrent_track.c include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ tests/events/concurrent_track.c $(LINK_LOCAL) -lpthread
+
+# The attribute kinds, length-delimited calls and error decisions of the C ABI (tests/abi/inputs.c).
+$(RELEASE_DIR)/inputs_c: tests/abi/inputs.c include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ tests/abi/inputs.c $(LINK_LOCAL)
+
+test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma $(RELEASE_DIR)/concurrent_track \
+        $(RELEASE_DIR)/inputs_c
 	rm -rf $(TEST_STATE_HOME)
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
 	$(RELEASE_DIR)/sigma examples/datafiles/demo.json > /dev/null
+	state=$$(mktemp -d) && $(RELEASE_DIR)/inputs_c $$state > /dev/null && rm -rf $$state
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
+	$(RELEASE_DIR)/concurrent_track examples/datafiles/demo.json
 
 # Real-time segments: examples/c/segments.c (-Werror -pedantic) against a local ODP stand-in server.
 test-segments-c: lib
@@ -119,11 +130,16 @@ $(RELEASE_DIR)/quickstart-cpp: examples/cpp/quickstart.cpp bindings/cpp/experime
 $(RELEASE_DIR)/sigma-cpp: examples/cpp/sigma.cpp bindings/cpp/experiment.hpp include/experiment.h lib
 	$(CXX) $(CXXFLAGS_STRICT) -o $@ examples/cpp/sigma.cpp $(LINK_LOCAL)
 
+# The C++ wrapper's evaluation calls: every value kind, NUL bytes, no exceptions for data (tests/cpp/test_inputs.cpp).
+$(RELEASE_DIR)/inputs-cpp: tests/cpp/test_inputs.cpp bindings/cpp/experiment.hpp include/experiment.h lib
+	$(CXX) $(CXXFLAGS_STRICT) -o $@ tests/cpp/test_inputs.cpp $(LINK_LOCAL)
+
 # Then: every exp_* function of the header is reached by experiment.hpp and run (gcov) by an example or
 # tests/cpp/test_wrapper.cpp; the functions missing are named.
-test-cpp: $(RELEASE_DIR)/quickstart-cpp $(RELEASE_DIR)/sigma-cpp
+test-cpp: $(RELEASE_DIR)/quickstart-cpp $(RELEASE_DIR)/sigma-cpp $(RELEASE_DIR)/inputs-cpp
 	$(RELEASE_DIR)/quickstart-cpp examples/datafiles/demo.json > /dev/null
 	$(RELEASE_DIR)/sigma-cpp examples/datafiles/demo.json > /dev/null
+	state=$$(mktemp -d) && $(RELEASE_DIR)/inputs-cpp examples/datafiles/demo.json $$state > /dev/null && rm -rf $$state
 	@echo "C++ example built with $(CXXFLAGS_STRICT) and ran"
 	CXX="$(CXX)" $(PYTHON) tests/cpp/check_wrapper.py --lib-dir $(CURDIR)/$(RELEASE_DIR)
 

@@ -207,6 +207,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (n_typed == 0 || (valid_key(pkey) && fz_cstr_utf8(pvalue) && strlen(pvalue) <= EXP_MAX_STRING_BYTES && valid_key(rule)))
         CHECK_KEYS("exp_decide", s, user, flag, NULL);
     if (s == EXP_OK) FZ_CHECK_DECISION(&d, options & ~EXP_DECIDE_ENABLED_FLAGS_ONLY);
+    else if ((s == EXP_ERR_UNKNOWN_FLAG || s == EXP_ERR_NOT_READY) && d.flag_key)  /* the reference's error decision */
+        FZ_CHECK(d.flag_key && strcmp(d.flag_key, flag) == 0 && d.enabled == 0 && !d.variation_key && !d.rule_key &&
+                 d.reason_count == 1 && d.reasons && d.reasons[0],
+                 "exp_decide: not the reference's error decision for %s", exp_status_str(s));
     else FZ_CHECK(fz_is_zero(&d, sizeof d), "exp_decide wrote its decision on failure");
     FZ_RELEASE(&d);
     if (control & 0x20) {

@@ -67,7 +67,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_CHECK(ready == 0, "a new client is ready before exp_client_start");
     exp_decision d = {0};
     FZ_STATUS("exp_decide(not started)", exp_decide(client, "u", "checkout_redesign", NULL, 0, 0, &d), FZ_BIT(EXP_ERR_NOT_READY));
-    FZ_CHECK(fz_is_zero(&d, sizeof d), "a failed exp_decide wrote its decision");
+    /* The reference's error decision for a client without a datafile (see exp_decide). */
+    FZ_CHECK(d.flag_key && strcmp(d.flag_key, "checkout_redesign") == 0 && d.enabled == 0 && d.reason_count == 1 &&
+                 strcmp(d.reasons[0], "Optimizely SDK not configured properly yet.") == 0,
+             "a not-ready exp_decide did not give the reference's error decision");
+    FZ_RELEASE(&d);
 
     FZ_STATUS("exp_client_set_event_dispatcher", exp_client_set_event_dispatcher(client, fz_dispatch, &g_events), 0);
     FZ_STATUS("exp_client_start", exp_client_start(client, g_demo, g_demo_len), 0);

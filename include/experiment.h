@@ -15,7 +15,9 @@
  *  - Ownership: inputs are borrowed for the duration of the call (the library copies what it keeps).
  *    Strings returned through `char **` are owned by the caller and released with exp_free().
  *    Strings inside an exp_decision belong to the decision and live until exp_decision_release().
- *  - Text is UTF-8 and NUL-terminated. Invalid UTF-8 is rejected with EXP_ERR_INVALID_UTF8.
+ *  - Text is UTF-8 and NUL-terminated, except in the length-delimited *_n forms of the evaluation calls
+ *    (exp_decide_n, ...), where any bytes, NUL included, are text. Invalid UTF-8 is rejected with
+ *    EXP_ERR_INVALID_UTF8.
  *  - Booleans cross as int (0 = false, anything else = true).
  *  - Thread-safety: a client may be used from any number of threads at once, including while its
  *    datafile is being replaced. Only exp_client_free() must not race with other calls on that client.
@@ -146,7 +148,15 @@ typedef enum exp_value_type {
     EXP_VALUE_BOOL = 1,     /* bool_value */
     EXP_VALUE_INT = 2,      /* int_value */
     EXP_VALUE_DOUBLE = 3,   /* double_value */
-    EXP_VALUE_STRING = 4    /* string_value (UTF-8, NUL-terminated, borrowed) */
+    EXP_VALUE_STRING = 4,   /* string_value (UTF-8, NUL-terminated, borrowed) */
+    EXP_VALUE_OTHER = 5,    /* a value of a type conditions cannot use (a map, a list, any other object of the
+                               caller's language); no field is read. As the reference SDK: an "exists"
+                               condition is true, every other match type is unknown, and event payloads
+                               leave the attribute out. */
+    EXP_VALUE_BIG_INT = 6   /* an integer of any size as decimal text in string_value ("-?[0-9]+", borrowed):
+                               one within 64 bits is EXP_VALUE_INT; beyond them it is never a finite number
+                               (as any integer past 2^53): only "exists" matches, payloads leave it out.
+                               Malformed text: EXP_ERR_INVALID_ARGUMENT. */
 } exp_value_type;
 
 /* A typed value. Only the field named by `type` is read. */
@@ -179,6 +189,39 @@ static inline exp_attribute exp_attr_bool(const char *key, int value) {
 }
 static inline exp_attribute exp_attr_null(const char *key) {
     exp_attribute a = {key, {EXP_VALUE_NULL, 0, 0, 0.0, NULL}}; return a;
+}
+static inline exp_attribute exp_attr_other(const char *key) {
+    exp_attribute a = {key, {EXP_VALUE_OTHER, 0, 0, 0.0, NULL}}; return a;
+}
+static inline exp_attribute exp_attr_big_int(const char *key, const char *decimal) {
+    exp_attribute a = {key, {EXP_VALUE_BIG_INT, 0, 0, 0.0, decimal}}; return a;
+}
+
+/*
+ * Length-delimited attributes, for keys and strings that may contain NUL bytes (any string a Python or
+ * C++ caller has): `key` is key_length bytes of UTF-8 and, for EXP_VALUE_STRING and EXP_VALUE_BIG_INT,
+ * value.string_value is string_length bytes; neither needs a terminating NUL. Every other field means what
+ * it means in exp_attribute. Used with the *_n entry points below (exp_decide_n, ...), which take the user
+ * id and keys with explicit lengths too. Borrowed for the call only, like exp_attribute.
+ */
+typedef struct exp_attribute_n {
+    const char *key;
+    size_t key_length;
+    exp_value value;
+    size_t string_length;
+} exp_attribute_n;
+
+static inline exp_attribute_n exp_attr_string_n(const char *key, size_t key_length, const char *value,
+                                                size_t value_length) {
+    exp_attribute_n a = {key, key_length, {EXP_VALUE_STRING, 0, 0, 0.0, value}, value_length}; return a;
+}
+/* Any exp_attribute as exp_attribute_n (`key` and a string value measured with strlen). */
+static inline exp_attribute_n exp_attr_n(exp_attribute attribute) {
+    exp_attribute_n a = {attribute.key, attribute.key ? strlen(attribute.key) : 0, attribute.value, 0};
+    if ((attribute.value.type == EXP_VALUE_STRING || attribute.value.type == EXP_VALUE_BIG_INT) &&
+        attribute.value.string_value)
+        a.string_length = strlen(attribute.value.string_value);
+    return a;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -251,7 +294,11 @@ exp_status exp_client_config_json(exp_client *client, char **out_json);
 
 /*
  * Closes the client: later calls on it fail with EXP_ERR_CLOSED. Idempotent (closing twice is EXP_OK).
- * The handle stays valid until exp_client_free(). Errors: EXP_ERR_INVALID_ARGUMENT (NULL). Thread-safe.
+ * The handle stays valid until exp_client_free(). With the built-in event pipeline it first delivers this
+ * client's queued events, retrying failures, for up to "close_timeout_ms" (see "Event pipeline").
+ * Errors: EXP_ERR_INVALID_ARGUMENT (NULL); EXP_ERR_TIMEOUT: the client is closed, but some of its events
+ * were not delivered in time (they stay on disk; the next client on the state directory sends them).
+ * Thread-safe.
  *
  *     exp_client_close(c);      // other threads now get EXP_ERR_CLOSED
  *     ...join them...
@@ -309,7 +356,11 @@ typedef struct exp_decision {
  * Sends an impression to the event dispatcher when the reference SDK would (a flag experiment decided it,
  * or the datafile has sendFlagDecisions), unless EXP_DECIDE_DISABLE_DECISION_EVENT.
  *
- * *out must be zero-initialized or previously released; it is filled on success.
+ * *out must be zero-initialized or previously released; it is filled on success, and with
+ * EXP_ERR_NOT_READY and EXP_ERR_UNKNOWN_FLAG it holds the reference SDK's error decision: flag_key the
+ * key asked for, enabled 0, no variation or rule, variables "{}", and one reason whatever the options,
+ * "Optimizely SDK not configured properly yet." or "No flag was found for key \"<key>\"." (release it as
+ * any decision). Other errors leave *out zeroed.
  * Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_FLAG, EXP_ERR_INVALID_UTF8, EXP_ERR_TOO_LARGE,
  * EXP_ERR_INVALID_ARGUMENT (NULL user_id/flag_key/out, bad attribute type, attributes NULL with a
  * count), EXP_ERR_CLOSED. Thread-safe; allocation-free unless reasons are requested.
@@ -350,6 +401,29 @@ exp_status exp_flag_count(exp_client *client, size_t *out_count);
  *     if (exp_decide_all(c, "user-1", NULL, 0, 0, ds, cap, &n) == EXP_OK) { ... }
  *     exp_decisions_release(ds, n); free(ds);
  */
+/*
+ * Length-delimited forms of the evaluation calls, for user ids, keys and attribute strings that may
+ * contain NUL bytes: each string argument is followed by its byte length, and attributes are
+ * exp_attribute_n. Otherwise each behaves exactly as the function it is named after (results, ownership,
+ * errors, thread-safety); a key with a NUL byte simply names no flag, experiment or event.
+ *
+ *     static const char user[] = {'u', 0, '1'};                    // 3 bytes, one of them NUL
+ *     exp_attribute_n attrs[] = { exp_attr_string_n("plan", 4, "pro\0x", 5) };
+ *     exp_decision d;
+ *     if (exp_decide_n(c, user, sizeof user, "checkout_flow", 13, attrs, 1, 0, &d) == EXP_OK) exp_decision_release(&d);
+ */
+exp_status exp_decide_n(exp_client *client, const char *user_id, size_t user_id_length, const char *flag_key,
+                        size_t flag_key_length, const exp_attribute_n *attributes, size_t attribute_count,
+                        unsigned options, exp_decision *out);
+exp_status exp_decide_all_n(exp_client *client, const char *user_id, size_t user_id_length,
+                            const exp_attribute_n *attributes, size_t attribute_count, unsigned options,
+                            exp_decision *out, size_t capacity, size_t *out_count);
+/* keys[i] is key_lengths[i] bytes. */
+exp_status exp_decide_for_keys_n(exp_client *client, const char *user_id, size_t user_id_length,
+                                 const char *const *keys, const size_t *key_lengths, size_t key_count,
+                                 const exp_attribute_n *attributes, size_t attribute_count, unsigned options,
+                                 exp_decision *out, size_t capacity, size_t *out_count);
+
 exp_status exp_decide_all(exp_client *client, const char *user_id, const exp_attribute *attributes,
                           size_t attribute_count, unsigned options, exp_decision *out, size_t capacity,
                           size_t *out_count);
@@ -358,8 +432,8 @@ exp_status exp_decide_all(exp_client *client, const char *user_id, const exp_att
  * Decides the flags named in keys[0..key_count) into out[0..capacity) (capacity must be at least
  * key_count; key_count at most EXP_MAX_DECISIONS, else EXP_ERR_TOO_LARGE), in the order given, and writes
  * how many were filled to *out_count. A key the datafile does not have gives a decision with enabled 0,
- * NULL variation and rule, "{}" variables and flag_key pointing
- * at the caller's string (so valid only as long as that string), as the reference SDK does — even with
+ * NULL variation and rule, "{}" variables, no reasons and flag_key a copy of the caller's key (valid until
+ * the decision is released), as the reference SDK does — even with
  * EXP_DECIDE_ENABLED_FLAGS_ONLY, which leaves out only the disabled flags the datafile has.
  * A key given more than once is decided each time; with EXP_DECIDE_INCLUDE_REASONS each later decision of
  * it carries the reasons of all its evaluations so far, so the last one has the reference's reasons for
@@ -430,6 +504,17 @@ exp_status exp_get_variation(exp_client *client, const char *experiment_key, con
  * variation an impression event is sent. */
 exp_status exp_activate(exp_client *client, const char *experiment_key, const char *user_id,
                         const exp_attribute *attributes, size_t attribute_count, char **out_variation_key);
+
+/* Length-delimited exp_get_variation and exp_activate (see exp_decide_n): keys, user id and attribute
+ * strings may contain NUL bytes. Everything else as exp_get_variation / exp_activate.
+ *     char *v = NULL;
+ *     exp_get_variation_n(c, "checkout_test", 13, "u\0001", 3, NULL, 0, &v); exp_free(v); */
+exp_status exp_get_variation_n(exp_client *client, const char *experiment_key, size_t experiment_key_length,
+                               const char *user_id, size_t user_id_length, const exp_attribute_n *attributes,
+                               size_t attribute_count, char **out_variation_key);
+exp_status exp_activate_n(exp_client *client, const char *experiment_key, size_t experiment_key_length,
+                          const char *user_id, size_t user_id_length, const exp_attribute_n *attributes,
+                          size_t attribute_count, char **out_variation_key);
 
 /*
  * Kameleoon-style: decides the experiment with id `experiment_id` for `user_id` and returns the variation
@@ -538,6 +623,13 @@ exp_status exp_get_user_properties_json(exp_client *client, const char *user_id,
 exp_status exp_track(exp_client *client, const char *event_key, const char *user_id,
                      const exp_attribute *attributes, size_t attribute_count, const char *tags_json);
 
+/* Length-delimited exp_track (see exp_decide_n): the event key, user id and attribute strings may contain
+ * NUL bytes; tags_json stays NUL-terminated JSON (a NUL inside a tag string is written \u0000).
+ * Everything else as exp_track.   exp_track_n(c, "purchase", 8, "u\0001", 3, NULL, 0, NULL); */
+exp_status exp_track_n(exp_client *client, const char *event_key, size_t event_key_length, const char *user_id,
+                       size_t user_id_length, const exp_attribute_n *attributes, size_t attribute_count,
+                       const char *tags_json);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Events                                                                                           */
 /* ---------------------------------------------------------------------------------------------- */
@@ -580,28 +672,43 @@ exp_status exp_client_set_event_dispatcher(exp_client *client, exp_event_dispatc
  *   dead processes there at start. Each event carries its own "uuid": receivers deduplicate by it (a
  *   retry repeats the uuid).
  * - A background thread POSTs batches of up to "event_batch_size" events every "event_flush_interval_ms"
- *   (sooner once a batch is full) to "event_endpoint" (default "https://logx.optimizely.com/v1/events";
+ *   (sooner once a batch is full; back to back while a backlog waits), with up to "event_max_inflight"
+ *   POSTs at once (integer 1..64, default 4), to "event_endpoint" (default "https://logx.optimizely.com/v1/events";
  *   "none" turns the pipeline off, and events without a host dispatcher are then dropped and counted;
  *   the EXPERIMENT_EVENT_ENDPOINT environment variable changes the default). Events sharing account,
  *   project, revision and anonymize_ip are merged into one reference-format payload, one visitor each.
  * - An event leaves the queue only after a 2xx. 5xx, 408, 429 and transport errors are retried with
  *   exponential backoff (200 ms doubling to 60 s, with jitter); other 4xx make the event poison: it is
  *   moved to table event_dead_letter, counted, logged, and reported to EXP_NOTIFY_LOG_EVENT listeners.
+ * - Every event's life is bounded: after "event_max_attempts" failed attempts (integer 1..1000000,
+ *   default 1000) or "event_max_age_s" seconds after it was queued (integer 1..315360000, default 604800 =
+ *   7 days) it moves to event_dead_letter (reason names the bound), counted in stats "expired", logged.
+ * - Queued events go to the endpoint of the client that sends them, whatever endpoint they were queued
+ *   under: a program restarted with a corrected "event_endpoint" delivers what the old one could not.
+ * - The state file is shared by every program using the state directory. Each client waits (exp_flush,
+ *   exp_client_close) only for its own events; events other programs or earlier runs left are sent by any
+ *   client's background rounds, never by a flush or a close (they do not delay it).
+ * - A repeating problem (a full disk refusing every exp_track, a failing endpoint) is logged once per 10 s
+ *   with the number of repeats. On a full disk, delivered events are still removed (a 1 MB reserve file
+ *   <state_dir>/event-reserve.bin is released for that), so the backlog drains to a healthy endpoint.
  * - "event_queue_capacity" bounds the queue; "event_queue_full_policy" "reject" (default) makes exp_track
  *   fail with EXP_ERR_QUEUE_FULL, "drop_oldest" evicts the oldest event. Impressions are never refused
  *   to their decision: one that does not fit is dropped. Every dropped event is counted.
- * - exp_client_close (and exp_client_free) drain for up to "close_timeout_ms"; what is not delivered by
- *   then stays on disk and the next client on the same state_dir sends it.
+ * - exp_client_close (and exp_client_free) deliver this client's events for up to "close_timeout_ms",
+ *   retrying failures (backoff shortened to fit); what is not delivered by then stays on disk and the next
+ *   client on the same state_dir sends it (exp_client_close then answers EXP_ERR_TIMEOUT).
  * - EXP_NOTIFY_LOG_EVENT listeners and the log callback may run on the dispatcher's thread: they must not
  *   call exp_flush, exp_client_close or exp_client_free on this client (the drain would wait for itself).
  * - Disk: two 4 MB journal files per client with an event pipeline (mapped; the page cache holds what is
- *   in use), plus the event_queue rows of undelivered events.
+ *   in use), the 1 MB event-reserve.bin per state directory, plus the event_queue rows of undelivered events.
  */
 
 /*
- * Sends every queued event now (backoff delays are skipped) and waits for the attempt, at most
- * "close_timeout_ms". EXP_OK when the queue is empty afterwards; EXP_ERR_TIMEOUT when events remain (the
- * endpoint is failing or slow: they stay queued and are retried). With a host dispatcher (or
+ * Sends this client's queued events now (backoff delays are skipped) and keeps retrying those that fail,
+ * with backoff shortened to fit, until none is left or "close_timeout_ms" passed. EXP_OK when all of this
+ * client's events were delivered; EXP_ERR_TIMEOUT when some remain (the endpoint is failing or slow: they
+ * stay queued and are retried). Events other programs left in the state file are not waited for. With a
+ * host dispatcher (or
  * event_endpoint "none") there is nothing to flush: EXP_OK. Errors: EXP_ERR_INVALID_ARGUMENT,
  * EXP_ERR_CLOSED, EXP_ERR_TIMEOUT. Thread-safe; blocks the caller.
  *
@@ -615,7 +722,11 @@ exp_status exp_flush(exp_client *client);
  *  dispatcher), "retried": events rescheduled after a failed attempt, "failed": failed deliveries (POSTs
  *  and host-dispatcher refusals), "dropped": events not kept (no dispatcher, queue full, evicted, state
  *  file failure), "poisoned": events refused for good (4xx), "batches_sent": successful POSTs,
- *  "pending": events on disk now, "last_error": the latest delivery problem or null}.
+ *  "expired": events moved to event_dead_letter after event_max_attempts / event_max_age_s,
+ *  "pending": this client's undelivered events on disk now (journal + its event_queue rows, counted by
+ *  SQLite), "backlog": every event waiting in the state file (other programs' and earlier runs' too),
+ *  "dead_letter": rows of event_dead_letter, "last_error": the latest delivery problem or null}. After
+ *  exp_client_close the disk figures are those at close.
  * Errors: EXP_ERR_INVALID_ARGUMENT. Thread-safe; works after close.
  *
  *     char *stats; exp_client_stats(c, &stats); puts(stats); exp_free(stats);

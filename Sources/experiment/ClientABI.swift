@@ -66,7 +66,14 @@ public func abiClientConfigJSON(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
 
 @_cdecl("exp_client_close")
 public func abiClientClose(_ handle: OpaquePointer?) -> exp_status {
-    api { () throws(ClientError) in try client(handle).close() }
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let left = client.close()
+        if left > 0 {
+            throw ClientError(.timeout, "closed; \(left) events not delivered within close_timeout_ms "
+                              + "(\(client.options.closeTimeoutMs) ms) stay on disk and the next client sends them")
+        }
+    }
 }
 
 @_cdecl("exp_client_free")

@@ -14,16 +14,20 @@ private var emptyObjectPointer: UnsafePointer<CChar> {
 private final class ReasonStrings {
     let pointers: UnsafeMutablePointer<UnsafePointer<CChar>?>
     let count: Int
+    /// The flag key of an error decision (a copy of the caller's), freed with the reasons.
+    let flagKey: UnsafeMutablePointer<CChar>?
 
-    init(_ reasons: [String]) {
+    init(_ reasons: [String], flagKey: String? = nil) {
         count = reasons.count
         pointers = .allocate(capacity: max(count, 1))
         for (index, reason) in reasons.enumerated() { pointers[index] = UnsafePointer(strdup(reason)) }
+        self.flagKey = flagKey.map { strdup($0) }
     }
 
     deinit {
         for index in 0..<count { free(UnsafeMutableRawPointer(mutating: pointers[index])) }
         pointers.deallocate()
+        free(flagKey)
     }
 }
 
@@ -119,6 +123,36 @@ public func abiDecisionsRelease(_ decisions: UnsafeMutablePointer<exp_decision>?
     for index in 0..<count { abiDecisionRelease(decisions + index) }
 }
 
+/// The reference SDK's reason for an error decision, for the statuses that have one.
+private func errorDecisionReason(_ code: exp_status, flagKey: String) -> String? {
+    if code == status(.notReady) { return "Optimizely SDK not configured properly yet." }
+    if code == status(.unknownFlag) { return "No flag was found for key \"\(flagKey)\"." }
+    return nil
+}
+
+/// After a failed exp_decide / exp_decide_n: for not-ready and unknown-flag, fills `out` with the error
+/// decision the reference SDK returns (the key, disabled, no variation, "{}" variables, its one reason
+/// whatever the options). The thread's last error is kept.
+@inline(never)
+private func fillErrorDecision(_ out: UnsafeMutablePointer<exp_decision>?, status code: exp_status, flagKey: UTF8Text?) {
+    guard let out, let flagKey else { return }
+    let key = String(decoding: flagKey, as: UTF8.self)
+    guard let reason = errorDecisionReason(code, flagKey: key) else { return }
+    let strings = ReasonStrings([reason], flagKey: key)
+    var filled = exp_decision()
+    filled.flag_key = UnsafePointer(strings.flagKey)
+    filled.variables_json = emptyObjectPointer
+    filled.reasons = UnsafePointer(strings.pointers)
+    filled.reason_count = strings.count
+    filled.internal.1 = Unmanaged.passRetained(strings).toOpaque()
+    out.pointee = filled
+}
+
+/// The flag key of a failed exp_decide as bytes, when it is a usable key (within the limit, valid UTF-8).
+private func flagKeyText(_ flagKey: UnsafePointer<CChar>?) -> UTF8Text? {
+    try? text(flagKey, "flag_key")
+}
+
 /// The index of `flagKey` in `config`, or UNKNOWN_FLAG (INVALID_UTF8 / TOO_LARGE when the key itself is bad).
 private func flagIndex(_ flagKey: UnsafePointer<CChar>?, in config: ProjectConfig) throws(ClientError) -> Int {
     let key = try required(flagKey, "flag_key")
@@ -131,7 +165,7 @@ private func flagIndex(_ flagKey: UnsafePointer<CChar>?, in config: ProjectConfi
 public func abiDecide(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ flagKey: UnsafePointer<CChar>?,
                       _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int, _ rawOptions: UInt32,
                       _ out: UnsafeMutablePointer<exp_decision>?) -> exp_status {
-    api { () throws(ClientError) in
+    let result = api { () throws(ClientError) in
         guard let handle else { throw ClientError(.invalidArgument, "client is NULL") }
         // The client and its config are borrowed, not retained: the caller's handle keeps the client alive
         // and the thread's lease keeps the config alive (see ConfigLease). The closures capture only
@@ -165,6 +199,36 @@ public func abiDecide(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
             }
         }
     }
+    if result != statusOK { fillErrorDecision(out, status: result, flagKey: flagKeyText(flagKey)) }
+    return result
+}
+
+@_cdecl("exp_decide_n")
+public func abiDecideN(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                       _ flagKey: UnsafePointer<CChar>?, _ flagKeyLength: Int,
+                       _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int, _ rawOptions: UInt32,
+                       _ out: UnsafeMutablePointer<exp_decision>?) -> exp_status {
+    var key: UTF8Text? = nil
+    let result = api { () throws(ClientError) in
+        let client = try client(handle)
+        let out = try required(out, "out")
+        let user = try sizedText(userId, userIdLength, "user_id")
+        let flagName = try sizedText(flagKey, flagKeyLength, "flag_key")
+        key = flagName
+        let options = try decideOptions(rawOptions).subtracting(.enabledFlagsOnly)
+        let lease = try client.lease()
+        let config = lease.config
+        guard let flag = config.flagIndex.find(flagName) else {
+            throw ClientError(.unknownFlag, "unknown flag \"\(String(decoding: flagName, as: UTF8.self))\" (the datafile has \(config.flags.count) flags)")
+        }
+        try withSizedAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+            let effective = options.union(client.options.defaultDecideOptions)
+            let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes, options: options)
+            fill(out, result, lease: lease, options: effective)
+        }
+    }
+    if result != statusOK { fillErrorDecision(out, status: result, flagKey: key) }
+    return result
 }
 
 @_cdecl("exp_flag_count")
@@ -180,10 +244,27 @@ public func abiDecideAll(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar
                          _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int, _ rawOptions: UInt32,
                          _ out: UnsafeMutablePointer<exp_decision>?, _ capacity: Int,
                          _ outCount: UnsafeMutablePointer<Int>?) -> exp_status {
+    decideAll(handle, { () throws(ClientError) in try text(userId, "user_id") },
+              PlainAttributeInput(pointer: attributes, count: attributeCount), rawOptions, out, capacity, outCount)
+}
+
+@_cdecl("exp_decide_all_n")
+public func abiDecideAllN(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                          _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int, _ rawOptions: UInt32,
+                          _ out: UnsafeMutablePointer<exp_decision>?, _ capacity: Int,
+                          _ outCount: UnsafeMutablePointer<Int>?) -> exp_status {
+    decideAll(handle, { () throws(ClientError) in try sizedText(userId, userIdLength, "user_id") },
+              SizedAttributeInput(pointer: attributes, count: attributeCount), rawOptions, out, capacity, outCount)
+}
+
+private func decideAll<Input: AttributeInput>(_ handle: OpaquePointer?, _ userId: () throws(ClientError) -> UTF8Text,
+                                              _ attributes: Input, _ rawOptions: UInt32,
+                                              _ out: UnsafeMutablePointer<exp_decision>?, _ capacity: Int,
+                                              _ outCount: UnsafeMutablePointer<Int>?) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
         let outCount = try required(outCount, "out_count")
-        let user = try text(userId, "user_id")
+        let user = try userId()
         let options = try decideOptions(rawOptions)
         let lease = try client.lease()
         let config = lease.config
@@ -193,7 +274,7 @@ public func abiDecideAll(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar
             throw ClientError(.bufferTooSmall, "capacity \(UInt(bitPattern: capacity)) is less than the \(config.flags.count) flags of the datafile")
         }
         let out = try required(out, "out")
-        try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+        try attributes.with { (attributes) throws(ClientError) in
             var filled = 0
             let effective = options.union(client.options.defaultDecideOptions)
             client.decideAll(config: config, userId: user, attributes: attributes, options: options) { result in
@@ -211,10 +292,44 @@ public func abiDecideForKeys(_ handle: OpaquePointer?, _ userId: UnsafePointer<C
                              _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int, _ rawOptions: UInt32,
                              _ out: UnsafeMutablePointer<exp_decision>?, _ capacity: Int,
                              _ outCount: UnsafeMutablePointer<Int>?) -> exp_status {
+    decideForKeys(handle, { () throws(ClientError) in try text(userId, "user_id") },
+                  keys: keys, keyCount: keyCount,
+                  key: { (position) throws(ClientError) in try text(keys![position], "keys[\(position)]") },
+                  PlainAttributeInput(pointer: attributes, count: attributeCount), rawOptions, out, capacity, outCount)
+}
+
+@_cdecl("exp_decide_for_keys_n")
+public func abiDecideForKeysN(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                              _ keys: UnsafePointer<UnsafePointer<CChar>?>?, _ keyLengths: UnsafePointer<Int>?,
+                              _ keyCount: Int,
+                              _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int, _ rawOptions: UInt32,
+                              _ out: UnsafeMutablePointer<exp_decision>?, _ capacity: Int,
+                              _ outCount: UnsafeMutablePointer<Int>?) -> exp_status {
+    if keyCount > 0 && keys != nil && keyLengths == nil {
+        return api { () throws(ClientError) in
+            throw ClientError(.invalidArgument, "key_lengths is NULL but key_count is \(keyCount)")
+        }
+    }
+    return decideForKeys(handle, { () throws(ClientError) in try sizedText(userId, userIdLength, "user_id") },
+                         keys: keys, keyCount: keyCount,
+                         key: { (position) throws(ClientError) in
+                             try sizedText(keys![position], keyLengths![position], "keys[\(position)]")
+                         },
+                         SizedAttributeInput(pointer: attributes, count: attributeCount), rawOptions, out, capacity,
+                         outCount)
+}
+
+/// exp_decide_for_keys and its _n form: `key(i)` validates and returns the i-th key.
+private func decideForKeys<Input: AttributeInput>(_ handle: OpaquePointer?, _ userId: () throws(ClientError) -> UTF8Text,
+                                                  keys: UnsafePointer<UnsafePointer<CChar>?>?, keyCount: Int,
+                                                  key: (Int) throws(ClientError) -> UTF8Text,
+                                                  _ attributes: Input, _ rawOptions: UInt32,
+                                                  _ out: UnsafeMutablePointer<exp_decision>?, _ capacity: Int,
+                                                  _ outCount: UnsafeMutablePointer<Int>?) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
         let outCount = try required(outCount, "out_count")
-        let user = try text(userId, "user_id")
+        let user = try userId()
         let options = try decideOptions(rawOptions)
         let keyCount = try checkedCount(keyCount, limit: maxDecisions, "key_count")
         if keyCount > 0 && keys == nil { throw ClientError(.invalidArgument, "keys is NULL but key_count is \(keyCount)") }
@@ -225,22 +340,28 @@ public func abiDecideForKeys(_ handle: OpaquePointer?, _ userId: UnsafePointer<C
         let lease = try client.lease()
         let config = lease.config
         var flags: [Int?] = []
+        var names: [UTF8Text] = []
         flags.reserveCapacity(keyCount)
+        names.reserveCapacity(keyCount)
         for position in 0..<keyCount {
-            let key = try text(keys![position], "keys[\(position)]")
-            flags.append(config.flagIndex.find(key))
+            let name = try key(position)
+            names.append(name)
+            flags.append(config.flagIndex.find(name))
         }
         let out = try required(out, "out")
         let effective = options.union(client.options.defaultDecideOptions)
-        try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+        try attributes.with { (attributes) throws(ClientError) in
             var filled = 0
             var repeated = RepeatedKeyReasons()
             for (position, flag) in flags.enumerated() {
                 guard let flag else {
                     // As the reference: unknown keys are reported even with ENABLED_FLAGS_ONLY.
+                    // The key is copied: an _n key need not be NUL-terminated.
+                    let owned = ReasonStrings([], flagKey: String(decoding: names[position], as: UTF8.self))
                     var unknown = exp_decision()
-                    unknown.flag_key = keys![position]
+                    unknown.flag_key = UnsafePointer(owned.flagKey)
                     unknown.variables_json = emptyObjectPointer
+                    unknown.internal.1 = Unmanaged.passRetained(owned).toOpaque()
                     out[filled] = unknown
                     filled += 1
                     continue

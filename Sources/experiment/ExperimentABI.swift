@@ -5,25 +5,31 @@ import ExperimentRuntime
 import Glibc
 #endif
 
-private func experimentIndex(key: UnsafePointer<CChar>?, in config: ProjectConfig) throws(ClientError) -> Int {
-    let name = try string(key, "experiment_key")
-    guard let index = config.experimentKeyIndex.find(name) else {
-        throw ClientError(.unknownExperiment, "unknown experiment \"\(name)\"")
+/// The index of the experiment named `key` (already validated) in `config`, or UNKNOWN_EXPERIMENT.
+private func experimentIndex(key: UTF8Text, in config: ProjectConfig) throws(ClientError) -> Int {
+    guard let index = config.experimentKeyIndex.find(key) else {
+        throw ClientError(.unknownExperiment, "unknown experiment \"\(String(decoding: key, as: UTF8.self))\"")
     }
     return index
 }
 
-/// get_variation and activate share everything but the impression.
-private func variationKey(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?, _ userId: UnsafePointer<CChar>?,
-                          _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int,
-                          _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, activate: Bool) -> exp_status {
+private func experimentIndex(key: UnsafePointer<CChar>?, in config: ProjectConfig) throws(ClientError) -> Int {
+    try experimentIndex(key: text(key, "experiment_key"), in: config)
+}
+
+/// get_variation and activate (and their _n forms) share everything but the impression.
+private func variationKey<Input: AttributeInput>(_ handle: OpaquePointer?, _ experimentKey: () throws(ClientError) -> UTF8Text,
+                                                 _ userId: () throws(ClientError) -> UTF8Text, _ attributes: Input,
+                                                 _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                                 activate: Bool) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
         let out = try required(out, "out_variation_key")
-        let user = try text(userId, "user_id")
+        let user = try userId()
+        let key = try experimentKey()
         let config = try client.config()
-        let experiment = try experimentIndex(key: experimentKey, in: config)
-        let outcome = try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+        let experiment = try experimentIndex(key: key, in: config)
+        let outcome = try attributes.with { (attributes) throws(ClientError) in
             client.experimentOutcome(config: config, experiment: experiment, userId: user, attributes: attributes,
                                      sendImpression: activate)
         }
@@ -33,6 +39,23 @@ private func variationKey(_ handle: OpaquePointer?, _ experimentKey: UnsafePoint
             out.pointee = nil
         }
     }
+}
+
+private func variationKey(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?, _ userId: UnsafePointer<CChar>?,
+                          _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int,
+                          _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, activate: Bool) -> exp_status {
+    variationKey(handle, { () throws(ClientError) in try text(experimentKey, "experiment_key") },
+                 { () throws(ClientError) in try text(userId, "user_id") },
+                 PlainAttributeInput(pointer: attributes, count: attributeCount), out, activate: activate)
+}
+
+private func variationKeyN(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?, _ experimentKeyLength: Int,
+                           _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                           _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int,
+                           _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, activate: Bool) -> exp_status {
+    variationKey(handle, { () throws(ClientError) in try sizedText(experimentKey, experimentKeyLength, "experiment_key") },
+                 { () throws(ClientError) in try sizedText(userId, userIdLength, "user_id") },
+                 SizedAttributeInput(pointer: attributes, count: attributeCount), out, activate: activate)
 }
 
 @_cdecl("exp_get_variation")
@@ -47,6 +70,24 @@ public func abiActivate(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer
                         _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int,
                         _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
     variationKey(handle, experimentKey, userId, attributes, attributeCount, out, activate: true)
+}
+
+@_cdecl("exp_get_variation_n")
+public func abiGetVariationN(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?, _ experimentKeyLength: Int,
+                             _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                             _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int,
+                             _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    variationKeyN(handle, experimentKey, experimentKeyLength, userId, userIdLength, attributes, attributeCount, out,
+                  activate: false)
+}
+
+@_cdecl("exp_activate_n")
+public func abiActivateN(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?, _ experimentKeyLength: Int,
+                         _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                         _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int,
+                         _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    variationKeyN(handle, experimentKey, experimentKeyLength, userId, userIdLength, attributes, attributeCount, out,
+                  activate: true)
 }
 
 @_cdecl("exp_trigger_experiment")

@@ -117,13 +117,18 @@ struct CAttributes: UserAttributes {
             if key.count == bucketingName.utf8CodeUnitCount
                 && memcmp(key.baseAddress!, bucketingName.utf8Start, key.count) == 0 { bucketingIdIndex = index }
             switch UInt32(bitPattern: item.value.type) {
-            case EXP_VALUE_NULL.rawValue, EXP_VALUE_BOOL.rawValue, EXP_VALUE_INT.rawValue, EXP_VALUE_DOUBLE.rawValue:
+            case EXP_VALUE_NULL.rawValue, EXP_VALUE_BOOL.rawValue, EXP_VALUE_INT.rawValue, EXP_VALUE_DOUBLE.rawValue,
+                 EXP_VALUE_OTHER.rawValue:
                 break
             case EXP_VALUE_STRING.rawValue:
                 lengths[items.count + index] = try text(
                     item.value.string_value,
                     "attributes[\(index)] (\"\(String(decoding: key, as: UTF8.self))\") string value",
                     limit: maxStringBytes).count
+            case EXP_VALUE_BIG_INT.rawValue:
+                lengths[items.count + index] = try decimalText(
+                    text(item.value.string_value, "attributes[\(index)] big integer", limit: maxStringBytes),
+                    "attributes[\(index)] big integer").count
             default:
                 throw ClientError(.invalidArgument, "attributes[\(index)].value.type: \(item.value.type) is not an exp_value_type")
             }
@@ -172,9 +177,141 @@ struct CAttributes: UserAttributes {
         case EXP_VALUE_STRING.rawValue:
             return .string(UTF8Text(start: UnsafeRawPointer(value.string_value!).assumingMemoryBound(to: UInt8.self),
                                     count: lengths[items.count + index]))
+        case EXP_VALUE_NULL.rawValue: return .null
+        default: return unusualValue(at: index)
+        }
+    }
+
+    /// The value of an EXP_VALUE_OTHER or EXP_VALUE_BIG_INT attribute (kept out of the inlined common cases).
+    @inline(never)
+    func unusualValue(at index: Int) -> AttributeValue {
+        let value = items[index].value
+        if UInt32(bitPattern: value.type) == EXP_VALUE_BIG_INT.rawValue {
+            return integer(UTF8Text(start: UnsafeRawPointer(value.string_value!).assumingMemoryBound(to: UInt8.self),
+                                    count: lengths[items.count + index]))
+        }
+        return .unsupported
+    }
+}
+
+/// Checks that `digits` is "-?[0-9]+" (an EXP_VALUE_BIG_INT's text).
+func decimalText(_ digits: UTF8Text, _ name: @autoclosure () -> String) throws(ClientError) -> UTF8Text {
+    var index = digits.first == UInt8(ascii: "-") ? 1 : 0
+    guard index < digits.count else { throw ClientError(.invalidArgument, "\(name()) is not a decimal integer") }
+    while index < digits.count {
+        guard digits[index] >= UInt8(ascii: "0") && digits[index] <= UInt8(ascii: "9") else {
+            throw ClientError(.invalidArgument, "\(name()) is not a decimal integer")
+        }
+        index += 1
+    }
+    return digits
+}
+
+/// A checked decimal integer as an attribute value: `.int` when it fits in 64 bits, else `.bigInteger`.
+func integer(_ digits: UTF8Text) -> AttributeValue {
+    if let number = Int64(String(decoding: digits, as: UTF8.self)) { return .int(number) }
+    return .bigInteger(digits)
+}
+
+/// A length-delimited string argument (the *_n entry points): at most `limit` bytes of valid UTF-8, which
+/// may include NUL. NULL is accepted only with length 0.
+func sizedText(_ pointer: UnsafePointer<CChar>?, _ length: Int, _ name: @autoclosure () -> String,
+               limit: Int = maxKeyBytes) throws(ClientError) -> UTF8Text {
+    guard UInt(bitPattern: length) <= UInt(limit) else {  // a size_t: SIZE_MAX arrives negative
+        throw ClientError(.tooLarge, "\(name())_length \(UInt(bitPattern: length)) exceeds the limit of \(limit) bytes")
+    }
+    guard let pointer else {
+        if length == 0 { return UTF8Text(start: nil, count: 0) }
+        throw ClientError(.invalidArgument, "\(name()) is NULL but its length is \(length)")
+    }
+    let bytes = UTF8Text(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: length)
+    if isASCII(bytes) { return bytes }
+    guard UTF8Validation.firstInvalidByte(bytes) == nil else {
+        throw ClientError(.invalidUTF8, "\(name()) is not valid UTF-8")
+    }
+    return bytes
+}
+
+/// Per-call attributes given as a C array of exp_attribute_n (the *_n entry points): lengths are the
+/// caller's, so keys and strings may contain NUL. A key given twice counts once, with its last value.
+struct SizedCAttributes: UserAttributes {
+    let items: UnsafeBufferPointer<exp_attribute_n>
+
+    init(_ items: UnsafeBufferPointer<exp_attribute_n>) throws(ClientError) {
+        self.items = items
+        for index in items.indices {
+            let item = items[index]
+            let key = try sizedText(item.key, item.key_length, "attributes[\(index)].key")
+            switch UInt32(bitPattern: item.value.type) {
+            case EXP_VALUE_NULL.rawValue, EXP_VALUE_BOOL.rawValue, EXP_VALUE_INT.rawValue, EXP_VALUE_DOUBLE.rawValue,
+                 EXP_VALUE_OTHER.rawValue:
+                break
+            case EXP_VALUE_STRING.rawValue:
+                _ = try sizedText(item.value.string_value, item.string_length,
+                                  "attributes[\(index)] (\"\(String(decoding: key, as: UTF8.self))\") string value",
+                                  limit: maxStringBytes)
+            case EXP_VALUE_BIG_INT.rawValue:
+                _ = try decimalText(sizedText(item.value.string_value, item.string_length,
+                                              "attributes[\(index)] big integer", limit: maxStringBytes),
+                                    "attributes[\(index)] big integer")
+            default:
+                throw ClientError(.invalidArgument, "attributes[\(index)].value.type: \(item.value.type) is not an exp_value_type")
+            }
+        }
+    }
+
+    private func key(at index: Int) -> UTF8Text {
+        UTF8Text(start: UnsafeRawPointer(items[index].key).map { $0.assumingMemoryBound(to: UInt8.self) },
+                 count: items[index].key_length)
+    }
+
+    func value(named name: UTF8Text) -> AttributeValue? {
+        var index = items.count - 1
+        while index >= 0 {
+            if sameBytes(key(at: index), name) { return value(at: index) }
+            index -= 1
+        }
+        return nil
+    }
+
+    func isQualified(for segment: UTF8Text) -> Bool { false }
+
+    func forEach(_ body: (UTF8Text, AttributeValue) -> Void) {
+        for index in items.indices {
+            let name = key(at: index)
+            var repeated = false
+            for later in (index + 1)..<items.count where sameBytes(key(at: later), name) { repeated = true; break }
+            if !repeated { body(name, value(at: index)) }
+        }
+    }
+
+    func value(at index: Int) -> AttributeValue {
+        let item = items[index]
+        let value = item.value
+        switch UInt32(bitPattern: value.type) {
+        case EXP_VALUE_BOOL.rawValue: return .bool(value.bool_value != 0)
+        case EXP_VALUE_INT.rawValue: return .int(value.int_value)
+        case EXP_VALUE_DOUBLE.rawValue: return .double(value.double_value)
+        case EXP_VALUE_STRING.rawValue, EXP_VALUE_BIG_INT.rawValue:
+            let text = UTF8Text(start: UnsafeRawPointer(value.string_value).map { $0.assumingMemoryBound(to: UInt8.self) },
+                                count: item.string_length)
+            return UInt32(bitPattern: value.type) == EXP_VALUE_STRING.rawValue ? .string(text) : integer(text)
+        case EXP_VALUE_OTHER.rawValue: return .unsupported
         default: return .null
         }
     }
+}
+
+private func sameBytes(_ a: UTF8Text, _ b: UTF8Text) -> Bool {
+    a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+}
+
+/// Validates a C exp_attribute_n array and runs `body` with it.
+func withSizedAttributes<R>(_ pointer: UnsafePointer<exp_attribute_n>?, _ count: Int,
+                            _ body: (SizedCAttributes) throws(ClientError) -> R) throws(ClientError) -> R {
+    let count = try checkedCount(count, limit: maxAttributes, "attribute_count")
+    if count > 0 && pointer == nil { throw ClientError(.invalidArgument, "attributes is NULL but attribute_count is \(count)") }
+    return try body(try SizedCAttributes(UnsafeBufferPointer(start: pointer, count: count)))
 }
 
 /// Validates the C attribute array and runs `body` with it (measured lengths live on the stack).
@@ -249,6 +386,12 @@ func ownedValue(_ pointer: UnsafePointer<exp_value>?, what: String) throws(Clien
     case EXP_VALUE_DOUBLE.rawValue: return .double(value.double_value)
     case EXP_VALUE_STRING.rawValue:
         return .string(Array(try text(value.string_value, "\(what).string_value", limit: maxStringBytes)))
+    case EXP_VALUE_OTHER.rawValue: return .unsupported
+    case EXP_VALUE_BIG_INT.rawValue:
+        let digits = try decimalText(text(value.string_value, "\(what).string_value", limit: maxStringBytes),
+                                     "\(what).string_value")
+        if case .int(let number) = integer(digits) { return .int(number) }
+        return .bigInteger(Array(digits))
     default:
         throw ClientError(.invalidArgument, "\(what).type: \(value.type) is not an exp_value_type")
     }
@@ -264,4 +407,29 @@ func decideOptions(_ raw: UInt32) throws(ClientError) -> DecideOptions {
 @inline(never)
 func unknownDecideOptions(_ raw: UInt32) -> ClientError {
     ClientError(.invalidArgument, "options: unknown decide option bits 0x\(String(raw & ~DecideOptions.all.rawValue, radix: 16))")
+}
+
+/// Per-call attributes in one of the two C layouts, validated when a call uses them: lets one generic body
+/// serve an entry point and its length-delimited (_n) form.
+protocol AttributeInput {
+    associatedtype Attributes: UserAttributes
+    func with<R>(_ body: (Attributes) throws(ClientError) -> R) throws(ClientError) -> R
+}
+
+/// exp_attribute[count]
+struct PlainAttributeInput: AttributeInput {
+    let pointer: UnsafePointer<exp_attribute>?
+    let count: Int
+    func with<R>(_ body: (CAttributes) throws(ClientError) -> R) throws(ClientError) -> R {
+        try withAttributes(pointer, count, body)
+    }
+}
+
+/// exp_attribute_n[count]
+struct SizedAttributeInput: AttributeInput {
+    let pointer: UnsafePointer<exp_attribute_n>?
+    let count: Int
+    func with<R>(_ body: (SizedCAttributes) throws(ClientError) -> R) throws(ClientError) -> R {
+        try withSizedAttributes(pointer, count, body)
+    }
 }

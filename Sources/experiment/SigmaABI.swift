@@ -40,8 +40,9 @@ private func kind(of value: OwnedValue) -> SigmaProperties.ValueKind {
     switch value {
     case .null: return .null
     case .bool: return .bool
-    case .int, .double: return .number
+    case .int, .double, .bigInteger: return .number
     case .string: return .string
+    case .unsupported: return .null
     }
 }
 

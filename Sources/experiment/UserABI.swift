@@ -64,6 +64,8 @@ public func abiGetUserPropertiesJSON(_ handle: OpaquePointer?, _ userId: UnsafeP
             case .int(let n): writer.int(n)
             case .double(let d): writer.double(d)
             case .string(let bytes): writer.string(String(decoding: bytes, as: UTF8.self))
+            case .bigInteger(let digits): writer.raw(String(decoding: digits, as: UTF8.self))
+            case .unsupported: writer.null()
             }
         }
         writer.endObject()
@@ -75,10 +77,30 @@ public func abiGetUserPropertiesJSON(_ handle: OpaquePointer?, _ userId: UnsafeP
 public func abiTrack(_ handle: OpaquePointer?, _ eventKey: UnsafePointer<CChar>?, _ userId: UnsafePointer<CChar>?,
                      _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int,
                      _ tagsJSON: UnsafePointer<CChar>?) -> exp_status {
+    track(handle, { () throws(ClientError) in try text(eventKey, "event_key") },
+          { () throws(ClientError) in try text(userId, "user_id") },
+          PlainAttributeInput(pointer: attributes, count: attributeCount), tagsJSON)
+}
+
+@_cdecl("exp_track_n")
+public func abiTrackN(_ handle: OpaquePointer?, _ eventKey: UnsafePointer<CChar>?, _ eventKeyLength: Int,
+                      _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                      _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int,
+                      _ tagsJSON: UnsafePointer<CChar>?) -> exp_status {
+    track(handle, { () throws(ClientError) in try sizedText(eventKey, eventKeyLength, "event_key") },
+          { () throws(ClientError) in try sizedText(userId, userIdLength, "user_id") },
+          SizedAttributeInput(pointer: attributes, count: attributeCount), tagsJSON)
+}
+
+/// exp_track and exp_track_n.
+private func track<Input: AttributeInput>(_ handle: OpaquePointer?, _ eventKey: () throws(ClientError) -> UTF8Text,
+                                          _ userId: () throws(ClientError) -> UTF8Text, _ attributes: Input,
+                                          _ tagsJSON: UnsafePointer<CChar>?) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
-        let user = try text(userId, "user_id")
-        let key = try string(eventKey, "event_key")
+        let user = try userId()
+        let keyText = try eventKey()
+        let key = String(decoding: keyText, as: UTF8.self)
         var tags: EventTags? = nil
         if let tagsJSON {
             let document = try parseJSON(tagsJSON, what: "event tags")
@@ -90,10 +112,10 @@ public func abiTrack(_ handle: OpaquePointer?, _ eventKey: UnsafePointer<CChar>?
             }
         }
         let config = try client.config()
-        guard let event = config.eventKeyIndex.find(key) else {
+        guard let event = config.eventKeyIndex.find(keyText) else {
             throw ClientError(.unknownEvent, "unknown event \"\(key)\"")
         }
-        try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+        try attributes.with { (attributes) throws(ClientError) in
             try client.track(config: config, event: event, userId: user, attributes: attributes, tags: tags)
         }
     }

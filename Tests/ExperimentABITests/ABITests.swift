@@ -111,6 +111,10 @@ struct ABITests {
         #expect(library.lastError == "user_id is NULL")
         #expect(decide(client, "u", "nope", nil, 0, 0, &decision) == EXP_ERR_UNKNOWN_FLAG)
         #expect(library.lastError.contains("unknown flag \"nope\""))
+        // The reference's error decision, filled even without INCLUDE_REASONS.
+        #expect(String(cString: decision.flag_key) == "nope" && decision.enabled == 0 && decision.variation_key == nil)
+        #expect(decision.reason_count == 1 && String(cString: decision.reasons[0]!) == "No flag was found for key \"nope\".")
+        library.symbol("exp_decision_release", as: ReleaseFn.self)(&decision)
         let invalid: [UInt8] = [0x75, 0xC3, 0x28, 0]
         let status = invalid.withUnsafeBufferPointer {
             decide(client, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), "pro_feature", nil, 0, 0, &decision)

@@ -252,3 +252,27 @@ private func evaluate(_ match: MatchType, _ condition: ConditionValue, _ user: U
         }
     }
 }
+
+/// Values of a type conditions cannot use (the reference's dict, list, object) and integers beyond 64 bits:
+/// `exists` is true, every other match type unknown, whatever the condition value; payloads leave them out.
+@Suite struct UnusualAttributeValueTests {
+    nonisolated(unsafe) static let digits = configBytes("123456789012345678901234567890")
+    static let conditions: [ConditionValue] = [.string(configBytes("x")), .int(5), .double(5.5), .bool(true),
+                                               .int(0), .missing, .unsupported]
+    static let matches: [MatchType] = [.exact, .substring, .greaterThan, .greaterThanOrEqual, .lessThan,
+                                       .lessThanOrEqual, .semverEqual, .semverGreaterThan, .semverLessThan,
+                                       .semverGreaterThanOrEqual, .semverLessThanOrEqual, .qualified, .unknown]
+
+    @Test func unsupportedValues() { check(.unsupported) }
+    @Test func integersBeyond64Bits() { check(.bigInteger(Self.digits)) }
+
+    private func check(_ value: AttributeValue) {
+        for condition in Self.conditions {
+            #expect(LeafMatcher.evaluate(.exists, condition: condition, user: value) == true)
+            for match in Self.matches {
+                #expect(LeafMatcher.evaluate(match, condition: condition, user: value) == nil)
+            }
+        }
+        #expect(!EventPayloads.isReportable(value))
+    }
+}

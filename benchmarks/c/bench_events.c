@@ -13,6 +13,9 @@
  *   decide-imp   exp_decide of a flag whose decision sends an impression (the same queue).
  *   delivery     200,000 exp_track calls as fast as the caller can go, batch size 500: events per second
  *                from the first call until the server has counted every event, and the caller's rate.
+ *   stalls       issue 18 item 6: the same with every 5th request (20%) stalling 4 s before its 200:
+ *                60,000 events, batch size 1000, event_max_inflight 4 (the default) and 1 (one POST at a
+ *                time, as before): events per second delivered.
  *
  * Usage: bench_events [--data-dir DIR] [--results FILE]   (TSV rows: ev<TAB>scenario<TAB>value<TAB>unit)
  *        bench_events --calls N --scenario track|decide-imp [--data-dir DIR]
@@ -71,19 +74,44 @@ static void check(exp_status status, const char *what) {
     }
 }
 
-static exp_client *make_client(const char *datafile, size_t length, int port, int batch_size) {
+static exp_client *make_client_inflight(const char *datafile, size_t length, int port, int batch_size,
+                                        int inflight) {
     char state_dir[] = "/tmp/bench-events-XXXXXX";
     if (!mkdtemp(state_dir)) { perror("mkdtemp"); exit(1); }
-    char options[512];
+    char options[600];
     snprintf(options, sizeof options,
              "{\"state_dir\": \"%s\", \"event_endpoint\": \"http://127.0.0.1:%d/v1/events\", "
              "\"event_batch_size\": %d, \"event_flush_interval_ms\": 100, \"event_queue_capacity\": 10000000, "
-             "\"close_timeout_ms\": 60000}",
-             state_dir, port, batch_size);
+             "\"close_timeout_ms\": 60000, \"event_max_inflight\": %d, \"request_timeout_ms\": 10000}",
+             state_dir, port, batch_size, inflight);
     exp_client *client = NULL;
     check(exp_client_create(options, &client), "exp_client_create");
     check(exp_client_start(client, datafile, length), "exp_client_start");
     return client;
+}
+
+static exp_client *make_client(const char *datafile, size_t length, int port, int batch_size) {
+    return make_client_inflight(datafile, length, port, batch_size, 4);
+}
+
+/* Tracks `events` events as fast as the caller can and waits until the receiver counted them all; events/s
+ * from the first call to the last arrival (0 when they did not all arrive within `limit_s`). */
+static double deliver(exp_client *client, long events, int limit_s, char (*users)[16],
+                      const exp_attribute *attributes, double *caller_rate) {
+    long base = atomic_load(&receiver_visitors);
+    uint64_t start = now_ns();
+    for (long i = 0; i < events; ++i) check(exp_track(client, "purchase", users[i % 1000], attributes, 2, NULL), "exp_track");
+    uint64_t tracked = now_ns();
+    while (atomic_load(&receiver_visitors) - base < events) {
+        if (now_ns() - start > (uint64_t)limit_s * 1000000000ull) {
+            fprintf(stderr, "bench_events: only %ld of %ld events arrived within %d s\n",
+                    atomic_load(&receiver_visitors) - base, events, limit_s);
+            return 0;
+        }
+        usleep(1000);
+    }
+    if (caller_rate) *caller_rate = events / ((tracked - start) / 1e9);
+    return events / ((now_ns() - start) / 1e9);
 }
 
 static FILE *g_results;
@@ -212,26 +240,34 @@ int main(int argc, char **argv) {
     exp_client_free(client);
 
     /* sustained delivery */
-    enum { EVENTS = 200000 };
+    enum { EVENTS = 200000, STALL_EVENTS = 60000 };
     client = make_client(datafile, length, port, 500);
-    long base = atomic_load(&receiver_visitors);
-    uint64_t start = now_ns();
-    for (int i = 0; i < EVENTS; ++i) check(exp_track(client, "purchase", users[i % 1000], attributes, 2, NULL), "exp_track");
-    uint64_t tracked = now_ns();
-    while (atomic_load(&receiver_visitors) - base < EVENTS) {
-        if (now_ns() - start > 120ull * 1000000000ull) {
-            fprintf(stderr, "bench_events: only %ld of %d events arrived within 120 s\n",
-                    atomic_load(&receiver_visitors) - base, EVENTS);
-            return 1;
-        }
-        usleep(1000);
-    }
-    uint64_t delivered = now_ns();
-    report("caller rate, exp_track (events/s)", EVENTS / ((tracked - start) / 1e9), "events/s");
-    report("delivered to 127.0.0.1 (events/s)", EVENTS / ((delivered - start) / 1e9), "events/s");
-    printf("  (%d events, batch size 500, %ld POSTs in all)\n", EVENTS, atomic_load(&receiver_requests));
+    long requests_before = atomic_load(&receiver_requests);
+    double caller = 0, rate = deliver(client, EVENTS, 120, users, attributes, &caller);
+    if (rate == 0) return 1;
+    report("caller rate, exp_track (events/s)", caller, "events/s");
+    report("delivered to 127.0.0.1 (events/s)", rate, "events/s");
+    printf("  (%d events, batch size 500, %ld POSTs in all)\n", EVENTS, atomic_load(&receiver_requests) - requests_before);
     check(exp_client_close(client), "exp_client_close");
     exp_client_free(client);
+
+    /* delivery while 20% of requests stall 4 s */
+    receiver_stall_every = 5;
+    receiver_stall_ms = 4000;
+    int inflight[2] = {4, 1};
+    for (int k = 0; k < 2; ++k) {
+        client = make_client_inflight(datafile, length, port, 1000, inflight[k]);
+        requests_before = atomic_load(&receiver_requests);
+        long events = inflight[k] == 1 ? STALL_EVENTS / 10 : STALL_EVENTS;
+        rate = deliver(client, events, 180, users, attributes, NULL);
+        char name[64];
+        snprintf(name, sizeof name, "20%% stall 4 s, %d in flight (ev/s)", inflight[k]);
+        report(name, rate, "events/s");
+        printf("  (%ld events, batch size 1000, %ld POSTs)\n", events, atomic_load(&receiver_requests) - requests_before);
+        (void)exp_client_close(client);
+        exp_client_free(client);
+    }
+    receiver_stall_every = 0;
     free(datafile);
     if (g_results) fclose(g_results);
     return 0;

@@ -11,9 +11,11 @@
  * Build: c++ -std=c++17 -Iinclude -Ibindings/cpp app.cpp -lexperiment   (or: pkg-config --cflags --libs experiment)
  *
  * Conventions
- *  - Strings go in as std::string_view and come out as std::string. Inputs are copied to NUL-terminated
- *    buffers for the call (short ones on the stack), so views need not be NUL-terminated; a view holding
- *    a NUL byte is rejected with Error(EXP_ERR_INVALID_ARGUMENT) rather than silently truncated.
+ *  - Strings go in as std::string_view and come out as std::string. The evaluation calls (decide,
+ *    decide_all, decide_for_keys, get_variation, activate, track) pass user ids, keys and attribute strings
+ *    with their lengths (the C API's *_n functions), so any bytes work there, NUL included. Other calls copy
+ *    inputs to NUL-terminated buffers (short ones on the stack); a view holding a NUL byte is rejected there
+ *    with Error(EXP_ERR_INVALID_ARGUMENT) rather than silently truncated.
  *  - Everything returned is an owning C++ value: decisions, variation keys and JSON texts are copied out
  *    of the library and its buffers released (exp_decision_release / exp_free) before the call returns,
  *    also when copying throws.
@@ -21,6 +23,13 @@
  *    library's exp_last_error() message, read right after the failing call. Common codes have their own
  *    subclasses (NotReadyError, UnknownFlagError, NotTargetedError, ...) so they can be caught by type.
  *    std::bad_alloc may escape as usual.
+ *  - Evaluation calls never throw for data conditions, as the reference SDK and every feature-flag SDK:
+ *    an unknown flag, experiment or event, a client without a datafile, a user id or key past the
+ *    library's limits. decide gives the reference's error decision (enabled false, no variation, the reason
+ *    in `reasons`, e.g. "No flag was found for key \"x\"."), decide_all / decide_for_keys an empty vector
+ *    before a datafile, get_variation / activate nullopt, track sends nothing; the library's message stays
+ *    in exp_last_error(). They still throw for programmer errors: a closed or moved-from client, unknown
+ *    option bits, a malformed Value::big_integer.
  *  - Client owns one exp_client and is move-only; the destructor calls exp_client_free(). A moved-from
  *    Client holds no handle: calls on it throw Error(EXP_ERR_INVALID_ARGUMENT).
  *  - Attributes owns copies of its keys and string values, so temporaries may be passed.
@@ -258,15 +267,34 @@ template <> struct is_char<char32_t> : std::true_type {};
 /* Values and attributes                                                                           */
 /* ---------------------------------------------------------------------------------------------- */
 
+/* An integer of any size as decimal text ("-?[0-9]+"): see EXP_VALUE_BIG_INT. */
+struct BigInteger {
+    std::string digits;
+    friend bool operator==(const BigInteger &a, const BigInteger &b) { return a.digits == b.digits; }
+};
+
+/* A value of a type conditions cannot use (EXP_VALUE_OTHER): "exists" is true, every other match type
+ * unknown, and event payloads leave it out, as the reference SDK does with a dict or list value. */
+struct Unsupported {
+    friend bool operator==(const Unsupported &, const Unsupported &) { return true; }
+};
+
 /*
- * A typed attribute or property value: null, bool, integer, double or string.
- *   Value{nullptr}, Value{true}, Value{31}, Value{31u}, Value{0.5}, Value{"NL"}, Value{std::string(...)}
- * Every integer type becomes int64_t (unsigned values above INT64_MAX throw std::out_of_range), float and
- * double become double, and string literals / const char* become strings — never bool.
+ * A typed attribute or property value: null, bool, integer, double, string, big integer or unsupported.
+ *   Value{nullptr}, Value{true}, Value{31}, Value{31u}, Value{0.5}, Value{"NL"}, Value{std::string(...)},
+ *   Value::big_integer("123456789012345678901234567890"), Value::unsupported()
+ * Every integer type becomes int64_t (unsigned values above INT64_MAX become a BigInteger), float and
+ * double become double (NaN and infinities too: conditions treat them as the reference does), and string
+ * literals / const char* become strings — never bool. Strings may hold NUL bytes.
  */
 class Value {
 public:
-    using Variant = std::variant<std::nullptr_t, bool, std::int64_t, double, std::string>;
+    using Variant = std::variant<std::nullptr_t, bool, std::int64_t, double, std::string, BigInteger, Unsupported>;
+
+    Value(BigInteger number) : value_(std::move(number)) {}
+    Value(Unsupported) noexcept : value_(Unsupported{}) {}
+    static Value big_integer(std::string digits) { return Value(BigInteger{std::move(digits)}); }
+    static Value unsupported() noexcept { return Value(Unsupported{}); }
 
     Value() noexcept : value_(nullptr) {}
     Value(std::nullptr_t) noexcept : value_(nullptr) {}
@@ -275,7 +303,7 @@ public:
     template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> &&
                                                !detail::is_char<T>::value,
                                            int> = 0>
-    Value(T number) : value_(to_int64(number)) {}
+    Value(T number) : value_(from_integer(number)) {}
 
     template <typename T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
     Value(T number) noexcept : value_(static_cast<double>(number)) {}
@@ -299,9 +327,18 @@ public:
         case 1: v.type = EXP_VALUE_BOOL; v.bool_value = std::get<bool>(value_) ? 1 : 0; break;
         case 2: v.type = EXP_VALUE_INT; v.int_value = std::get<std::int64_t>(value_); break;
         case 3: v.type = EXP_VALUE_DOUBLE; v.double_value = std::get<double>(value_); break;
-        default: v.type = EXP_VALUE_STRING; v.string_value = std::get<std::string>(value_).c_str(); break;
+        case 4: v.type = EXP_VALUE_STRING; v.string_value = std::get<std::string>(value_).c_str(); break;
+        case 5: v.type = EXP_VALUE_BIG_INT; v.string_value = std::get<BigInteger>(value_).digits.c_str(); break;
+        default: v.type = EXP_VALUE_OTHER; break;
         }
         return v;
+    }
+
+    /* The byte length of the text to_c() points string_value at (0 for other types). */
+    std::size_t text_length() const noexcept {
+        if (const auto *text = std::get_if<std::string>(&value_)) return text->size();
+        if (const auto *number = std::get_if<BigInteger>(&value_)) return number->digits.size();
+        return 0;
     }
 
     friend bool operator==(const Value &a, const Value &b) { return a.value_ == b.value_; }
@@ -309,10 +346,10 @@ public:
 
 private:
     template <typename T>
-    static std::int64_t to_int64(T number) {
+    static Variant from_integer(T number) {
         if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
             if (number > static_cast<T>(std::numeric_limits<std::int64_t>::max()))
-                throw std::out_of_range("experiment::Value: integer does not fit in int64_t");
+                return BigInteger{std::to_string(number)};
         }
         return static_cast<std::int64_t>(number);
     }
@@ -386,17 +423,16 @@ public:
     bool empty() const noexcept { return entries_.empty(); }
     const std::vector<Attribute> &entries() const noexcept { return entries_; }
 
-    /* The C view: size() exp_attribute entries, valid until this object is modified or destroyed. */
+    /* The C view: size() exp_attribute entries, valid until this object is modified or destroyed. A key or
+       string with a NUL byte would be cut short there: calls taking this view throw for them (has_nul()). */
     const exp_attribute *data() const noexcept { return view_.empty() ? nullptr : view_.data(); }
+    /* The length-delimited C view (exp_attribute_n), which the evaluation calls use: NUL bytes are fine. */
+    const exp_attribute_n *data_n() const noexcept { return view_n_.empty() ? nullptr : view_n_.data(); }
+    /* Whether a key or string value holds a NUL byte. */
+    bool has_nul() const noexcept { return has_nul_; }
 
 private:
     void put(std::string_view key, Value value) {
-        if (!key.empty() && std::memchr(key.data(), '\0', key.size()) != nullptr)
-            throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT, "attribute key contains a NUL byte");
-        if (const auto *s = std::get_if<std::string>(&value.variant());
-            s && s->find('\0') != std::string::npos)
-            throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT,
-                                       "attribute \"" + std::string(key) + "\": string contains a NUL byte");
         for (Attribute &a : entries_) {
             if (a.key == key) {
                 a.value = std::move(value);
@@ -408,12 +444,25 @@ private:
 
     void rebuild() {
         view_.clear();
+        view_n_.clear();
         view_.reserve(entries_.size());
-        for (const Attribute &a : entries_) view_.push_back(exp_attribute{a.key.c_str(), a.value.to_c()});
+        view_n_.reserve(entries_.size());
+        has_nul_ = false;
+        for (const Attribute &a : entries_) {
+            exp_value value = a.value.to_c();
+            std::size_t length = a.value.text_length();
+            view_.push_back(exp_attribute{a.key.c_str(), value});
+            view_n_.push_back(exp_attribute_n{a.key.data(), a.key.size(), value, length});
+            if (a.key.find('\0') != std::string::npos ||
+                (length && std::memchr(value.string_value, '\0', length) != nullptr))
+                has_nul_ = true;
+        }
     }
 
     std::vector<Attribute> entries_;
     std::vector<exp_attribute> view_;
+    std::vector<exp_attribute_n> view_n_;
+    bool has_nul_ = false;
 };
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -470,6 +519,28 @@ inline Decision copy_decision(const exp_decision &d) {
             if (d.reasons[i]) out.reasons.emplace_back(d.reasons[i]);
     }
     return out;
+}
+
+/* The statuses the evaluation calls answer without throwing (the data conditions of the reference SDK). */
+inline bool is_data_error(exp_status status) noexcept {
+    switch (status) {
+    case EXP_ERR_NOT_READY: case EXP_ERR_UNKNOWN_FLAG: case EXP_ERR_UNKNOWN_EXPERIMENT: case EXP_ERR_UNKNOWN_EVENT:
+    case EXP_ERR_TOO_LARGE: case EXP_ERR_INVALID_UTF8: case EXP_ERR_INVALID_EVENT_TAGS: case EXP_ERR_INVALID_JSON:
+    case EXP_ERR_TOO_DEEP:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* An error decision for a data condition the library filled no decision for (a key or user id past the
+   limits, invalid UTF-8): the key, disabled, the library's message as the reason. */
+inline Decision error_decision(std::string_view flag_key, exp_status status) {
+    Decision decision;
+    decision.flag_key = std::string(flag_key);
+    const char *message = exp_last_error();
+    decision.reasons.emplace_back(message && *message ? message : exp_status_str(status));
+    return decision;
 }
 
 /* Releases the first `filled` decisions of a buffer on scope exit (also when copying out throws). */
@@ -679,8 +750,14 @@ public:
         return detail::take(json);
     }
 
-    /* Closes the client: later calls throw ClosedError. Idempotent. */
-    void close() { detail::check(exp_client_close(client_)); }
+    /* Closes the client: later calls throw ClosedError. Idempotent. Waits up to close_timeout_ms for this
+       client's queued events; false when some were not delivered (they stay on disk for the next client). */
+    bool close() {
+        exp_status status = exp_client_close(client_);
+        if (status == EXP_ERR_TIMEOUT) return false;
+        detail::check(status);
+        return true;
+    }
 
     std::size_t flag_count() const {
         std::size_t count = 0;
@@ -690,57 +767,72 @@ public:
 
     /* ---- decisions ---- */
 
+    /* Decides one flag. Never throws for data conditions: an unknown flag or a client without a datafile
+       gives the reference SDK's error decision (enabled false, no variation, its reason in `reasons`). */
     Decision decide(std::string_view user_id, std::string_view flag_key, const Attributes &attributes = {},
                     unsigned options = 0) {
-        detail::CString user(user_id, "user id"), flag(flag_key, "flag key");
         detail::DecisionBuffer buffer(1);
-        detail::check(exp_decide(client_, user.c_str(), flag.c_str(), attributes.data(), attributes.size(),
-                                 options, buffer.items.data()));
-        buffer.filled = 1;
-        return detail::copy_decision(buffer.items[0]);
+        exp_status status = exp_decide_n(client_, user_id.data(), user_id.size(), flag_key.data(), flag_key.size(),
+                                         attributes.data_n(), attributes.size(), options, buffer.items.data());
+        if (status == EXP_OK || (buffer.items[0].flag_key && detail::is_data_error(status))) {
+            buffer.filled = 1;
+            Decision decision = detail::copy_decision(buffer.items[0]);
+            decision.flag_key = std::string(flag_key);  // the C copy stops at a NUL byte
+            return decision;
+        }
+        if (detail::is_data_error(status)) return detail::error_decision(flag_key, status);
+        detail::check(status);
+        return {};
     }
 
-    /* Every flag of the datafile, in datafile order (enabled ones only with enabled_flags_only). */
+    /* Every flag of the datafile, in datafile order (enabled ones only with enabled_flags_only); empty
+       before the client has a datafile, as the reference SDK. */
     std::vector<Decision> decide_all(std::string_view user_id, const Attributes &attributes = {},
                                      unsigned options = 0) {
-        detail::CString user(user_id, "user id");
-        std::size_t capacity = flag_count();
+        std::size_t capacity = 0;
+        exp_status counted = exp_flag_count(client_, &capacity);
+        if (detail::is_data_error(counted)) return {};
+        detail::check(counted);
         for (;;) {
             detail::DecisionBuffer buffer(capacity > 0 ? capacity : 1);
             std::size_t count = 0;
-            exp_status status = exp_decide_all(client_, user.c_str(), attributes.data(), attributes.size(),
-                                               options, buffer.items.data(), capacity, &count);
+            exp_status status = exp_decide_all_n(client_, user_id.data(), user_id.size(), attributes.data_n(),
+                                                 attributes.size(), options, buffer.items.data(), capacity, &count);
             if (status == EXP_ERR_BUFFER_TOO_SMALL && count > capacity) {  // datafile grew meanwhile
                 capacity = count;
                 continue;
             }
+            if (detail::is_data_error(status)) return {};
             detail::check(status);
             buffer.filled = count;
             return buffer.copy_out();
         }
     }
 
-    /* The named flags, in the order given; keys the datafile lacks give disabled decisions. */
+    /* The named flags, in the order given; keys the datafile lacks give disabled decisions (no reasons), and
+       a client without a datafile gives an empty vector, as the reference SDK. Keys may hold NUL bytes. */
     std::vector<Decision> decide_for_keys(std::string_view user_id, const std::vector<std::string_view> &flag_keys,
                                           const Attributes &attributes = {}, unsigned options = 0) {
-        detail::CString user(user_id, "user id");
-        std::vector<std::string> keys;
-        keys.reserve(flag_keys.size());
-        for (std::string_view k : flag_keys) {
-            if (!k.empty() && std::memchr(k.data(), '\0', k.size()) != nullptr)
-                throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT, "flag key contains a NUL byte");
-            keys.emplace_back(k);
-        }
         std::vector<const char *> pointers;
-        pointers.reserve(keys.size() + 1);
-        for (const std::string &k : keys) pointers.push_back(k.c_str());
+        std::vector<std::size_t> lengths;
+        pointers.reserve(flag_keys.size() + 1);
+        lengths.reserve(flag_keys.size() + 1);
+        for (std::string_view k : flag_keys) {
+            pointers.push_back(k.data());
+            lengths.push_back(k.size());
+        }
         pointers.push_back(nullptr);  // keeps data() non-NULL even with no keys
-        detail::DecisionBuffer buffer(keys.empty() ? 1 : keys.size());
+        lengths.push_back(0);
+        detail::DecisionBuffer buffer(flag_keys.empty() ? 1 : flag_keys.size());
         std::size_t count = 0;
-        detail::check(exp_decide_for_keys(client_, user.c_str(), pointers.data(), keys.size(), attributes.data(),
-                                          attributes.size(), options, buffer.items.data(), keys.size(), &count));
+        exp_status status = exp_decide_for_keys_n(client_, user_id.data(), user_id.size(), pointers.data(),
+                                                  lengths.data(), flag_keys.size(), attributes.data_n(),
+                                                  attributes.size(), options, buffer.items.data(), flag_keys.size(),
+                                                  &count);
+        if (detail::is_data_error(status)) return {};
+        detail::check(status);
         buffer.filled = count;
-        return buffer.copy_out();  // copies flag_key before `keys` (which unknown keys point into) goes
+        return buffer.copy_out();
     }
 
     /* The same for any range of strings (std::vector<std::string>, std::array<const char *, N>, ...). */
@@ -754,7 +846,6 @@ public:
 
     /* ---- experiments ---- */
 
-    /* The variation key in experiment `experiment_key`, or nullopt; sends no event. */
     /* decide as the JSON object exp_decide_json writes; attributes as a JSON object (nullopt: none). */
     std::string decide_json(std::string_view user_id, std::string_view flag_key,
                             std::optional<std::string_view> attributes_json = std::nullopt, unsigned options = 0) {
@@ -777,23 +868,17 @@ public:
         return detail::take(json);
     }
 
+    /* The variation key in experiment `experiment_key`, or nullopt (also for an unknown experiment or a
+       client without a datafile, as the reference SDK: exp_last_error() says why); sends no event. */
     std::optional<std::string> get_variation(std::string_view experiment_key, std::string_view user_id,
                                              const Attributes &attributes = {}) {
-        detail::CString experiment(experiment_key, "experiment key"), user(user_id, "user id");
-        char *variation = nullptr;
-        detail::check(exp_get_variation(client_, experiment.c_str(), user.c_str(), attributes.data(),
-                                        attributes.size(), &variation));
-        return detail::take_optional(variation);
+        return variation_key(exp_get_variation_n, experiment_key, user_id, attributes);
     }
 
     /* As get_variation, and records an impression when the user gets a variation. */
     std::optional<std::string> activate(std::string_view experiment_key, std::string_view user_id,
                                         const Attributes &attributes = {}) {
-        detail::CString experiment(experiment_key, "experiment key"), user(user_id, "user id");
-        char *variation = nullptr;
-        detail::check(exp_activate(client_, experiment.c_str(), user.c_str(), attributes.data(), attributes.size(),
-                                   &variation));
-        return detail::take_optional(variation);
+        return variation_key(exp_activate_n, experiment_key, user_id, attributes);
     }
 
     /*
@@ -805,7 +890,7 @@ public:
                                    const Attributes &attributes = {}) {
         detail::CString user(user_id, "user id"), experiment(experiment_id, "experiment id");
         char *variation = nullptr;
-        detail::check(exp_trigger_experiment(client_, user.c_str(), experiment.c_str(), attributes.data(),
+        detail::check(exp_trigger_experiment(client_, user.c_str(), experiment.c_str(), plain(attributes),
                                              attributes.size(), &variation));
         return detail::take(variation);
     }
@@ -985,7 +1070,7 @@ public:
     bool get_holdout(std::string_view user_id, std::string_view holdout_key, const Attributes &attributes = {}) {
         detail::CString user(user_id, "user id"), key(holdout_key, "holdout key");
         int held = 0;
-        detail::check(exp_get_holdout(client_, user.c_str(), key.c_str(), attributes.data(), attributes.size(), &held));
+        detail::check(exp_get_holdout(client_, user.c_str(), key.c_str(), plain(attributes), attributes.size(), &held));
         return held != 0;
     }
 
@@ -995,7 +1080,7 @@ public:
                                                const Attributes &attributes = {}) {
         detail::CString user(user_id, "user id"), key(experiment_key, "experiment key");
         char *json = nullptr;
-        detail::check(exp_get_experiment_json(client_, user.c_str(), key.c_str(), attributes.data(),
+        detail::check(exp_get_experiment_json(client_, user.c_str(), key.c_str(), plain(attributes),
                                               attributes.size(), &json));
         std::string text = detail::take(json);
         if (text == "null") return std::nullopt;
@@ -1016,12 +1101,17 @@ public:
     /* ---- conversions and events ---- */
 
     /* Records conversion `event_key`; tags_json is a JSON object such as {"revenue": 4200}. */
-    void track(std::string_view event_key, std::string_view user_id, const Attributes &attributes = {},
+    /* As the reference SDK, an unknown event, a client without a datafile or tags that are not a JSON object
+       send nothing and do not throw (exp_last_error() says why); returns whether the event was recorded. */
+    bool track(std::string_view event_key, std::string_view user_id, const Attributes &attributes = {},
                std::optional<std::string_view> tags_json = std::nullopt) {
-        detail::CString event(event_key, "event key"), user(user_id, "user id");
+        if (tags_json && tags_json->find('\0') != std::string_view::npos) return false;  // not a JSON object
         detail::OptionalCString tags(tags_json, "event tags");
-        detail::check(exp_track(client_, event.c_str(), user.c_str(), attributes.data(), attributes.size(),
-                                tags.c_str()));
+        exp_status status = exp_track_n(client_, event_key.data(), event_key.size(), user_id.data(), user_id.size(),
+                                        attributes.data_n(), attributes.size(), tags.c_str());
+        if (detail::is_data_error(status)) return false;
+        detail::check(status);
+        return true;
     }
 
     /* ---- event pipeline and Kameleoon user data (see experiment.h) ---- */
@@ -1272,16 +1362,40 @@ private:
         detail::CString user(user_id, "user id"), flag(flag_key, "flag key");
         detail::OptionalCString variable(variable_key, "variable key");
         int found = 0;
-        detail::check(function(client_, user.c_str(), flag.c_str(), variable.c_str(), attributes.data(),
-                               attributes.size(), out, &found));
+        exp_status status = function(client_, user.c_str(), flag.c_str(), variable.c_str(), plain(attributes),
+                                     attributes.size(), out, &found);
+        // As the reference's typed getters: no value for an unknown flag or variable, or before a datafile.
+        if (detail::is_data_error(status) || status == EXP_ERR_NOT_FOUND || status == EXP_ERR_UNKNOWN_VARIATION)
+            return false;
+        detail::check(status);
         return found != 0;
+    }
+
+    /* The exp_attribute view for the calls without a length-delimited form: NUL bytes would be cut short. */
+    static const exp_attribute *plain(const Attributes &attributes) {
+        if (attributes.has_nul())
+            throw InvalidArgumentError(EXP_ERR_INVALID_ARGUMENT,
+                                       "an attribute key or string holds a NUL byte (only decide, decide_all, "
+                                       "decide_for_keys, get_variation, activate and track take those)");
+        return attributes.data();
+    }
+
+    template <typename Function>
+    std::optional<std::string> variation_key(Function function, std::string_view experiment_key,
+                                             std::string_view user_id, const Attributes &attributes) {
+        char *variation = nullptr;
+        exp_status status = function(client_, experiment_key.data(), experiment_key.size(), user_id.data(),
+                                     user_id.size(), attributes.data_n(), attributes.size(), &variation);
+        if (detail::is_data_error(status)) return std::nullopt;
+        detail::check(status);
+        return detail::take_optional(variation);
     }
 
     template <typename Function>
     std::string user_report(Function function, std::string_view user_id, const Attributes &attributes) {
         detail::CString user(user_id, "user id");
         char *text = nullptr;
-        detail::check(function(client_, user.c_str(), attributes.data(), attributes.size(), &text));
+        detail::check(function(client_, user.c_str(), plain(attributes), attributes.size(), &text));
         return detail::take(text);
     }
 

@@ -232,10 +232,13 @@ int main(int argc, char **argv) {
     exp_decision missing = {0};
     exp_status s = exp_decide(client, "user-1", "no_such_flag", NULL, 0, 0, &missing);
     printf("  decide(no_such_flag) -> %s: %s\n", exp_status_str(s), exp_last_error());
-    if (s != EXP_ERR_UNKNOWN_FLAG) {
-        fprintf(stderr, "expected EXP_ERR_UNKNOWN_FLAG\n");
+    if (s != EXP_ERR_UNKNOWN_FLAG || missing.reason_count != 1) {
+        fprintf(stderr, "expected EXP_ERR_UNKNOWN_FLAG and the reference's error decision\n");
         return 1;
     }
+    /* The decision is the reference SDK's error decision (disabled, its reason): release it as any other. */
+    printf("  error decision: enabled %d, reason: %s\n", missing.enabled, missing.reasons[0]);
+    exp_decision_release(&missing);
 
     /* 10. Clean up: close stops the client (later calls fail with EXP_ERR_CLOSED); free releases it. */
     CHECK(exp_client_close(client));

@@ -63,10 +63,10 @@ def main(path):
 
         client.track("add_to_cart", "alice", {"country": "NL"})
 
-        try:
-            client.decide("alice", "no_such_flag")
-        except experiment.UnknownFlagError as error:
-            print("\nexpected error:", error.code, error.message)
+        # A typo in a flag key does not crash the request: as the reference SDK, decide answers with an
+        # error decision (disabled, no variation) whose reason says why, and logs it.
+        typo = client.decide("alice", "no_such_flag")
+        print("\nunknown flag:", typo.enabled, typo.reasons)
 
     print("\n%d events dispatched" % dispatcher.count)
     return 0 if dispatcher.count > 0 else 1

@@ -2,7 +2,8 @@
  * event_receiver.h — a small HTTP/1.1 event endpoint on 127.0.0.1 for C test and benchmark programs
  * (tests/sanitize/events.c, benchmarks/c/bench_events.c): it reads keep-alive POSTs on a thread of its own,
  * counts the visitors ("visitor_id") of every acknowledged request, and can answer every Nth request with 500
- * so that retries are exercised. Header-only: include it in one program.
+ * so that retries are exercised, or stall every Nth request before its 200 (a slow endpoint). Each connection
+ * is served on a thread of its own, so concurrent POSTs overlap. Header-only: include it in one program.
  */
 #ifndef EXPERIMENT_TESTS_EVENT_RECEIVER_H
 #define EXPERIMENT_TESTS_EVENT_RECEIVER_H
@@ -21,6 +22,8 @@ static atomic_long receiver_visitors; /* visitors in acknowledged requests */
 static atomic_long receiver_requests; /* requests answered, acknowledged or failed */
 static int receiver_fail_every;       /* 0: acknowledge all; n: request number n-1, 2n-1, ... get a 500 */
 static int receiver_listen_fd = -1;
+static int receiver_stall_every;      /* 0: never; n: requests n-1, 2n-1, ... wait receiver_stall_ms first */
+static int receiver_stall_ms;
 
 static long receiver_count_visitors(const char *body, size_t length) {
     static const char needle[] = "\"visitor_id\"";
@@ -59,6 +62,9 @@ static void receiver_serve_connection(int fd) {
         if (field) body_length = strtoul(field + 15, NULL, 10);
         if (!receiver_read_until(fd, &buffer, &capacity, &filled, header_length + body_length)) goto done;
         long number = atomic_fetch_add(&receiver_requests, 1);
+        if (receiver_stall_every > 0 && number % receiver_stall_every == receiver_stall_every - 1) {
+            usleep((useconds_t)receiver_stall_ms * 1000u);
+        }
         const char *reply;
         if (receiver_fail_every > 0 && number % receiver_fail_every == receiver_fail_every - 1) {
             reply = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
@@ -76,12 +82,22 @@ done:
     close(fd);
 }
 
+static void *receiver_serve_thread(void *fd) {
+    receiver_serve_connection((int)(long)fd);
+    return NULL;
+}
+
 static void *receiver_serve(void *unused) {
     (void)unused;
     for (;;) {
         int fd = accept(receiver_listen_fd, NULL, NULL);
         if (fd < 0) return NULL;
-        receiver_serve_connection(fd);
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, receiver_serve_thread, (void *)(long)fd) != 0) {
+            receiver_serve_connection(fd);
+            continue;
+        }
+        pthread_detach(thread);
     }
 }
 

@@ -11,6 +11,12 @@ public enum AttributeValue {
     case int(Int64)
     case double(Double)
     case string(UTF8Text)
+    /// An integer beyond 64 bits, as its decimal text (an optional '-' and digits). Never a finite number in
+    /// the reference's sense (|x| > 2^53): every match type but `exists` is unknown, and payloads leave it out.
+    case bigInteger(UTF8Text)
+    /// A value of a type conditions cannot use (a dict, a list, any other object of the caller's language):
+    /// present for `exists`, unknown for every other match type, left out of event payloads.
+    case unsupported
 }
 
 /// A value written in an audience condition of the datafile ("value" of a leaf condition).

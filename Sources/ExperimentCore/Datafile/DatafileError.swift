@@ -104,10 +104,8 @@ struct DatafileReader {
         guard bytes.count <= DatafileCompiler.maxKeyBytes else {
             throw field.fail("longer than \(DatafileCompiler.maxKeyBytes) bytes, the limit for keys callers pass")
         }
-        // Callers pass keys as C strings: a key with a NUL ("\u0000") could never be named.
-        guard !bytes.contains(0) else {
-            throw field.fail("contains a NUL character (\\u0000), which a key callers pass cannot hold")
-        }
+        // A key with a NUL ("\u0000") is kept, as the reference keeps it: the length-delimited calls
+        // (exp_decide_n, ...) can name it.
         return String(decoding: bytes, as: UTF8.self)
     }
     func requiredArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try required(key).array() }

@@ -242,7 +242,7 @@ public enum EventPayloads {
         case .string, .bool: return true
         case .int(let n): return n.magnitude <= 1 << 53
         case .double(let d): return d.isFinite && d.magnitude <= 9_007_199_254_740_992
-        case .null: return false
+        case .null, .bigInteger, .unsupported: return false
         }
     }
 
@@ -252,7 +252,8 @@ public enum EventPayloads {
         case .bool(let b): writer.bool(b)
         case .int(let n): writer.int(n)
         case .double(let d): writer.double(d)
-        case .null: writer.null()
+        case .bigInteger(let digits): writer.raw(String(decoding: digits, as: UTF8.self))
+        case .null, .unsupported: writer.null()
         }
     }
 

@@ -130,7 +130,8 @@ struct PayloadWriter: ~Copyable {
         case .bool(let flag): bool(flag)
         case .int(let number): int(number)
         case .double(let number): double(number)
-        case .null: literal("null")
+        case .bigInteger(let digits): raw(String(decoding: digits, as: UTF8.self))
+        case .null, .unsupported: literal("null")
         }
     }
 

@@ -194,6 +194,9 @@ extension Client {
             case .int(let number): writer.int(number)
             case .double(let number): writer.double(number)
             case .string(let bytes): writer.string(String(decoding: bytes, as: UTF8.self))
+            // Listeners see a big integer as the JSON number it is; a value JSON cannot hold as null.
+            case .bigInteger(let digits): writer.raw(String(decoding: digits, as: UTF8.self))
+            case .unsupported: writer.null()
             }
         }
         writer.endObject()

@@ -132,11 +132,13 @@ public final class Client: @unchecked Sendable {
 
     /// Closes the client: refuses further calls, stops the datafile poller and releases its tag, stops the ODP
     /// threads, and drains the event queue within close_timeout_ms (the rest stays on disk). Idempotent.
-    public func close() {
+    /// Returns how many of this client's events were not delivered by then (0 when closed before).
+    @discardableResult
+    public func close() -> Int {
         isClosed.store(true, ordering: .releasing)
         closeDatafileLifecycle()
         odp.close()
-        events.close(timeoutMs: options.closeTimeoutMs)
+        return events.close(timeoutMs: options.closeTimeoutMs)
     }
 
     public var closed: Bool { isClosed.load(ordering: .acquiring) }

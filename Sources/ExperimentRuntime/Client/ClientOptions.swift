@@ -79,6 +79,13 @@ public struct ClientOptions: Sendable {
     public var eventQueueFullPolicy: QueueFullPolicy = .reject
     /// How long exp_client_close waits for queued events to be delivered; the rest stay on disk.
     public var closeTimeoutMs = 2_000
+    // Event delivery bounds (issue 18): an event's life and the POSTs in flight.
+    /// Failed attempts after which an event moves to event_dead_letter.
+    public var eventMaxAttempts = 1_000
+    /// Age (since queued) after which an undelivered event moves to event_dead_letter.
+    public var eventMaxAgeSeconds = 7 * 86_400
+    /// POSTs the dispatcher keeps in flight at once.
+    public var eventMaxInflight = 4
 
     public var odp = ODPOptions()
 
@@ -92,7 +99,8 @@ public struct ClientOptions: Sendable {
         "sdk_key", "default_decide_options", "user_store_capacity", "log_level", "tag",
         "datafile_url_template", "datafile_access_token", "polling_interval_s", "request_timeout_ms", "retry_count",
         "cache_ttl_s", "state_dir", "profile_store", "event_endpoint", "event_batch_size", "event_flush_interval_ms",
-        "event_queue_capacity", "event_queue_full_policy", "close_timeout_ms", "odp",
+        "event_queue_capacity", "event_queue_full_policy", "close_timeout_ms",
+        "event_max_attempts", "event_max_age_s", "event_max_inflight", "odp",
         "bucket_by_profile_id",
     ]
 
@@ -174,6 +182,9 @@ public struct ClientOptions: Sendable {
             }
             eventQueueFullPolicy = policy
         case "close_timeout_ms": closeTimeoutMs = try field.integer(in: 0...600_000)
+        case "event_max_attempts": eventMaxAttempts = try field.integer(in: 1...1_000_000)
+        case "event_max_age_s": eventMaxAgeSeconds = try field.integer(in: 1...(10 * 365 * 86_400))
+        case "event_max_inflight": eventMaxInflight = try field.integer(in: 1...64)
         case "odp": odp = try Self.odpOptions(value)
         case "bucket_by_profile_id": bucketByProfileId = try field.bool()
         default:

@@ -96,7 +96,10 @@ final class EventJournal: @unchecked Sendable {
     private let recordCount = Atomic<Int>(0)
 
     /// Opens this client's two segments of `segmentBytes` each in `directory`.
+    private let segmentBytes: Int
+
     init(directory: String, segmentBytes: Int) throws(ClientError) {
+        self.segmentBytes = segmentBytes
         let stem = "\(directory)/\(Self.filePrefix)\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         active = try Segment(path: stem + "-a.bin", size: segmentBytes)
         do {
@@ -108,6 +111,12 @@ final class EventJournal: @unchecked Sendable {
     }
 
     var count: Int { recordCount.load(ordering: .relaxed) }
+
+    /// Whether an event of these sizes fits an empty segment at all (else no ingest makes room for it).
+    func fits(uuid: String, url: String, body: String) -> Bool {
+        let length = uuid.utf8.count + url.utf8.count + body.utf8.count + 2
+        return (8 + length + 7) & ~7 + 8 <= segmentBytes
+    }
 
     enum AppendOutcome { case appended, appendedHalfFull, noRoom }
 
@@ -152,21 +161,63 @@ final class EventJournal: @unchecked Sendable {
         try drain { (records) throws(SQLiteError) in try queue.appendJournaled(records) }
     }
 
+    /// Set when a producer gave up waiting for a drain (its POSTs are slow): until that drain ends, producers
+    /// do not wait for it again.
+    private let drainIsSlow = Atomic<Bool>(false)
+
+    /// Makes room in a full active segment: swaps in the standby when it is empty (its events were sent),
+    /// else moves the journal into `queue`. Waits up to `waitMs` for a drain under way (the dispatcher's);
+    /// false when it is still running then (the caller writes to SQLite instead: a producer never waits for
+    /// a slow endpoint more than once per drain).
+    func makeRoom(into queue: EventQueue, waitMs: Int64) throws(SQLiteError) -> Bool {
+        let deadline = monotonicMillis() + (drainIsSlow.load(ordering: .relaxed) ? 0 : waitMs)
+        while !ingestLock.tryLock() {
+            if monotonicMillis() >= deadline {
+                drainIsSlow.store(true, ordering: .relaxed)
+                return false
+            }
+            usleep(100)
+        }
+        defer { ingestLock.unlock() }
+        let swapped: Bool = appendLock.withLock {
+            if active.used * 2 <= active.size { return true }  // another producer made room already
+            guard standby.records == 0 else { return false }
+            let full = active
+            active = standby
+            standby = full
+            return true
+        }
+        if !swapped { try drainLocked { (records) throws(SQLiteError) in try queue.appendJournaled(records) } }
+        return true
+    }
+
+    /// `ingest` unless a drain is under way (the dispatcher's, which may be waiting for POSTs): false then,
+    /// without waiting.
+    func ingestIfIdle(into queue: EventQueue) throws(SQLiteError) -> Bool {
+        guard ingestLock.tryLock() else { return false }
+        defer { ingestLock.unlock() }
+        try drainLocked { (records) throws(SQLiteError) in try queue.appendJournaled(records) }
+        return true
+    }
+
     /// Swaps the segments and hands the retired one's records to `take`, which must deliver them or put
     /// them in the SQLite queue; the segment is cleared only when `take` returns (on a throw the records
     /// stay journaled and are offered again next time). Serialized; producers keep appending meanwhile.
     func drain(_ take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {
-        try ingestLock.withLockTyped { () throws(SQLiteError) in
-            // The standby may still hold records a failed drain left.
-            if standby.records > 0 { try hand(standby, to: take) }
-            let retired: Segment = appendLock.withLock {
-                let full = active
-                active = standby
-                standby = full
-                return full
-            }
-            if retired.records > 0 { try hand(retired, to: take) }
+        try ingestLock.withLockTyped { () throws(SQLiteError) in try drainLocked(take) }
+        drainIsSlow.store(false, ordering: .relaxed)
+    }
+
+    private func drainLocked(_ take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {
+        // The standby may still hold records a failed drain left.
+        if standby.records > 0 { try hand(standby, to: take) }
+        let retired: Segment = appendLock.withLock {
+            let full = active
+            active = standby
+            standby = full
+            return full
         }
+        if retired.records > 0 { try hand(retired, to: take) }
     }
 
     private func hand(_ segment: Segment, to take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {
@@ -236,7 +287,7 @@ final class EventJournal: @unchecked Sendable {
                 munmap(mapped, size)
             }
             do {
-                try queue.appendJournaled(records)
+                try queue.appendJournaled(records, recovered: true)
                 unlink(path)
                 if !records.isEmpty {
                     logger.log(.info, "event journal: recovered \(records.count) events from \(name)")

@@ -13,11 +13,20 @@ public struct QueuedEvent: Sendable {
     /// The visitor object.
     public let visitor: String
     public let attempts: Int
+    /// When the event entered the queue (ms since the epoch; bounds its life: event_max_age_s).
+    public var createdMs: Int64 = 0
+    /// Queued by another client (another program, an earlier run): adopted, not waited for at close.
+    public var foreign = false
 }
 
 /// The durable event queue: table `event_queue` in the client's state file, one row per event, and
-/// `event_dead_letter` for poison events. A row leaves the queue only once a 2xx acknowledged it (or it
-/// was poisoned, or evicted by the drop_oldest policy).
+/// `event_dead_letter` for poison events and for events past `event_max_attempts` / `event_max_age_s`. A
+/// row leaves the queue only once a 2xx acknowledged it (or it was poisoned, expired, or evicted by the
+/// drop_oldest policy).
+///
+/// Each row names its `owner`: the client (one per process and client) that queued it. exp_flush and
+/// exp_client_close wait only for their own client's rows; rows of other programs and of earlier runs are
+/// sent by whichever client's background rounds find them due (leases keep two from sending one row).
 ///
 /// One connection, guarded by a lock: the tracking threads' INSERTs and the dispatcher's claims and
 /// deletes queue on the mutex instead of on SQLite's file lock, whose busy handler sleeps milliseconds.
@@ -37,11 +46,19 @@ final class EventQueue: @unchecked Sendable {
     private let reschedule: SQLiteStatement
     private let copyToDeadLetter: SQLiteStatement
     private let insertJournaled: SQLiteStatement
+    private let selectOwnCount: SQLiteStatement
+    private let selectTotalCount: SQLiteStatement
+    private let selectDeadLetterCount: SQLiteStatement
+    private let copyExpired: SQLiteStatement
+    private let deleteExpired: SQLiteStatement
+    /// This client's id in the `owner` column.
+    let owner: String
     /// Rows in event_queue as this process counts them (read without the lock by producers).
     private let rowCount = Atomic<Int>(0)
 
-    init(database: SQLiteDatabase) throws(SQLiteError) {
+    init(database: SQLiteDatabase, owner: String) throws(SQLiteError) {
         self.database = database
+        self.owner = owner
         try database.execute("""
             CREATE TABLE IF NOT EXISTS event_queue(
                 id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -51,7 +68,8 @@ final class EventQueue: @unchecked Sendable {
                 visitor TEXT NOT NULL,
                 attempts INTEGER NOT NULL DEFAULT 0,
                 next_attempt_ms INTEGER NOT NULL,
-                created_ms INTEGER NOT NULL);
+                created_ms INTEGER NOT NULL,
+                owner TEXT NOT NULL DEFAULT '');
             CREATE TABLE IF NOT EXISTS event_dead_letter(
                 id INTEGER PRIMARY KEY,
                 uuid TEXT NOT NULL,
@@ -63,35 +81,40 @@ final class EventQueue: @unchecked Sendable {
                 reason TEXT NOT NULL,
                 failed_ms INTEGER NOT NULL);
             """)
+        // A state file from before owners: its rows belong to nobody (any client adopts them).
+        if (try? database.prepare("SELECT owner FROM event_queue LIMIT 0")) == nil {
+            try database.execute("ALTER TABLE event_queue ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+        }
         insert = try database.prepare("""
-            INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+            INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms, owner)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
             """)
         // A journal whose owner died between this commit and clearing the journal is ingested again at
         // the next start: those events are sent twice, with the same uuids (at-least-once).
         insertJournaled = try database.prepare("""
-            INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+            INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms, owner)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
             """)
         deleteOldest = try database.prepare(
             "DELETE FROM event_queue WHERE id = (SELECT id FROM event_queue ORDER BY id LIMIT 1)")
         selectReady = try database.prepare("""
-            SELECT id, uuid, url, batch_prefix, visitor, attempts FROM event_queue
-            WHERE next_attempt_ms <= ?1 AND id > ?3 ORDER BY id LIMIT ?2
+            SELECT id, uuid, url, batch_prefix, visitor, attempts, created_ms, owner FROM event_queue
+            WHERE next_attempt_ms <= ?1 AND id > ?3 AND (?4 = '' OR owner = ?4) ORDER BY id LIMIT ?2
             """)
         // The claimed rows are exactly those between the first and last claimed id that were due.
         lease = try database.prepare("""
-            UPDATE event_queue SET next_attempt_ms = ?3 WHERE id BETWEEN ?1 AND ?2 AND next_attempt_ms <= ?4
+            UPDATE event_queue SET next_attempt_ms = ?3
+            WHERE id BETWEEN ?1 AND ?2 AND next_attempt_ms <= ?4 AND (?5 = '' OR owner = ?5)
             """)
         deleteOne = try database.prepare("DELETE FROM event_queue WHERE id = ?1")
         deleteRange = try database.prepare("DELETE FROM event_queue WHERE id BETWEEN ?1 AND ?2")
         insertFailed = try database.prepare("""
-            INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms, attempts)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
+            INSERT INTO event_queue(uuid, url, batch_prefix, visitor, next_attempt_ms, created_ms, attempts, owner)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)
             """)
         insertDeadLetter = try database.prepare("""
             INSERT INTO event_dead_letter(uuid, url, batch_prefix, visitor, attempts, status, reason, failed_ms)
-            VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)
+            VALUES (?1, ?2, ?3, ?4, ?8, ?5, ?6, ?7)
             """)
         reschedule = try database.prepare(
             "UPDATE event_queue SET next_attempt_ms = ?2, attempts = attempts + ?3 WHERE id = ?1")
@@ -99,9 +122,75 @@ final class EventQueue: @unchecked Sendable {
             INSERT OR REPLACE INTO event_dead_letter(id, uuid, url, batch_prefix, visitor, attempts, status, reason, failed_ms)
             SELECT id, uuid, url, batch_prefix, visitor, attempts + 1, ?2, ?3, ?4 FROM event_queue WHERE id = ?1
             """)
-        let count = try database.prepare("SELECT COUNT(*) FROM event_queue")
-        try count.step()
-        rowCount.store(Int(count.int64(0)), ordering: .relaxed)
+        selectOwnCount = try database.prepare("SELECT COUNT(*) FROM event_queue WHERE owner = ?1")
+        selectTotalCount = try database.prepare("SELECT COUNT(*) FROM event_queue")
+        selectDeadLetterCount = try database.prepare("SELECT COUNT(*) FROM event_dead_letter")
+        copyExpired = try database.prepare("""
+            INSERT OR REPLACE INTO event_dead_letter(id, uuid, url, batch_prefix, visitor, attempts, status, reason, failed_ms)
+            SELECT id, uuid, url, batch_prefix, visitor, attempts, 0, ?2, ?3 FROM event_queue WHERE created_ms < ?1
+            """)
+        deleteExpired = try database.prepare("DELETE FROM event_queue WHERE created_ms < ?1")
+        rowCount.store(try Self.count(selectTotalCount, owner: nil), ordering: .relaxed)
+    }
+
+    private static func count(_ statement: SQLiteStatement, owner: String?) throws(SQLiteError) -> Int {
+        statement.reset()
+        if let owner { try statement.bind(1, owner) }
+        try statement.step()
+        defer { statement.reset() }
+        return Int(statement.int64(0))
+    }
+
+    /// What the state file holds now, counted by SQLite (other processes' rows included).
+    struct Counts {
+        /// Rows this client queued and that are not delivered yet.
+        var own = 0
+        /// Every row of event_queue (this client's, other programs', earlier runs').
+        var total = 0
+        var deadLetters = 0
+    }
+
+    func counts() throws(SQLiteError) -> Counts {
+        try locked { () throws(SQLiteError) -> Counts in
+            Counts(own: try Self.count(selectOwnCount, owner: owner),
+                   total: try Self.count(selectTotalCount, owner: nil),
+                   deadLetters: try Self.count(selectDeadLetterCount, owner: nil))
+        }
+    }
+
+    /// This client's rows still queued.
+    func ownCount() throws(SQLiteError) -> Int {
+        try locked { () throws(SQLiteError) -> Int in try Self.count(selectOwnCount, owner: owner) }
+    }
+
+    /// Hands this client's rows over at close: due now and nobody's, so the next client (this program's next
+    /// run, or any other) sends them at once, in the background.
+    func disown(now: Int64) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            let update = try database.prepare("UPDATE event_queue SET next_attempt_ms = ?1, owner = '' WHERE owner = ?2")
+            try update.bind(1, now)
+            try update.bind(2, owner)
+            try update.step()
+        }
+    }
+
+    /// Moves every row queued before `cutoff` (ms since the epoch) into the dead letters; how many.
+    func expire(queuedBefore cutoff: Int64, reason: String, now: Int64) throws(SQLiteError) -> Int {
+        try locked { () throws(SQLiteError) -> Int in
+            let removed = try database.transaction { () throws(SQLiteError) -> Int in
+                copyExpired.reset()
+                try copyExpired.bind(1, cutoff)
+                try copyExpired.bind(2, reason)
+                try copyExpired.bind(3, now)
+                try copyExpired.step()
+                deleteExpired.reset()
+                try deleteExpired.bind(1, cutoff)
+                try deleteExpired.step()
+                return database.changes
+            }
+            rowCount.add(-removed, ordering: .relaxed)
+            return removed
+        }
     }
 
     /// Runs `body` under the queue's lock, keeping its typed error.
@@ -135,14 +224,17 @@ final class EventQueue: @unchecked Sendable {
             try insert.bind(3, batchPrefix)
             try insert.bind(4, visitor)
             try insert.bind(5, now)
+            try insert.bind(6, owner)
             try insert.step()
             rowCount.add(1, ordering: .relaxed)
             return outcome
         }
     }
 
-    /// Appends journaled events in one transaction.
-    func appendJournaled(_ records: [EventJournal.Record]) throws(SQLiteError) {
+    /// Appends journaled events in one transaction: this client's (`recovered` false) or those of a journal
+    /// whose client died (`recovered`: nobody's, adopted in the background).
+    func appendJournaled(_ records: [EventJournal.Record], recovered: Bool = false) throws(SQLiteError) {
+        let ownerOfRecovered = recovered ? "" : owner
         guard !records.isEmpty else { return }
         try locked { () throws(SQLiteError) in
             // Counted once committed: a COMMIT refused (disk full) rolls the rows back.
@@ -157,6 +249,7 @@ final class EventQueue: @unchecked Sendable {
                     try insertJournaled.bind(3, parts.prefix)
                     try insertJournaled.bind(4, parts.visitor)
                     try insertJournaled.bind(5, now)
+                    try insertJournaled.bind(6, ownerOfRecovered)
                     try insertJournaled.step()
                     added += database.changes
                 }
@@ -179,6 +272,7 @@ final class EventQueue: @unchecked Sendable {
                     try insertFailed.bind(4, event.visitor)
                     try insertFailed.bind(5, at)
                     try insertFailed.bind(6, Int64(attempts))
+                    try insertFailed.bind(7, owner)
                     try insertFailed.step()
                 }
             }
@@ -193,19 +287,19 @@ final class EventQueue: @unchecked Sendable {
     func all() throws(SQLiteError) -> [QueuedEvent] {
         try locked { () throws(SQLiteError) -> [QueuedEvent] in
             let select = try database.prepare(
-                "SELECT id, uuid, url, batch_prefix, visitor, attempts FROM event_queue ORDER BY id")
+                "SELECT id, uuid, url, batch_prefix, visitor, attempts, created_ms FROM event_queue ORDER BY id")
             var events: [QueuedEvent] = []
             while try select.step() {
                 events.append(QueuedEvent(id: select.int64(0), uuid: select.text(1), url: select.text(2),
                                           batchPrefix: select.text(3), visitor: select.text(4),
-                                          attempts: Int(select.int64(5))))
+                                          attempts: Int(select.int64(5)), createdMs: select.int64(6)))
             }
             return events
         }
     }
 
-    /// Sets aside a journaled event the endpoint refused for good.
-    func poisonNew(_ event: QueuedEvent, status: Int, reason: String, now: Int64) throws(SQLiteError) {
+    /// Sets aside a journaled event the endpoint refused for good (or that used up its attempts).
+    func poisonNew(_ event: QueuedEvent, status: Int, reason: String, now: Int64, attempts: Int = 1) throws(SQLiteError) {
         try locked { () throws(SQLiteError) in
             insertDeadLetter.reset()
             try insertDeadLetter.bind(1, event.uuid)
@@ -215,6 +309,7 @@ final class EventQueue: @unchecked Sendable {
             try insertDeadLetter.bind(5, Int64(status))
             try insertDeadLetter.bind(6, reason)
             try insertDeadLetter.bind(7, now)
+            try insertDeadLetter.bind(8, Int64(attempts))
             try insertDeadLetter.step()
         }
     }
@@ -235,34 +330,52 @@ final class EventQueue: @unchecked Sendable {
     }
 
     /// Takes up to `limit` events after id `afterId` due at `now` (all of them when `ignoringSchedule`),
-    /// oldest first, and leases them until `leaseUntil` so another process on the same file does not send
-    /// them too.
-    func claim(limit: Int, afterId: Int64, now: Int64, ignoringSchedule: Bool,
+    /// oldest first, only this client's when `ownOnly`, and leases them until `leaseUntil` so another
+    /// process on the same file does not send them too. On a full disk the lease cannot be written: the
+    /// events are taken without one (another process may send them too: at-least-once), so a backlog still
+    /// drains.
+    func claim(limit: Int, afterId: Int64, now: Int64, ignoringSchedule: Bool, ownOnly: Bool = false,
                leaseUntil: Int64) throws(SQLiteError) -> [QueuedEvent] {
         try locked { () throws(SQLiteError) -> [QueuedEvent] in
-            try database.transaction { () throws(SQLiteError) -> [QueuedEvent] in
-                selectReady.reset()
-                try selectReady.bind(1, ignoringSchedule ? Int64.max : now)
-                try selectReady.bind(2, Int64(limit))
-                try selectReady.bind(3, afterId)
-                var events: [QueuedEvent] = []
-                while try selectReady.step() {
-                    events.append(QueuedEvent(id: selectReady.int64(0), uuid: selectReady.text(1),
-                                              url: selectReady.text(2), batchPrefix: selectReady.text(3),
-                                              visitor: selectReady.text(4), attempts: Int(selectReady.int64(5))))
+            do throws(SQLiteError) {
+                return try database.transaction { () throws(SQLiteError) -> [QueuedEvent] in
+                    let events = try selectLocked(limit: limit, afterId: afterId, now: now,
+                                                  ignoringSchedule: ignoringSchedule, ownOnly: ownOnly)
+                    if let first = events.first, let last = events.last {
+                        lease.reset()
+                        try lease.bind(1, first.id)
+                        try lease.bind(2, last.id)
+                        try lease.bind(3, leaseUntil)
+                        try lease.bind(4, ignoringSchedule ? Int64.max : now)
+                        try lease.bind(5, ownOnly ? owner : "")
+                        try lease.step()
+                        lease.reset()
+                    }
+                    return events
                 }
-                selectReady.reset()
-                if let first = events.first, let last = events.last {
-                    lease.reset()
-                    try lease.bind(1, first.id)
-                    try lease.bind(2, last.id)
-                    try lease.bind(3, leaseUntil)
-                    try lease.bind(4, ignoringSchedule ? Int64.max : now)
-                    try lease.step()
-                }
-                return events
+            } catch where error.isDiskFull {
+                return try selectLocked(limit: limit, afterId: afterId, now: now,
+                                        ignoringSchedule: ignoringSchedule, ownOnly: ownOnly)
             }
         }
+    }
+
+    private func selectLocked(limit: Int, afterId: Int64, now: Int64, ignoringSchedule: Bool,
+                              ownOnly: Bool) throws(SQLiteError) -> [QueuedEvent] {
+        selectReady.reset()
+        defer { selectReady.reset() }
+        try selectReady.bind(1, ignoringSchedule ? Int64.max : now)
+        try selectReady.bind(2, Int64(limit))
+        try selectReady.bind(3, afterId)
+        try selectReady.bind(4, ownOnly ? owner : "")
+        var events: [QueuedEvent] = []
+        while try selectReady.step() {
+            events.append(QueuedEvent(id: selectReady.int64(0), uuid: selectReady.text(1),
+                                      url: selectReady.text(2), batchPrefix: selectReady.text(3),
+                                      visitor: selectReady.text(4), attempts: Int(selectReady.int64(5)),
+                                      createdMs: selectReady.int64(6), foreign: selectReady.text(7) != owner))
+        }
+        return events
     }
 
     /// Removes delivered events (`ids` ascending).
@@ -310,7 +423,7 @@ final class EventQueue: @unchecked Sendable {
         }
     }
 
-    /// Moves events the endpoint refused for good into the dead-letter table.
+    /// Moves events the endpoint refused for good (or that used up their attempts) into the dead-letter table.
     func poison(_ ids: [Int64], status: Int, reason: String, now: Int64) throws(SQLiteError) {
         try locked { () throws(SQLiteError) in
             let removed = try database.transaction { () throws(SQLiteError) -> Int in
@@ -329,6 +442,11 @@ final class EventQueue: @unchecked Sendable {
             rowCount.add(-removed, ordering: .relaxed)  // committed
         }
     }
+}
+
+extension SQLiteError {
+    /// SQLITE_FULL (the disk, or max_page_count): writes fail, reads still work.
+    var isDiskFull: Bool { code & 0xFF == 13 }
 }
 
 extension EventBatch {

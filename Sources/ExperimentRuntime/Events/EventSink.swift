@@ -38,7 +38,7 @@ public final class EventSink: @unchecked Sendable {
     }
 
     /// A client released without close: stop the dispatcher thread (events stay on disk).
-    deinit { processor?.close(timeoutMs: 0) }
+    deinit { _ = processor?.close(timeoutMs: 0) }
 
     /// The closure in a class: read under the lock as a plain reference (an optional closure returned
     /// through the generic withLock was re-wrapped in a heap-allocated thunk on every event).
@@ -113,26 +113,28 @@ public final class EventSink: @unchecked Sendable {
         return try result.get()
     }
 
-    /// Sends what is queued now and waits up to `timeoutMs`; the number of events still queued.
+    /// Sends this client's queued events, retrying failures, for up to `timeoutMs`; how many are left.
     public func flush(timeoutMs: Int) -> Int {
         let current = lock.withLock { processor }
         return current?.flush(timeoutMs: timeoutMs) ?? 0
     }
 
-    /// Drains the pipeline within `timeoutMs` and stops it; later events are refused.
-    public func close(timeoutMs: Int) {
+    /// Drains the pipeline within `timeoutMs` and stops it; later events are refused. Returns how many of
+    /// this client's events were not delivered (they stay on disk).
+    @discardableResult
+    public func close(timeoutMs: Int) -> Int {
         let current: EventProcessor? = lock.withLock {
             processorClosed = true
             defer { processor = nil }
             return processor
         }
-        current?.close(timeoutMs: timeoutMs)
+        return current?.close(timeoutMs: timeoutMs) ?? 0
     }
 
     /// The counters as JSON (exp_client_stats).
     public func statsJSON() -> String {
         let current = lock.withLock { processor }
-        return stats.json(pending: current?.pending)
+        return stats.json(counts: current?.counts)
     }
 }
 

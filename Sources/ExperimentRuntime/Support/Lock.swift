@@ -23,6 +23,11 @@ public final class Lock: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
+
+    /// Takes the lock if it is free; pair a true answer with `unlock()`.
+    public func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
+
+    public func unlock() { pthread_mutex_unlock(mutex) }
 }
 
 /// A value guarded by a `Lock`.

@@ -7,6 +7,10 @@ public enum OwnedValue: Sendable, Equatable {
     case int(Int64)
     case double(Double)
     case string([UInt8])
+    /// An integer beyond 64 bits as its decimal text (see AttributeValue.bigInteger).
+    case bigInteger([UInt8])
+    /// A value conditions cannot use (see AttributeValue.unsupported).
+    case unsupported
 }
 
 /// An immutable, ordered list of attributes whose key and string bytes live in one block with stable
@@ -34,7 +38,10 @@ public final class OwnedAttributes: @unchecked Sendable, UserAttributes {
         var size = 0
         for key in order {
             size += key.count
-            if case .string(let bytes) = latest[key]! { size += bytes.count }
+            switch latest[key]! {
+            case .string(let bytes), .bigInteger(let bytes): size += bytes.count
+            default: break
+            }
         }
         storage = size > 0 ? UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 1) : nil
         var cursor = storage
@@ -56,6 +63,8 @@ public final class OwnedAttributes: @unchecked Sendable, UserAttributes {
             case .int(let n): value = .int(n)
             case .double(let d): value = .double(d)
             case .string(let bytes): value = .string(place(bytes))
+            case .bigInteger(let digits): value = .bigInteger(place(digits))
+            case .unsupported: value = .unsupported
             }
             built.append(Entry(key: keyText, value: value, owned: owned))
         }

@@ -36,6 +36,7 @@ __all__ = [
     "missing_symbols",
     "ExpValue",
     "ExpAttribute",
+    "ExpAttributeN",
     "ExpDecision",
     "ExpEvent",
     "EXP_EVENT_DISPATCH_FN",
@@ -54,6 +55,8 @@ EXP_VALUE_BOOL = 1
 EXP_VALUE_INT = 2
 EXP_VALUE_DOUBLE = 3
 EXP_VALUE_STRING = 4
+EXP_VALUE_OTHER = 5
+EXP_VALUE_BIG_INT = 6
 
 # decide options
 EXP_DECIDE_DISABLE_DECISION_EVENT = 1 << 0
@@ -96,6 +99,17 @@ class ExpAttribute(Structure):
     _fields_ = [
         ("key", c_char_p),
         ("value", ExpValue),
+    ]
+
+
+class ExpAttributeN(Structure):
+    """typedef struct exp_attribute_n { const char *key; size_t key_length; exp_value value;
+    size_t string_length; } exp_attribute_n;  (keys and strings may contain NUL)"""
+    _fields_ = [
+        ("key", c_char_p),
+        ("key_length", c_size_t),
+        ("value", ExpValue),
+        ("string_length", c_size_t),
     ]
 
 
@@ -170,6 +184,20 @@ _PROTOTYPES: List[Tuple[str, object, List[Any]]] = [
     ("exp_decide_for_keys", c_int, [exp_client_p, c_char_p, POINTER(c_char_p), c_size_t, POINTER(ExpAttribute),
                                     c_size_t, c_uint, POINTER(ExpDecision), c_size_t, POINTER(c_size_t)]),
     ("exp_decisions_release", None, [POINTER(ExpDecision), c_size_t]),
+    # length-delimited forms (NUL bytes allowed in user ids, keys and attribute strings)
+    ("exp_decide_n", c_int, [exp_client_p, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(ExpAttributeN),
+                             c_size_t, c_uint, POINTER(ExpDecision)]),
+    ("exp_decide_all_n", c_int, [exp_client_p, c_char_p, c_size_t, POINTER(ExpAttributeN), c_size_t, c_uint,
+                                 POINTER(ExpDecision), c_size_t, POINTER(c_size_t)]),
+    ("exp_decide_for_keys_n", c_int, [exp_client_p, c_char_p, c_size_t, POINTER(c_char_p), POINTER(c_size_t),
+                                      c_size_t, POINTER(ExpAttributeN), c_size_t, c_uint, POINTER(ExpDecision),
+                                      c_size_t, POINTER(c_size_t)]),
+    ("exp_get_variation_n", c_int, [exp_client_p, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(ExpAttributeN),
+                                    c_size_t, c_char_pp]),
+    ("exp_activate_n", c_int, [exp_client_p, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(ExpAttributeN),
+                               c_size_t, c_char_pp]),
+    ("exp_track_n", c_int, [exp_client_p, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(ExpAttributeN),
+                            c_size_t, c_char_p]),
     ("exp_decide_json", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_uint, c_char_pp]),
     ("exp_decide_for_keys_json", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_uint, c_char_pp]),
     ("exp_decide_options_parse", c_int, [c_char_p, POINTER(c_uint)]),

@@ -9,12 +9,13 @@
  * the exp_attribute array on the C stack, call exp_decide through the address the binding resolved with
  * ctypes (so both always use the same libexperiment.so), and return cached str objects for the keys.
  *
- * Everything outside the fast path goes to the binding's Python method, which applies the same rules and
- * raises the documented errors: a closed client (or one this module does not know), an unusual call shape
- * (wrong argument count, unknown keyword), a str subclass, a non-dict attributes mapping, an unsupported
- * value type, an int beyond 64 bits, a string with NUL or lone surrogates, more than MAX_FAST_ATTRIBUTES
- * attributes. A non-OK status is turned into the binding's exception by its own _raise(status), which
- * reads exp_last_error() on this thread.
+ * Everything outside the fast path goes to the binding's Python method, which applies the same rules: a
+ * closed client (or one this module does not know), an unusual call shape (wrong argument count, unknown
+ * keyword), a str subclass, a non-dict attributes mapping, any other value type (dict, list, objects: the
+ * "other" attribute kind), an int beyond 64 bits, a string with NUL or lone surrogates (the length-delimited
+ * exp_decide_n), more than MAX_FAST_ATTRIBUTES attributes. A non-OK status (not ready, unknown flag, ...)
+ * also goes to the Python method, which returns the reference SDK's error decision and logs why: nothing was
+ * decided or sent by the failed call, so deciding again there changes nothing.
  *
  * The GIL is released during exp_decide when the call may wait: when the client's profile store may do
  * I/O (SQLite, the default, or Redis: reads, writes, busy timeouts, network), and when it may send an
@@ -521,11 +522,12 @@ static PyObject *fast_method_call(PyObject *callable, PyObject *const *args, siz
     }
     PyObject *result;
     if (status != EXP_OK) {
-        PyObject *code = PyLong_FromLong((long)status);
-        result = code ? PyObject_CallOneArg(g_raise_status, code) : NULL;
-        Py_XDECREF(code);
-        Py_CLEAR(result); /* _raise always raises */
-        if (!PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "exp_decide failed with status %d", (int)status);
+        /* Not ready, unknown flag, a key past the limits: nothing was decided or sent, so the Python method
+           decides again and answers as the reference SDK does (an error decision and a log message). */
+        g_release(&decision);
+        for (Py_ssize_t i = 0; i < 2 * count; i++) Py_DECREF(held[i]);
+        Py_DECREF(handle);
+        return PyObject_Vectorcall(method->function, args, nargsf, kwnames);
     } else if (method->kind == VARIATION_KEY) {
         result = key_text(decision.variation_key);
     } else {

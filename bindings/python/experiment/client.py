@@ -7,6 +7,7 @@ import json
 import logging
 import weakref
 import marshal
+import numbers
 import os
 from ctypes import (CFUNCTYPE, addressof, byref, c_char_p, c_double, c_int, c_int64, c_size_t, c_uint, c_void_p,
                     cast, string_at)
@@ -14,6 +15,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, EXP_READY_FN, ExpAttribute, ExpDecision, ExpValue
+from ._native import ExpAttributeN
 from ._native import EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN
 from .decision import _CACHE as _OPTION_BITS
 from .decision import _SLOTTED, DecideOption, Decision, Event, OptionsArg, decide_options_to_int
@@ -23,7 +25,21 @@ from .start_modes import resolve as _resolve_start
 from .sigma import UserExperiment
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
+    ERR_CLOSED,
+    ERR_INTERNAL,
+    ERR_INVALID_ARGUMENT,
+    ERR_INVALID_EVENT_TAGS,
+    ERR_INVALID_JSON,
+    ERR_INVALID_UTF8,
+    ERR_NOT_READY,
+    ERR_TOO_DEEP,
+    ERR_TOO_LARGE,
     ERR_TIMEOUT,
+    ERR_UNKNOWN_EVENT,
+    ERR_UNKNOWN_EXPERIMENT,
+    ERR_UNKNOWN_FLAG,
+    ERR_UNKNOWN_VARIATION,
+    ERR_NOT_FOUND,
     ClosedError,
     InvalidArgumentError,
     InvalidOptionError,
@@ -48,6 +64,18 @@ _exp_free = _lib.exp_free
 _exp_decide = CFUNCTYPE(c_int, c_void_p, c_char_p, c_char_p, c_void_p, c_size_t, c_uint, c_void_p)(
     ("exp_decide", _lib))
 _exp_decision_release = CFUNCTYPE(None, c_void_p)(("exp_decision_release", _lib))
+_exp_decide_n = CFUNCTYPE(c_int, c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p, c_size_t, c_uint,
+                          c_void_p)(("exp_decide_n", _lib))
+
+# The statuses the evaluation calls answer as the reference answers data it cannot use (no exception): an
+# unknown key, no datafile yet, a user id, key, attribute or tags the library cannot take.
+_DATA_CONDITIONS = frozenset([ERR_NOT_READY, ERR_UNKNOWN_FLAG, ERR_UNKNOWN_EXPERIMENT, ERR_UNKNOWN_EVENT,
+                              ERR_TOO_LARGE, ERR_INVALID_UTF8, ERR_INVALID_EVENT_TAGS, ERR_INVALID_JSON,
+                              ERR_TOO_DEEP])
+
+# The reference SDK's reasons for its error decisions (OptimizelyDecisionMessage).
+_SDK_NOT_READY = "Optimizely SDK not configured properly yet."
+_FLAG_KEY_INVALID = 'No flag was found for key "{}".'
 
 
 def _load_speedups() -> Any:
@@ -175,29 +203,106 @@ def _datafile_bytes(datafile: Any) -> Optional[bytes]:
 # Typed values and attributes
 # ------------------------------------------------------------------------------------------------
 
-def _value_tuple(key: Any, value: Any, what: str) -> Tuple[int, int, int, float, Optional[bytes]]:
-    """The exp_value fields for a Python value. bool is tested before int (bool is an int)."""
+def _value_fields(value: Any) -> Tuple[int, int, int, float, Optional[bytes]]:
+    """The exp_value fields for any Python value, as the reference SDK types it; never raises. bool before int
+    (bool is an int). Strings may contain NUL (the length-delimited calls take them; see _plain_attribute)."""
     if value is None:
         return (_native.EXP_VALUE_NULL, 0, 0, 0.0, None)
+    if isinstance(value, str):
+        try:
+            return (_native.EXP_VALUE_STRING, 0, 0, 0.0, value.encode("utf-8"))
+        except UnicodeEncodeError:  # lone surrogates: no UTF-8 for the library to compare
+            _log.warning("attribute value %r cannot be encoded as UTF-8: conditions treat it as an unsupported type",
+                         value)
+            return (_native.EXP_VALUE_OTHER, 0, 0, 0.0, None)
     if isinstance(value, bool):
         return (_native.EXP_VALUE_BOOL, 1 if value else 0, 0, 0.0, None)
-    if isinstance(value, int):
-        if not _INT64_MIN <= value <= _INT64_MAX:
-            raise InvalidArgumentError("%s %r: integer %d does not fit in 64 bits" % (what, key, value))
-        return (_native.EXP_VALUE_INT, 0, int(value), 0.0, None)
-    if isinstance(value, float):
+    if isinstance(value, numbers.Integral):  # int and its subclasses, and other integer types
+        number = int(value)
+        if _INT64_MIN <= number <= _INT64_MAX:
+            return (_native.EXP_VALUE_INT, 0, number, 0.0, None)
+        return (_native.EXP_VALUE_BIG_INT, 0, 0, 0.0, str(number).encode("ascii"))
+    if isinstance(value, float):  # NaN and infinities too: conditions treat them as the reference does
         return (_native.EXP_VALUE_DOUBLE, 0, 0, float(value), None)
+    # dict, list, bytes, any other object: present for "exists", unknown for every other condition (bytes are
+    # not text to the reference: b"NL" never equals "NL")
+    return (_native.EXP_VALUE_OTHER, 0, 0, 0.0, None)
+
+
+def _value_tuple(key: Any, value: Any, what: str) -> Tuple[int, int, int, float, Optional[bytes]]:
+    """The exp_value fields for a value passed through a NUL-terminated call (exp_value, exp_attribute)."""
+    fields = _value_fields(value)
+    if fields[4] is not None and b"\0" in fields[4]:
+        raise InvalidArgumentError("%s %r: contains a NUL character (only decide, decide_all, decide_for_keys, "
+                                   "get_variation, activate and track take those)" % (what, key))
+    return fields
+
+
+def _property_value(key: Any, value: Any) -> Tuple[int, int, int, float, Optional[bytes]]:
+    """The exp_value of a stored user property: stricter than a per-call attribute, as a property is kept and
+    read back (get_user_properties): str, int within 64 bits, float, bool or None."""
     if isinstance(value, (str, bytes, bytearray, memoryview)):
-        return (_native.EXP_VALUE_STRING, 0, 0, 0.0, _encode_slow(value, "%s %r" % (what, key)))
-    raise UnsupportedTypeError("%s %r: unsupported value type %s (expected str, int, float, bool or None)"
-                               % (what, key, type(value).__name__))
+        encoded = _encode_slow(value, "property %r" % (key,))  # InvalidUTF8Error / NUL, as for any stored text
+        try:
+            encoded.decode("utf-8")  # type: ignore[union-attr]
+        except UnicodeDecodeError:
+            raise InvalidUTF8Error("property %r: not valid UTF-8" % (key,)) from None
+    fields = _value_tuple(key, value, "property")
+    if fields[0] == _native.EXP_VALUE_BIG_INT:
+        raise InvalidArgumentError("property %r: integer %d does not fit in 64 bits" % (key, value))
+    if fields[0] == _native.EXP_VALUE_OTHER:
+        raise UnsupportedTypeError("property %r: unsupported value type %s (expected str, int, float, bool or None)"
+                                   % (key, type(value).__name__))
+    return fields
 
 
-def _new_attribute(item: Tuple[Any, Any], cache: Optional[Dict[Any, ExpAttribute]]) -> ExpAttribute:
+def _attribute_key(key: Any) -> Optional[bytes]:
+    """UTF-8 of an attribute key; None (the attribute is left out, as the reference leaves out a key no
+    condition can name) for a key that is not a str or bytes or has no UTF-8."""
+    if type(key) is str:
+        encoded = _KEYS.get(key)
+        if encoded is not None:
+            return encoded
+    if isinstance(key, str):
+        try:
+            encoded = key.encode("utf-8")
+        except UnicodeEncodeError:
+            _log.warning("attribute key %r cannot be encoded as UTF-8: the attribute is left out", key)
+            return None
+        if type(key) is str and len(key) <= _CACHED_VALUE_MAX:
+            if len(_KEYS) >= _CACHE_MAX:
+                _KEYS.clear()
+            _KEYS[key] = encoded
+        return encoded
+    # bytes and other keys: no condition names them (the reference compares keys as str), and the reference
+    # leaves them out of payloads
+    _log.debug("attribute key %r is not a str: the attribute is left out", key)
+    return None
+
+
+def _new_attribute(item: Tuple[Any, Any], cache: Optional[Dict[Any, ExpAttribute]]) -> Optional[ExpAttribute]:
     key, value = item
-    if not isinstance(key, (str, bytes)):
-        raise UnsupportedTypeError("attribute key %r: expected str, got %s" % (key, type(key).__name__))
-    attribute = ExpAttribute(_key(key, "attribute key %r" % (key,)), _value_tuple(key, value, "attribute"))
+    encoded = _attribute_key(key)
+    if encoded is None:
+        return None
+    if b"\0" in encoded:
+        raise InvalidArgumentError("attribute key %r: contains a NUL character (only decide, decide_all, "
+                                   "decide_for_keys, get_variation, activate and track take those)" % (key,))
+    attribute = ExpAttribute(encoded, _value_tuple(key, value, "attribute"))
+    if cache is not None and (type(value) is not str or len(value) <= _CACHED_VALUE_MAX):
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[item] = attribute
+    return attribute
+
+
+def _new_attribute_n(item: Tuple[Any, Any], cache: Optional[Dict[Any, ExpAttributeN]]) -> Optional[ExpAttributeN]:
+    key, value = item
+    encoded = _attribute_key(key)
+    if encoded is None:
+        return None
+    fields = _value_fields(value)
+    attribute = ExpAttributeN(encoded, len(encoded), fields, len(fields[4]) if fields[4] is not None else 0)
     if cache is not None and (type(value) is not str or len(value) <= _CACHED_VALUE_MAX):
         if len(cache) >= _CACHE_MAX:
             cache.clear()
@@ -234,11 +339,74 @@ def _attributes(attributes: Attributes) -> Tuple[Any, int]:
             attribute = cache.get(item)
             if attribute is None:
                 attribute = _new_attribute(item, cache)
-        else:  # subclasses, bytes values, unsupported types: build (or raise) without caching
+        else:  # subclasses, bytes values, other types: build without caching
             attribute = _new_attribute(item, None)
+        if attribute is None:
+            continue  # a key that is not a str: left out, as no condition can name it
         array[i] = attribute
         i += 1
-    return array, count
+    return array, i
+
+
+_ATTRIBUTE_N_CACHES: Dict[type, Dict[Any, ExpAttributeN]] = {
+    str: {}, bool: {}, int: {}, float: {}, type(None): {},
+}
+_ARRAY_N_TYPES = [ExpAttributeN * n for n in range(65)]
+
+
+def _attributes_n(attributes: Attributes) -> Tuple[Any, int]:
+    """(exp_attribute_n array or None, count) for the length-delimited calls. Any value type is taken (see
+    _value_fields); a key that is not a str is left out. Only a non-mapping raises (a programmer error)."""
+    if not attributes:
+        if attributes is None or hasattr(attributes, "items"):
+            return None, 0
+        raise UnsupportedTypeError("attributes: expected a dict, got %s" % type(attributes).__name__)
+    try:
+        items = attributes.items()
+    except AttributeError:
+        raise UnsupportedTypeError("attributes: expected a dict, got %s" % type(attributes).__name__) from None
+    count = len(attributes)
+    array = _ARRAY_N_TYPES[count]() if count <= 64 else (ExpAttributeN * count)()
+    caches = _ATTRIBUTE_N_CACHES
+    i = 0
+    for item in items:
+        cache = caches.get(type(item[1])) if type(item[0]) is str else None
+        attribute = cache.get(item) if cache is not None else None
+        if attribute is None:
+            attribute = _new_attribute_n(item, cache)
+            if attribute is None:
+                continue
+        array[i] = attribute
+        i += 1
+    return array, i
+
+
+def _text_n(value: Any, what: str) -> bytes:
+    """UTF-8 of a user id or key for the length-delimited calls (NUL allowed). A value that is not a str
+    (or bytes) is a programmer error, as in the reference SDK's API (which refuses it)."""
+    if type(value) is str or isinstance(value, str):
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidUTF8Error("%s: cannot be encoded as UTF-8 (%s at index %d)"
+                                   % (what, exc.reason, exc.start)) from None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        encoded = bytes(value)
+        try:
+            encoded.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidUTF8Error("%s: not valid UTF-8 (%s at index %d)" % (what, exc.reason, exc.start)) from None
+        return encoded
+    raise UnsupportedTypeError("%s: expected str or bytes, got %s" % (what, type(value).__name__))
+
+
+def _logger_of(handle: Any) -> logging.Logger:
+    return getattr(handle, "logger", None) or _log
+
+
+def _error_decision(flag_key: Any, reason: str) -> Decision:
+    """The reference SDK's error decision: disabled, no variation or rule, no variables, one reason."""
+    return _make_decision(flag_key, False, None, None, {}, [reason])
 
 
 def _check_json_attributes(attributes: Attributes) -> Optional[bytes]:
@@ -258,6 +426,9 @@ def _check_json_attributes(attributes: Attributes) -> Optional[bytes]:
             raise UnsupportedTypeError("attribute key %r: expected str, got %s" % (key, type(key).__name__))
         fields = _value_tuple(key, value, "attribute")
         kind = fields[0]
+        if kind in (_native.EXP_VALUE_OTHER, _native.EXP_VALUE_BIG_INT):
+            raise UnsupportedTypeError("attribute %r: a %s cannot be passed as JSON (the typed calls take it)"
+                                       % (key, type(value).__name__))
         if kind == _native.EXP_VALUE_STRING:
             try:
                 plain[key] = fields[4].decode("utf-8")  # type: ignore[union-attr]
@@ -406,6 +577,7 @@ class _Handle(c_void_p):
     def __init__(self, address: int) -> None:
         super().__init__(address)
         self.callbacks: List[Any] = []
+        self.logger: Optional[logging.Logger] = None  # the client's logger (binding messages go there too)
 
     def free(self) -> None:
         address = self.value
@@ -611,8 +783,9 @@ class Client(SegmentsMixin, UserContextMixin):
         if not out.value:
             raise error_for_status(-99, "exp_client_create returned EXP_OK without a client")
         handle = _Handle(out.value)
+        handle.logger = logger if logger is not None else _log
         try:
-            log_callback = _make_log_callback(logger if logger is not None else _log)
+            log_callback = _make_log_callback(handle.logger)
             handle.callbacks.append(log_callback)  # alive as long as the library may call it
             status = _lib.exp_client_set_logger(handle, log_callback, None)
             if status:
@@ -743,11 +916,13 @@ class Client(SegmentsMixin, UserContextMixin):
         """True once :meth:`close` was called (every call then raises :class:`ClosedError`)."""
         return self._h is None
 
-    def close(self) -> None:
-        """Closes the client and frees the native handle. Idempotent."""
+    def close(self) -> bool:
+        """Closes the client and frees the native handle. Idempotent. Waits up to close_timeout_ms for this
+        client's queued events (retrying failures); True when all were delivered, False when some stay on
+        disk for the next client (exp_client_close answered EXP_ERR_TIMEOUT)."""
         handle = self._h
         if handle is None:
-            return
+            return True
         self._h = None
         self._native = None
         # A client found by tag and created elsewhere belongs to its creator: only detach from it.
@@ -755,8 +930,11 @@ class Client(SegmentsMixin, UserContextMixin):
         # Dropping the last reference frees the handle (see _Handle); in-flight calls on other threads
         # hold their own reference and the last of them frees it.
         del handle
+        if status == ERR_TIMEOUT:
+            return False
         if status:
             _raise(status)
+        return True
 
     def __enter__(self) -> "Client":
         """The client itself, for ``with Client(...) as client:`` (ClosedError when closed)."""
@@ -833,7 +1011,10 @@ class Client(SegmentsMixin, UserContextMixin):
 
     def decide(self, user_id: Text, flag_key: Text, attributes: Attributes = None,
                options: OptionsArg = ()) -> Decision:
-        """Decides one flag for one user."""
+        """Decides one flag for one user. Never raises for data: an unknown flag or a client without a
+        datafile gives the reference SDK's error decision (disabled, no variation, its reason) and a log
+        message. Raises for programmer errors only: a closed client, a user id that is not a str, attributes
+        that are not a mapping, unknown options."""
         handle = self._h
         if handle is None:
             raise _closed_error()
@@ -841,22 +1022,64 @@ class Client(SegmentsMixin, UserContextMixin):
         bits = _OPTION_BITS.get(options) if type(options) is tuple else None
         if bits is None:
             bits = decide_options_to_int(options) if options else 0
-        array, count = _attributes(attributes) if attributes else (None, 0)
+        user = _text_n(user_id, "user_id")
+        if not isinstance(flag_key, (str, bytes)):
+            _logger_of(handle).error("decide: the flag key %r is not a str", flag_key)
+            return _error_decision(flag_key, _FLAG_KEY_INVALID.format(flag_key))
+        key = _text_n(flag_key, "flag_key")
+        array, count = _attributes_n(attributes) if attributes else (None, 0)
         decision = ExpDecision()
         address = addressof(decision)
-        status = _exp_decide(handle.value, _text(user_id, "user_id"), _key(flag_key, "flag_key"),
-                             addressof(array) if array is not None else None, count, bits, address)
-        if status:
-            _raise(status)
+        status = _exp_decide_n(handle.value, user, len(user), key, len(key),
+                               addressof(array) if array is not None else None, count, bits, address)
         try:
+            if status:
+                return self._decide_failed(handle, status, flag_key, decision)
             return _from_native(decision, flag_key if type(flag_key) is str else None)
         finally:
             _exp_decision_release(address)
 
+    def _decide_strict(self, user_id: Text, flag_key: Text, attributes: Attributes, bits: int) -> Decision:
+        """decide that raises the library's error instead of answering with an error decision: for callers
+        that map errors themselves (the OpenFeature provider's error codes)."""
+        handle = self._live()
+        user = _text_n(user_id, "user_id")
+        key = _text_n(flag_key, "flag_key")
+        array, count = _attributes_n(attributes) if attributes else (None, 0)
+        decision = ExpDecision()
+        address = addressof(decision)
+        status = _exp_decide_n(handle.value, user, len(user), key, len(key),
+                               addressof(array) if array is not None else None, count, bits, address)
+        try:
+            if status:
+                _raise(status)
+            return _from_native(decision, flag_key if type(flag_key) is str else None)
+        finally:
+            _exp_decision_release(address)
+
+    @staticmethod
+    def _decide_failed(handle: Any, status: int, flag_key: Any, decision: ExpDecision) -> Decision:
+        """The decision for a failed exp_decide_n: the reference's error decision for not ready, an unknown flag
+        and a key or user id past the library's limits (logged); ClosedError; a library bug raises."""
+        message = (_last_error() or b"").decode("utf-8", "replace")
+        if status not in _DATA_CONDITIONS:  # a closed client, the store, a library bug: not data
+            raise _closed_error() if status == ERR_CLOSED else error_for_status(status, message)
+        if isinstance(flag_key, (bytes, bytearray, memoryview)):
+            flag_key = bytes(flag_key).decode("utf-8", "replace")
+        logger = _logger_of(handle)
+        if status == ERR_NOT_READY:
+            logger.error("decide %r: %s", flag_key, message)
+            return _error_decision(flag_key, _SDK_NOT_READY)
+        # Unknown flag, or a key or user id past the library's limits: the reference's "no flag" answer (the
+        # reason is made here, from the caller's key: the library's C string stops at a NUL byte).
+        logger.error("decide %r: %s", flag_key, message)
+        return _error_decision(flag_key, _FLAG_KEY_INVALID.format(flag_key))
+
     def variation_key(self, user_id: Text, flag_key: Text, attributes: Attributes = None,
                       options: OptionsArg = ()) -> Optional[str]:
-        """The variation key ``decide`` gives (None when the user gets none): the quickest decision to ask
-        for, as nothing else is converted. Sends the same impression event as ``decide``."""
+        """The variation key ``decide`` gives (None when the user gets none, and for an unknown flag or a
+        client without a datafile): the quickest decision to ask for, as nothing else is converted. Sends the
+        same impression event as ``decide``."""
         if self._h is None:
             raise _closed_error()
         bits = _OPTION_BITS.get(options) if type(options) is tuple else None
@@ -866,25 +1089,27 @@ class Client(SegmentsMixin, UserContextMixin):
 
     def decide_all(self, user_id: Text, attributes: Attributes = None,
                    options: OptionsArg = ()) -> Dict[str, Decision]:
-        """Decides every flag of the datafile (in datafile order) for one user."""
+        """Decides every flag of the datafile (in datafile order) for one user; {} (and a log message) when
+        the client has no datafile yet, as the reference SDK."""
         handle = self._live()
-        array, count = _attributes(attributes)
         bits = decide_options_to_int(options)
-        uid = _text(user_id, "user_id")
+        uid = _text_n(user_id, "user_id")
+        array, count = _attributes_n(attributes)
         capacity = c_size_t()
         status = _lib.exp_flag_count(handle, byref(capacity))
-        if status:
-            _raise(status)
         for _attempt in range(8):  # the datafile may be replaced between the two calls
+            if status:
+                return self._decide_many_failed(handle, status, "decide_all")
             cap = capacity.value
             decisions = (ExpDecision * max(cap, 1))()
             filled = c_size_t()
-            status = _lib.exp_decide_all(handle, uid, array, count, bits, decisions, cap, byref(filled))
+            status = _lib.exp_decide_all_n(handle, uid, len(uid), array, count, bits, decisions, cap, byref(filled))
             if status == ERR_BUFFER_TOO_SMALL:
                 capacity = c_size_t(filled.value)
+                status = 0
                 continue
             if status:
-                _raise(status)
+                return self._decide_many_failed(handle, status, "decide_all")
             n = min(filled.value, cap)
             try:
                 return _decisions_by_flag(decisions, n)
@@ -892,58 +1117,104 @@ class Client(SegmentsMixin, UserContextMixin):
                 _lib.exp_decisions_release(decisions, n)
         raise error_for_status(ERR_BUFFER_TOO_SMALL, "exp_decide_all kept asking for a larger buffer")
 
+    @staticmethod
+    def _decide_many_failed(handle: Any, status: int, what: str) -> Dict[str, Decision]:
+        """decide_all / decide_for_keys after a failed call: {} with a log message (not ready, user id past
+        the limits), ClosedError for a closed client."""
+        message = (_last_error() or b"").decode("utf-8", "replace")
+        if status not in _DATA_CONDITIONS:
+            raise _closed_error() if status == ERR_CLOSED else error_for_status(status, message)
+        _logger_of(handle).error("%s: %s", what, message)
+        return {}
+
     def decide_for_keys(self, user_id: Text, keys: Iterable[Text], attributes: Attributes = None,
                         options: OptionsArg = ()) -> Dict[str, Decision]:
-        """Decides the given flags for one user. Unknown keys give a disabled decision."""
+        """Decides the given flags for one user. Unknown keys (and keys that are not str) give a disabled
+        decision without reasons, and a client without a datafile gives {}, as in the reference SDK."""
         handle = self._live()
         if isinstance(keys, (str, bytes)) or keys is None:
             raise UnsupportedTypeError("keys: expected a sequence of flag keys, not %s"
                                        % ("None (use decide_all for every flag)" if keys is None
                                           else "a single %s" % type(keys).__name__))
-        names = []
-        for key in keys:
-            if isinstance(key, bytes):
-                try:
-                    key = key.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise InvalidUTF8Error("flag key %r: not valid UTF-8" % (key,)) from None
-            elif not isinstance(key, str):
-                raise UnsupportedTypeError("flag key %r: expected str, got %s" % (key, type(key).__name__))
-            names.append(key)
+        names: List[Any] = list(keys)
+        encoded: List[bytes] = []
+        for key in names:
+            try:
+                encoded.append(_text_n(key, "flag key"))
+            except (UnsupportedTypeError, InvalidUTF8Error):
+                encoded.append(b"")  # names no flag: a disabled decision, keyed by the caller's object
         count = len(names)
-        key_array = (c_char_p * max(count, 1))(*[_key(name, "flag_key") for name in names])
-        array, attribute_count = _attributes(attributes)
+        key_array = (c_char_p * max(count, 1))(*encoded)
+        length_array = (c_size_t * max(count, 1))(*[len(key) for key in encoded])
+        array, attribute_count = _attributes_n(attributes)
         bits = decide_options_to_int(options)
         decisions = (ExpDecision * max(count, 1))()
         filled = c_size_t()
-        status = _lib.exp_decide_for_keys(handle, _text(user_id, "user_id"), key_array, count, array,
-                                          attribute_count, bits, decisions, count, byref(filled))
+        uid = _text_n(user_id, "user_id")
+        status = _lib.exp_decide_for_keys_n(handle, uid, len(uid), key_array, length_array, count, array,
+                                            attribute_count, bits, decisions, count, byref(filled))
         if status:
-            _raise(status)
+            return self._decide_many_failed(handle, status, "decide_for_keys")
         try:
-            return _decisions_by_flag(decisions, filled.value)
+            result = _decisions_by_flag(decisions, filled.value)
+            if any(type(name) is not str or "\0" in name for name in names):
+                result = self._keyed_by_caller(result, names, encoded, decisions, filled.value)
+            return result
         finally:
             _lib.exp_decisions_release(decisions, filled.value)
+
+    @staticmethod
+    def _keyed_by_caller(result: Dict[str, Decision], names: List[Any], encoded: List[bytes], decisions: Any,
+                         filled: int) -> Dict[Any, Decision]:
+        """decide_for_keys' result keyed by the caller's own key objects when some are not plain str (or hold
+        NUL, which the C strings of the decisions cut short): the decisions follow the keys' order."""
+        keyed: Dict[Any, Decision] = {}
+        position = 0
+        for name, key in zip(names, encoded):
+            if position >= filled:
+                break
+            raw = decisions[position].flag_key or b""
+            if raw != key.split(b"\0", 1)[0]:
+                continue  # left out (ENABLED_FLAGS_ONLY)
+            decision = _from_native(decisions[position], name if isinstance(name, str) else None)
+            try:
+                hash(name)
+            except TypeError:
+                name = repr(name)
+            keyed[name] = _make_decision(name, decision.enabled, decision.variation_key, decision.rule_key,
+                                         decision.variables, list(decision.reasons))
+            position += 1
+        return keyed
 
     # -- experiments ---------------------------------------------------------------------------
 
     def get_variation(self, experiment_key: Text, user_id: Text, attributes: Attributes = None) -> Optional[str]:
-        """The variation key the user gets in the experiment (None when none), without an event."""
-        return self._variation_key(_lib.exp_get_variation, experiment_key, user_id, attributes)
+        """The variation key the user gets in the experiment (None when none), without an event. None (and a
+        log message) for an unknown experiment or a client without a datafile, as the reference SDK."""
+        return self._variation_key(_lib.exp_get_variation_n, "get_variation", experiment_key, user_id, attributes)
 
     def activate(self, experiment_key: Text, user_id: Text, attributes: Attributes = None) -> Optional[str]:
         """As get_variation, and sends an impression when the user gets a variation."""
-        return self._variation_key(_lib.exp_activate, experiment_key, user_id, attributes)
+        return self._variation_key(_lib.exp_activate_n, "activate", experiment_key, user_id, attributes)
 
-    def _variation_key(self, function: Any, experiment_key: Text, user_id: Text,
+    def _variation_key(self, function: Any, what: str, experiment_key: Text, user_id: Text,
                        attributes: Attributes) -> Optional[str]:
         handle = self._live()
-        array, count = _attributes(attributes)
+        uid = _text_n(user_id, "user_id")
+        if not isinstance(experiment_key, (str, bytes)) or not experiment_key:
+            _logger_of(handle).error('%s: provided "experiment_key" is in an invalid format (%r)', what,
+                                     experiment_key)
+            return None
+        key = _text_n(experiment_key, "experiment_key")
+        array, count = _attributes_n(attributes)
         out = c_char_p()
-        status = function(handle, _key(experiment_key, "experiment_key"), _text(user_id, "user_id"), array, count,
-                          byref(out))
+        status = function(handle, key, len(key), uid, len(uid), array, count, byref(out))
         if status:
-            _raise(status)
+            message = (_last_error() or b"").decode("utf-8", "replace")
+            if status not in _DATA_CONDITIONS:
+                raise _closed_error() if status == ERR_CLOSED else error_for_status(status, message)
+            _logger_of(handle).error("%s: %s", what, message)
+            return None
         return _take_string(out)
 
     def trigger_experiment(self, user_id: Text, experiment_id: Text, attributes: Attributes = None) -> str:
@@ -1055,7 +1326,7 @@ class Client(SegmentsMixin, UserContextMixin):
         handle = self._live()
         if not isinstance(key, (str, bytes)) and key is not None:
             raise UnsupportedTypeError("property key %r: expected str, got %s" % (key, type(key).__name__))
-        typed = ExpValue(*_value_tuple(key, value, "property"))
+        typed = ExpValue(*_property_value(key, value))
         status = _lib.exp_set_user_property(handle, _text(user_id, "user_id"), _key(key, "property key"),
                                             byref(typed))
         if status:
@@ -1088,9 +1359,16 @@ class Client(SegmentsMixin, UserContextMixin):
 
     def track(self, event_key: Text, user_id: Text, attributes: Attributes = None, tags: Any = None) -> None:
         """Records a conversion. ``tags`` is a dict of event tags ("revenue" an integer in cents, "value"
-        a number), or JSON text (str or bytes) passed to the library as-is."""
+        a number), or JSON text (str or bytes) passed to the library as-is. As the reference SDK, an unknown
+        event, a client without a datafile or tags that are not a JSON object send nothing and log why."""
         handle = self._live()
-        array, count = _attributes(attributes)
+        uid = _text_n(user_id, "user_id")
+        logger = _logger_of(handle)
+        if not isinstance(event_key, (str, bytes)) or not event_key:
+            logger.error('track: provided "event_key" is in an invalid format (%r)', event_key)
+            return
+        key = _text_n(event_key, "event_key")
+        array, count = _attributes_n(attributes)
         if tags is None:
             tags_json = None
         elif isinstance(tags, (str, bytes, bytearray, memoryview)):
@@ -1098,14 +1376,15 @@ class Client(SegmentsMixin, UserContextMixin):
         else:
             try:
                 tags_json = json.dumps(tags, allow_nan=False).encode("ascii")
-            except TypeError as exc:
-                raise UnsupportedTypeError("tags: %s" % exc) from None
-            except ValueError as exc:
-                raise InvalidArgumentError("tags: %s" % exc) from None
-        status = _lib.exp_track(handle, _key(event_key, "event_key"), _text(user_id, "user_id"), array, count,
-                                tags_json)
+            except (TypeError, ValueError) as exc:
+                logger.error("track: event tags are in an invalid format (%s): nothing is sent", exc)
+                return
+        status = _lib.exp_track_n(handle, key, len(key), uid, len(uid), array, count, tags_json)
         if status:
-            _raise(status)
+            message = (_last_error() or b"").decode("utf-8", "replace")
+            if status not in _DATA_CONDITIONS:  # a full queue, the store: not data, as before
+                raise _closed_error() if status == ERR_CLOSED else error_for_status(status, message)
+            logger.error("track: %s: nothing is sent", message)
 
     # -- Sigma: user properties, typed flag values, the user's flags / experiments / holdouts --------
 
@@ -1140,6 +1419,10 @@ class Client(SegmentsMixin, UserContextMixin):
         status = function(handle, _text(user_id, "user_id"), _key(flag_key, "flag_key"),
                           _key(variable_key, "variable_key"), array, count, byref(out), byref(found))
         if status:
+            if status in (ERR_NOT_READY, ERR_UNKNOWN_FLAG, ERR_UNKNOWN_VARIATION, ERR_NOT_FOUND):
+                # As the reference's typed variable getters: no value (None), and a log message.
+                _logger_of(handle).error("flag %r: %s", flag_key, (_last_error() or b"").decode("utf-8", "replace"))
+                return False
             _raise(status)
         return bool(found.value)
 
@@ -1252,8 +1535,8 @@ class Client(SegmentsMixin, UserContextMixin):
     # -- event pipeline and Kameleoon user data -----------------------------------------------------
 
     def flush(self) -> bool:
-        """Sends every queued event now and waits for the attempt (at most the client's close_timeout_ms).
-        True when the queue is empty afterwards; False when events remain queued (they are retried)."""
+        """Sends this client's queued events now, retrying failures, for at most the client's
+        close_timeout_ms. True when none is left; False when some remain queued (they are retried)."""
         status = _lib.exp_flush(self._live())
         if status == ERR_TIMEOUT:
             return False
@@ -1262,8 +1545,8 @@ class Client(SegmentsMixin, UserContextMixin):
         return True
 
     def stats(self) -> Dict[str, Any]:
-        """The event counters: queued, sent, retried, failed, dropped, poisoned, batches_sent, pending,
-        last_error (see exp_client_stats)."""
+        """The event counters: queued, sent, retried, failed, dropped, poisoned, batches_sent, expired,
+        pending, backlog, dead_letter, last_error (see exp_client_stats)."""
         out = c_char_p()
         status = _lib.exp_client_stats(self._live(), byref(out))
         if status:

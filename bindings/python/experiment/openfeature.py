@@ -573,7 +573,7 @@ class ExperimentProvider(AbstractProvider):
         if variable is None:
             bits |= EXP_DECIDE_EXCLUDE_VARIABLES  # the enabled state needs no variables
         try:
-            return self._client.decide(user_id, flag, attributes, bits)
+            return self._client._decide_strict(user_id, flag, attributes, bits)
         except UnknownFlagError:
             raise _Failure(ErrorCode.FLAG_NOT_FOUND, "no flag %r in the datafile" % flag) from None
         except NotReadyError as exc:

@@ -144,6 +144,16 @@ def raises(cls: type, code: int, pattern: str, fn: Any, *args: Any, **kwargs: An
     return info.value
 
 
+#: the reference SDK's reason for a decision before the client has a datafile (OptimizelyDecisionMessage)
+SDK_NOT_READY = "Optimizely SDK not configured properly yet."
+
+
+def assert_error_decision(decision: Any, flag_key: Any, reason: str) -> None:
+    """decide's answer for a data condition, as the reference's: disabled, no variation, one reason."""
+    assert (decision.flag_key, decision.enabled, decision.variation_key, decision.rule_key, decision.variables,
+            decision.reasons) == (flag_key, False, None, None, {}, [reason])
+
+
 def nested_json(depth: int, inner: str = "1") -> str:
     return "[" * depth + inner + "]" * depth
 

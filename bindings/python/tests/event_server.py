@@ -1,6 +1,7 @@
 """A real event endpoint on 127.0.0.1 for the event pipeline tests: a threaded HTTP server that records
 every batch it acknowledges and can misbehave on purpose (fail a share of requests, stall past the
-client's timeout, refuse some payloads with 400, go down and come back on the same port)."""
+client's timeout, refuse some payloads with 400, stall the payloads holding a marker, go down and come
+back on the same port), and records how many requests it was serving at once."""
 
 from __future__ import annotations
 
@@ -28,6 +29,15 @@ class EventServer:
         self.stall_s = 0.0
         #: a body containing this text is refused with 400
         self.poison_marker: Optional[str] = None
+        #: a body containing this text stalls `stall_s` before its 200
+        self.stall_marker: Optional[str] = None
+        #: every request waits this long before its answer (so concurrent requests overlap)
+        self.delay_s = 0.0
+        #: every request body as it arrived, before any stall or answer
+        self.started: List[bytes] = []
+        #: requests being answered now, and the most at once
+        self.in_flight = 0
+        self.max_in_flight = 0
         #: this many next requests get their connection reset after half the body was read
         self.resets = 0
         #: answers 200 without recording (a benchmark sink): counts visitors only
@@ -92,6 +102,19 @@ class EventServer:
             return False
 
     def _answer(self, body: bytes, content_type: Optional[str]) -> int:
+        with self.lock:
+            self.started.append(body)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return self._answer_one(body, content_type)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _answer_one(self, body: bytes, content_type: Optional[str]) -> int:
+        if self.delay_s:
+            time.sleep(self.delay_s)
         if self.count_only:
             with self.lock:
                 self.visitor_count += body.count(b'"visitor_id"')
@@ -100,6 +123,9 @@ class EventServer:
             roll = self.random.random()
         if self.poison_marker is not None and self.poison_marker.encode() in body:
             status = 400
+        elif self.stall_marker is not None and self.stall_marker.encode() in body:
+            time.sleep(self.stall_s)
+            status = 200
         elif roll < self.failure_rate:
             status = 500
         elif roll < self.failure_rate + self.stall_rate:

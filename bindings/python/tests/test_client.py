@@ -9,7 +9,7 @@ import pytest
 
 import experiment
 from experiment import DecideOption
-from conftest import TRAILING, U2_ATTRS, check_error, raises
+from conftest import SDK_NOT_READY, TRAILING, U2_ATTRS, assert_error_decision, check_error, raises
 
 
 def test_create_with_datafile_is_ready(datafile_text):
@@ -31,7 +31,7 @@ def test_create_without_datafile_is_not_ready_until_started(datafile_text):
     with experiment.Client(sdk_key="demo") as c:
         assert c.ready is False
         assert c.wait_ready(0.05) is False
-        raises(experiment.NotReadyError, -6, r"ready|datafile|start", c.decide, "u1", "checkout_flow")
+        assert_error_decision(c.decide("u1", "checkout_flow"), "checkout_flow", SDK_NOT_READY)
         raises(experiment.NotReadyError, -6, r"ready|datafile|start", lambda: c.config)
         c.start(datafile_text)
         assert c.ready is True

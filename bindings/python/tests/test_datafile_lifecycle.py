@@ -23,7 +23,7 @@ os.environ.setdefault("EXPERIMENT_TEST_SECOND_MS", "50")
 SECOND_MS = int(os.environ["EXPERIMENT_TEST_SECOND_MS"])
 
 import experiment  # noqa: E402
-from conftest import nested_json, raises  # noqa: E402
+from conftest import SDK_NOT_READY, assert_error_decision, nested_json, raises  # noqa: E402
 
 ERR_NOT_READY = -6
 ERR_INVALID_JSON = -2
@@ -233,7 +233,7 @@ def test_calls_before_ready_raise_not_ready_and_wait_ready_times_out(server, rev
     key = new_key()
     server.serve(key, Answer(revision("1"), delay_s=0.6))
     with make_client(server, tmp_path, key) as client:
-        raises(experiment.NotReadyError, ERR_NOT_READY, r"datafile|ready", client.decide, "u1", "checkout_flow")
+        assert_error_decision(client.decide("u1", "checkout_flow"), "checkout_flow", SDK_NOT_READY)
         assert client.ready is False
         assert client.wait_ready(0.05) is False
         assert client.wait_ready(0) is False
@@ -313,7 +313,7 @@ def test_start_with_nothing_to_use_reports_the_failure(server, tmp_path):
         assert lib.exp_client_wait_ready(client._h, 1000) == ERR_FETCH_FAILED  # the C call names the reason
         assert wait_for(lambda: len(outcomes) == 1)
         assert isinstance(outcomes[0], experiment.FetchFailedError)
-        raises(experiment.NotReadyError, ERR_NOT_READY, r"datafile", client.decide, "u1", "checkout_flow")
+        assert_error_decision(client.decide("u1", "checkout_flow"), "checkout_flow", SDK_NOT_READY)
         # A later successful fetch still makes the client ready.
         server.serve(key, Answer(b"", status=200, etag=None))  # an empty body: rejected
         with pytest.raises(experiment.InvalidJSONError):

@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, Tuple
 import pytest
 
 from experiment import _native
-from experiment._native import ExpAttribute, ExpDecision, lib
+from experiment._native import ExpAttribute, ExpAttributeN, ExpDecision, lib
 from conftest import HEADER_PATH
 from test_sigma import sigma_datafile
 
@@ -61,6 +61,7 @@ MAX_ATTRIBUTES = header_limit("EXP_MAX_ATTRIBUTES")
 MAX_DECISIONS = header_limit("EXP_MAX_DECISIONS")
 MAX_DATAFILE = header_limit("EXP_MAX_DATAFILE_BYTES")
 MAX_PROFILE = header_limit("EXP_MAX_PROFILE_BYTES")
+MAX_KEY = header_limit("EXP_MAX_KEY_BYTES")
 
 _KEYS = [("a%d" % i).encode() for i in range(MAX_ATTRIBUTES)]
 ATTRIBUTES = (ExpAttribute * MAX_ATTRIBUTES)()
@@ -68,6 +69,12 @@ for _i, _key in enumerate(_KEYS):
     ATTRIBUTES[_i].key = _key
     ATTRIBUTES[_i].value.type = 2      # EXP_VALUE_INT
     ATTRIBUTES[_i].value.int_value = _i
+ATTRIBUTES_N = (ExpAttributeN * MAX_ATTRIBUTES)()   # the same, length-delimited (the *_n calls)
+for _i, _key in enumerate(_KEYS):
+    ATTRIBUTES_N[_i].key = _key
+    ATTRIBUTES_N[_i].key_length = len(_key)
+    ATTRIBUTES_N[_i].value.type = 2
+    ATTRIBUTES_N[_i].value.int_value = _i
 
 
 class Walk:
@@ -121,6 +128,14 @@ def attribute_call(name: str) -> Callable[[Walk, int], int]:
         "exp_get_holdout": lambda w, n: lib.exp_get_holdout(w.handle, b"u1", b"global_holdout", ATTRIBUTES, n,
                                                             byref(c_int())),
         "exp_get_experiment": lambda w, n: experiment_handle(w, n),
+        "exp_decide_n": lambda w, n: decide_n(w, attribute_count=n),
+        "exp_decide_all_n": lambda w, n: decide_all_n(w, n, capacity=w.flags.value),
+        "exp_decide_for_keys_n": lambda w, n: decide_for_keys_n(w, 1, n, capacity=1),
+        "exp_get_variation_n": lambda w, n: release(lib.exp_get_variation_n(
+            w.handle, b"checkout_test", 13, b"u1", 2, ATTRIBUTES_N, n, byref(out_str))),
+        "exp_activate_n": lambda w, n: release(lib.exp_activate_n(
+            w.handle, b"checkout_test", 13, b"u1", 2, ATTRIBUTES_N, n, byref(out_str))),
+        "exp_track_n": lambda w, n: lib.exp_track_n(w.handle, b"purchase", 8, b"u1", 2, ATTRIBUTES_N, n, None),
         "exp_user_create": lambda w, n: user_create(w, KEY_BUFFER, 2, ATTRIBUTES, n),
     }
     for report in ("exp_user_flags_json", "exp_user_experiments", "exp_user_experiments_json",
@@ -164,6 +179,77 @@ def decide_for_keys(walk: Walk, key_count: int, attribute_count: int, capacity: 
         assert filled.value == key_count
         lib.exp_decisions_release(out, filled.value)
     return status
+
+
+# Key and user id buffers as long as EXP_MAX_KEY_BYTES: an accepted length reads only memory it was given.
+_LONG_USER = ctypes.create_string_buffer(b"u" * MAX_KEY)
+_LONG_KEY = ctypes.create_string_buffer(b"k" * MAX_KEY)
+
+
+def decide_n(walk: Walk, attribute_count: int = 0, user_length: int = 2, flag_length: int = 8) -> int:
+    decision = ExpDecision()
+    user = _LONG_USER if user_length != 2 else b"u1"
+    flag = _LONG_KEY if flag_length != 8 else b"checkout"
+    status = lib.exp_decide_n(walk.handle, user, user_length, flag, flag_length, ATTRIBUTES_N, attribute_count, 0,
+                              byref(decision))
+    lib.exp_decision_release(byref(decision))
+    return status
+
+
+def decide_all_n(walk: Walk, attribute_count: int, capacity: int, user_length: int = 2) -> int:
+    out = (ExpDecision * walk.flags.value)()
+    filled = c_size_t()
+    user = _LONG_USER if user_length != 2 else b"u1"
+    status = lib.exp_decide_all_n(walk.handle, user, user_length, ATTRIBUTES_N, attribute_count, 0, out, capacity,
+                                  byref(filled))
+    if status == OK:
+        lib.exp_decisions_release(out, filled.value)
+    return status
+
+
+def decide_for_keys_n(walk: Walk, key_count: int, attribute_count: int, capacity: int, user_length: int = 2) -> int:
+    length = max(1, min(key_count, MAX_DECISIONS))
+    keys = (c_char_p * length)(*([b"checkout"] + [b"no_such_flag"] * (length - 1)))
+    lengths = (c_size_t * length)(*([8] + [12] * (length - 1)))
+    out = (ExpDecision * length)()
+    filled = c_size_t()
+    user = _LONG_USER if user_length != 2 else b"u1"
+    status = lib.exp_decide_for_keys_n(walk.handle, user, user_length, keys, lengths, key_count, ATTRIBUTES_N,
+                                       attribute_count, 0, out, capacity, byref(filled))
+    if status == OK:
+        assert filled.value == key_count
+        lib.exp_decisions_release(out, filled.value)
+    return status
+
+
+def key_length_call(name: str, parameter: str) -> Callable[[Walk, int], int]:
+    """A *_n call with `value` as the byte length of its user id or key, over a buffer that long."""
+    out_str = c_char_p()
+
+    def variation(function: Callable[..., int], w: Walk, key: bytes, key_length: int, user: bytes,
+                  user_length: int) -> int:
+        status = function(w.handle, key, key_length, user, user_length, None, 0, byref(out_str))
+        if status == OK and out_str.value is not None:
+            lib.exp_free(out_str)
+            out_str.value = None
+        return status
+
+    if name == "exp_decide_n":
+        if parameter == "user_id_length":
+            return lambda w, n: decide_n(w, user_length=n)
+        return lambda w, n: decide_n(w, flag_length=n)
+    if name == "exp_decide_all_n":
+        return lambda w, n: decide_all_n(w, 0, capacity=w.flags.value, user_length=n)
+    if name == "exp_decide_for_keys_n":
+        return lambda w, n: decide_for_keys_n(w, 1, 0, capacity=1, user_length=n)
+    if name == "exp_track_n":
+        if parameter == "user_id_length":
+            return lambda w, n: lib.exp_track_n(w.handle, b"purchase", 8, _LONG_USER, n, None, 0, None)
+        return lambda w, n: lib.exp_track_n(w.handle, _LONG_KEY, n, b"u1", 2, None, 0, None)
+    function = getattr(lib, name)
+    if parameter == "user_id_length":
+        return lambda w, n: variation(function, w, b"checkout_test", 13, _LONG_USER, n)
+    return lambda w, n: variation(function, w, _LONG_KEY, n, b"u1", 2)
 
 
 def experiment_handle(walk: Walk, attribute_count: int) -> int:
@@ -247,6 +333,8 @@ def walked() -> Dict[Tuple[str, str], Tuple[object, Callable[[Walk, int], int]]]
     for name, parameter in size_parameters():
         if parameter == "attribute_count":
             table[(name, parameter)] = (MAX_ATTRIBUTES, attribute_call(name))
+        elif parameter.endswith("_length") and name.endswith("_n"):
+            table[(name, parameter)] = (MAX_KEY, key_length_call(name, parameter))
     table[("exp_client_start", "length")] = (MAX_DATAFILE, datafile_length_call("exp_client_start"))
     table[("exp_validate_datafile", "length")] = (MAX_DATAFILE, datafile_length_call("exp_validate_datafile"))
     table[("exp_client_start_async", "length")] = (MAX_DATAFILE, datafile_length_call("exp_client_start_async"))
@@ -256,6 +344,10 @@ def walked() -> Dict[Tuple[str, str], Tuple[object, Callable[[Walk, int], int]]]
     table[("exp_decisions_release", "count")] = (MAX_DECISIONS, release_call("exp_decisions_release"))
     table[("exp_decide_all", "capacity")] = (None, lambda w, n: decide_all(w, 0, capacity=n))
     table[("exp_decide_for_keys", "capacity")] = (None, lambda w, n: decide_for_keys(w, 1, 0, capacity=n))
+    table[("exp_decide_for_keys_n", "key_count")] = (
+        MAX_DECISIONS, lambda w, n: decide_for_keys_n(w, n, 0, capacity=max(1, min(n, MAX_DECISIONS))))
+    table[("exp_decide_all_n", "capacity")] = (None, lambda w, n: decide_all_n(w, 0, capacity=n))
+    table[("exp_decide_for_keys_n", "capacity")] = (None, lambda w, n: decide_for_keys_n(w, 1, 0, capacity=n))
     table.update(context_walks())
     return table
 
@@ -411,7 +503,7 @@ def test_size_parameter_answers_for_every_value(walk, function, parameter):
     if limit is None:
         # An output capacity: too small is BUFFER_TOO_SMALL, anything from the needed size up (SIZE_MAX
         # included) is accepted and only the needed entries are written.
-        needed = walk.flags.value if function in ("exp_decide_all", "exp_user_decide_all") else 1
+        needed = walk.flags.value if function in ("exp_decide_all", "exp_decide_all_n", "exp_user_decide_all") else 1
         for value in (0, needed - 1):
             assert call(walk, value) == BUFFER_TOO_SMALL, (value, _native.last_error())
         for value in (needed, needed + 1, 2 ** 40, 2 ** 63, SIZE_MAX):
