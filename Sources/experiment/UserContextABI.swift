@@ -61,7 +61,8 @@ private func owned(_ value: AttributeValue) -> OwnedValue {
     case .int(let n): return .int(n)
     case .double(let d): return .double(d)
     case .string(let bytes): return .string(Array(bytes))
-    @unknown default: return .null
+    case .bigInteger(let digits): return .bigInteger(Array(digits))
+    case .unsupported: return .unsupported
     }
 }
 
@@ -147,6 +148,8 @@ public func abiUserAttributesJSON(_ user: OpaquePointer?,
             case .int(let n): writer.int(n)
             case .double(let d): writer.double(d)
             case .string(let bytes): writer.string(String(decoding: bytes, as: UTF8.self))
+            case .bigInteger(let digits): writer.raw(String(decoding: digits, as: UTF8.self))
+            case .unsupported: writer.null()
             }
         }
         writer.endObject()

@@ -74,7 +74,7 @@ def test_not_ready_message_names_no_c_function(server, tmp_path):
     server.serve(key, Answer(b"", status=500))
     with client(server, tmp_path, key) as c:
         with pytest.raises(experiment.NotReadyError) as info:
-            c.decide("u1", "checkout_flow")
+            c.config
         assert "exp_" not in str(info.value)
 
 
