@@ -946,11 +946,14 @@ exp_status exp_client_refresh(exp_client *client);
 #define EXP_SYNC_UPDATE_NEXT_START  1  /* fetch once in the background and cache it: used at the next start */
 #define EXP_SYNC_UPDATE_NOW         2  /* fetch in the background and use it at once; then poll every
                                           polling_interval_s (0: no polling) */
+#define EXP_SYNC_GIVEN_FIRST     0x10  /* OR-ed into `update`: start from `bundled` even when a datafile is
+                                          cached (optimizely-sdk's start with a datafile and an sdk_key) */
 
 /*
  * Starts the client synchronously, as the Swift SDK's synchronous start does: at once, from the cached
  * datafile of the last good fetch for the sdk_key option (kept in state_dir) when there is one, else from
- * `bundled[0..length)` (NULL for none; copied). Then, as `update` says (an EXP_SYNC_UPDATE_* value), the
+ * `bundled[0..length)` (NULL for none; copied); with EXP_SYNC_GIVEN_FIRST in `update`, from `bundled` whenever
+ * it is given. Then, as `update` says (an EXP_SYNC_UPDATE_* value), the
  * datafile is kept fresh on a background thread. *out_from_cache (may be NULL) receives 1 when the cached
  * datafile was used, 0 when the bundled one was. Without an sdk_key it is exp_client_start with `bundled`.
  *

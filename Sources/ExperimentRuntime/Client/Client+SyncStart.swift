@@ -14,10 +14,13 @@ public enum SyncDatafileUpdate: Int32, Sendable {
 extension Client {
     /// The synchronous start of the Swift SDK: at once, from the cached datafile of the last good fetch for
     /// the sdk_key (state_dir) when there is one, else from `bundled`; then keeps it fresh as `update` says.
-    /// Returns where the datafile came from. Without an sdk_key there is no cache and no fetching: `bundled`
+    /// Returns where the datafile came from. With `givenFirst`, `bundled` wins over a cached datafile
+    /// (optimizely-sdk's start with both a datafile and an sdk_key). Without an sdk_key there is no cache and no fetching: `bundled`
     /// is installed as by `start(datafile:)`.
     @discardableResult
-    public func startSynchronously(bundled: [UInt8]?, update: SyncDatafileUpdate) throws(ClientError) -> DatafileSource {
+    public func startSynchronously(bundled: [UInt8]?, update: SyncDatafileUpdate, givenFirst: Bool = false)
+        throws(ClientError) -> DatafileSource
+    {
         try ensureOpen()
         guard let sdkKey = options.sdkKey, !sdkKey.isEmpty else {
             guard let bundled else {
@@ -34,7 +37,7 @@ extension Client {
             datafileState.close()
             throw ClientError(.closed, "the client is closed")
         }
-        let source = try manager.startSynchronously(bundled: bundled)
+        let source = try manager.startSynchronously(bundled: bundled, givenFirst: givenFirst)
         // datafile_url_template "none" (EXPERIMENT_DATAFILE_URL_TEMPLATE=none, as test suites set it): no fetching.
         if update != .none && options.datafileURLTemplate != ClientOptions.disabledEventEndpoint {
             manager.runAfterSynchronousStart(applyNow: update == .now)

@@ -291,11 +291,11 @@ final class ConfigManager: @unchecked Sendable {
     /// The synchronous start, on the caller's thread: the cached datafile of the last good fetch for the
     /// SDK key when there is one (the Swift SDK's manager looks for it first), else `bundled`. Throws when
     /// neither is there or usable; the client keeps what it had.
-    func startSynchronously(bundled: [UInt8]?) throws(ClientError) -> DatafileSource {
+    func startSynchronously(bundled: [UInt8]?, givenFirst: Bool) throws(ClientError) -> DatafileSource {
         guard let client else { throw ClientError(.closed, "the client is closed") }
         defer { announce(client) }
         let outcome: Result<DatafileSource, ClientError> = fetchLock.withLock {
-            let cached = loadCache()
+            let cached = givenFirst && bundled != nil ? nil : loadCache()
             if let cached, install(client, cached.body, .cache, sameProject: false) {
                 validators = .init(etag: cached.etag, lastModified: cached.lastModified)
                 return .success(.cache)

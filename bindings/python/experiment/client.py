@@ -743,8 +743,7 @@ class Client(SegmentsMixin, UserContextMixin):
     options under their C names (state_dir, profile_store, event_endpoint, ...); ``profile_store`` may also be
     an object with ``lookup(user_id) -> dict | None`` and ``save(profile_dict)`` (sticky bucketing in the
     host's own store). How it starts (see experiment/start_modes.py): with ``sdk_key`` and a ``datafile`` (str or
-    bytes) at once, from the cached datafile of the last fetch for the key, else that datafile, and then kept
-    fresh (a background fetch, then polling_interval_s); with ``sdk_key`` alone it fetches its datafile in the
+    bytes) at once from that datafile, then kept fresh (a background fetch, then polling_interval_s); with ``sdk_key`` alone it fetches its datafile in the
     background (options datafile_url_template, datafile_access_token, polling_interval_s, cache_ttl_s, ...) and
     calls ``on_ready(error_or_None)`` once (see :meth:`start_async`); with a datafile alone it uses that one.
     ``start`` picks a mode by name: the Swift SDK's ``"S1"``-``"S3"`` and ``"A1"``-``"A3"``, ``"sync"`` (the

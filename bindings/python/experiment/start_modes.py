@@ -1,8 +1,8 @@
 """How a Client starts: ``Client(sdk_key=..., datafile=..., start=...)``.
 
 Without ``start`` the client starts as optimizely-sdk's does: with a datafile and an sdk_key it starts at
-once and keeps the datafile fresh (the Swift SDK's synchronous start: the cached datafile of the last fetch
-first, else the one given; then a background fetch and polling every ``polling_interval_s``); with an sdk_key
+once from that datafile and keeps it fresh (a background fetch, then polling every ``polling_interval_s``;
+the S modes below prefer a cached datafile instead, as the Swift SDK does); with an sdk_key
 alone it starts fetching (asynchronous start: ready when the datafile arrives, see ``wait_ready``); with a
 datafile alone it uses that datafile as it is; with neither it waits for ``start()`` / ``start_async()``.
 
@@ -34,6 +34,7 @@ __all__ = ["START_MODES", "SYNC_UPDATE_NONE", "SYNC_UPDATE_NEXT_START", "SYNC_UP
 
 # EXP_SYNC_UPDATE_*
 SYNC_UPDATE_NONE, SYNC_UPDATE_NEXT_START, SYNC_UPDATE_NOW = 0, 1, 2
+SYNC_GIVEN_FIRST = 0x10  # EXP_SYNC_GIVEN_FIRST: the given datafile even when one is cached
 
 # name: (how it starts, EXP_SYNC_UPDATE_* for synchronous starts, whether it polls)
 START_MODES: Dict[str, Tuple[str, int, bool]] = {
@@ -54,7 +55,7 @@ def resolve(start: Optional[str], sdk_key: Any, datafile: Any, options: Dict[str
     polling_interval_s to 0 in ``options`` for the modes that never poll."""
     if start is None:
         if sdk_key is not None and datafile is not None:
-            return "managed", SYNC_UPDATE_NOW
+            return "managed", SYNC_UPDATE_NOW | SYNC_GIVEN_FIRST
         if sdk_key is not None:
             return "async", 0
         return ("static", 0) if datafile is not None else ("none", 0)

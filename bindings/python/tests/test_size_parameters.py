@@ -128,7 +128,6 @@ def attribute_call(name: str) -> Callable[[Walk, int], int]:
         "exp_get_holdout": lambda w, n: lib.exp_get_holdout(w.handle, b"u1", b"global_holdout", ATTRIBUTES, n,
                                                             byref(c_int())),
         "exp_get_experiment": lambda w, n: experiment_handle(w, n),
-        "exp_user_create": lambda w, n: user_create(w, KEY_BUFFER, 2, ATTRIBUTES, n),
         "exp_decide_n": lambda w, n: decide_n(w, attribute_count=n),
         "exp_decide_all_n": lambda w, n: decide_all_n(w, n, capacity=w.flags.value),
         "exp_decide_for_keys_n": lambda w, n: decide_for_keys_n(w, 1, n, capacity=1),
@@ -137,6 +136,7 @@ def attribute_call(name: str) -> Callable[[Walk, int], int]:
         "exp_activate_n": lambda w, n: release(lib.exp_activate_n(
             w.handle, b"checkout_test", 13, b"u1", 2, ATTRIBUTES_N, n, byref(out_str))),
         "exp_track_n": lambda w, n: lib.exp_track_n(w.handle, b"purchase", 8, b"u1", 2, ATTRIBUTES_N, n, None),
+        "exp_user_create": lambda w, n: user_create(w, KEY_BUFFER, 2, ATTRIBUTES, n),
     }
     for report in ("exp_user_flags_json", "exp_user_experiments", "exp_user_experiments_json",
                    "exp_user_holdouts", "exp_user_holdouts_json", "exp_get_experiment_json"):
@@ -344,11 +344,11 @@ def walked() -> Dict[Tuple[str, str], Tuple[object, Callable[[Walk, int], int]]]
     table[("exp_decisions_release", "count")] = (MAX_DECISIONS, release_call("exp_decisions_release"))
     table[("exp_decide_all", "capacity")] = (None, lambda w, n: decide_all(w, 0, capacity=n))
     table[("exp_decide_for_keys", "capacity")] = (None, lambda w, n: decide_for_keys(w, 1, 0, capacity=n))
-    table.update(context_walks())
     table[("exp_decide_for_keys_n", "key_count")] = (
         MAX_DECISIONS, lambda w, n: decide_for_keys_n(w, n, 0, capacity=max(1, min(n, MAX_DECISIONS))))
     table[("exp_decide_all_n", "capacity")] = (None, lambda w, n: decide_all_n(w, 0, capacity=n))
     table[("exp_decide_for_keys_n", "capacity")] = (None, lambda w, n: decide_for_keys_n(w, 1, 0, capacity=n))
+    table.update(context_walks())
     return table
 
 
@@ -503,7 +503,7 @@ def test_size_parameter_answers_for_every_value(walk, function, parameter):
     if limit is None:
         # An output capacity: too small is BUFFER_TOO_SMALL, anything from the needed size up (SIZE_MAX
         # included) is accepted and only the needed entries are written.
-        needed = walk.flags.value if function in ("exp_decide_all", "exp_user_decide_all", "exp_decide_all_n") else 1
+        needed = walk.flags.value if function in ("exp_decide_all", "exp_decide_all_n", "exp_user_decide_all") else 1
         for value in (0, needed - 1):
             assert call(walk, value) == BUFFER_TOO_SMALL, (value, _native.last_error())
         for value in (needed, needed + 1, 2 ** 40, 2 ** 63, SIZE_MAX):

@@ -58,12 +58,23 @@ def test_sdk_key_and_datafile_start_at_once_and_keep_fresh(server, revision, tmp
         assert c.datafile_status()["polling_interval_ms"] == 10 * SECOND_MS
 
 
+def test_sdk_key_and_datafile_start_from_the_given_datafile_even_with_a_cache(server, revision, tmp_path):
+    """As optimizely-sdk: the datafile passed in is the one used at start (the S modes prefer the cache)."""
+    key = new_key()
+    prime_cache(server, tmp_path, key, revision("cached"))
+    server.serve(key, Answer(revision("cached"), delay_s=0.3))
+    with client(server, tmp_path, key, datafile=revision("given")) as c:
+        assert c.config["revision"] == "given"
+        assert c.datafile_status()["source"] == "bundled"
+        assert wait_for(lambda: c.config["revision"] == "cached")  # then kept fresh
+
+
 def test_not_ready_message_names_no_c_function(server, tmp_path):
     key = new_key()
     server.serve(key, Answer(b"", status=500))
     with client(server, tmp_path, key) as c:
         with pytest.raises(experiment.NotReadyError) as info:
-            c.decide("u1", "checkout_flow")
+            c.config
         assert "exp_" not in str(info.value)
 
 
