@@ -63,3 +63,27 @@ let package = Package(
         .testTarget(name: "ExperimentABITests", dependencies: ["CExperimentABI"]),
     ]
 )
+
+// `EXPERIMENT_LIBRARY_ONLY=1 swift build --product experiment`: the library's targets alone. The Python source
+// distribution builds libexperiment.so this way from its own copy of Sources/: it carries no Tests/ and no CLI,
+// and must not download the CLI's swift-argument-parser.
+if Context.environment["EXPERIMENT_LIBRARY_ONLY"] == "1" {
+    var needed: Set<String> = []
+    var pending = ["experiment"]
+    while let name = pending.popLast() {
+        guard needed.insert(name).inserted, let target = package.targets.first(where: { $0.name == name }) else {
+            continue
+        }
+        for dependency in target.dependencies {
+            switch dependency {
+            case .targetItem(let dependencyName, _), .byNameItem(let dependencyName, _):
+                pending.append(dependencyName)
+            default:
+                fatalError("the library depends on another package's product: the source distribution cannot build it")
+            }
+        }
+    }
+    package.products = package.products.filter { $0.name == "experiment" }
+    package.targets = package.targets.filter { needed.contains($0.name) }
+    package.dependencies = []
+}

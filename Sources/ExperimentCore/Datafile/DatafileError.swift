@@ -1,16 +1,32 @@
-/// Why a datafile was refused. `message` names the place, e.g.
+/// A problem of a datafile. `message` names the place, e.g.
 /// `experiments[2].trafficAllocation[0].endOfRange: expected an integer, got a string`.
-public struct DatafileError: Error, Equatable {
+///
+/// An `.error` refuses the datafile: the reference SDK refuses it too (not JSON, its JSON schema, an
+/// unsupported version, a datafile its config construction raises on). A `.warning` is something the
+/// reference accepts and decides anyway (a stale audience id, a range past 10000): the datafile is
+/// accepted, decided as the reference decides it, and the warning is reported (log, datafile status,
+/// `experiment-cli validate`).
+public struct DatafileError: Error, Equatable, Sendable {
     public enum Kind: Sendable, Equatable {
         case invalidJSON, unsupportedVersion, invalidDatafile, tooLarge, tooDeep, invalidUTF8
     }
 
-    public let kind: Kind
-    public let message: String
+    public enum Severity: String, Sendable, Equatable {
+        case error, warning
+    }
 
-    public init(_ kind: Kind, _ message: String) {
+    public let kind: Kind
+    /// The whole message: "datafile: <place>: <problem>".
+    public let message: String
+    public let severity: Severity
+    /// Where in the datafile ("experiments[2].trafficAllocation[0].endOfRange"), when one entity's field.
+    public let place: String?
+
+    public init(_ kind: Kind, _ message: String, severity: Severity = .error, place: String? = nil) {
         self.kind = kind
         self.message = message
+        self.severity = severity
+        self.place = place
     }
 
     init(_ json: JSONError) {
@@ -48,7 +64,15 @@ struct DatafileReader {
 
     func fail(_ problem: String) -> DatafileError {
         let path = self.path
-        return DatafileError(.invalidDatafile, path.isEmpty ? "datafile: \(problem)" : "datafile: \(path): \(problem)")
+        return DatafileError(.invalidDatafile, path.isEmpty ? "datafile: \(problem)" : "datafile: \(path): \(problem)",
+                             place: path)
+    }
+
+    /// Something the reference accepts and decides anyway, reported with this reader's place.
+    func warning(_ problem: String) -> DatafileError {
+        let path = self.path
+        return DatafileError(.invalidDatafile, path.isEmpty ? "datafile: \(problem)" : "datafile: \(path): \(problem)",
+                             severity: .warning, place: path)
     }
 
     func member(_ key: String) -> DatafileReader? {

@@ -94,6 +94,7 @@ public final class Client: @unchecked Sendable {
         }
         let previousRevision = previous?.revision
         withExtendedLifetime(previous) {}
+        if previousRevision != compiled.revision { logWarnings(of: compiled) }
         odp.configDidChange(compiled)
         logger.log(.info, "datafile revision \(compiled.revision) in use"
                    + (options.sdkKey.map { " for SDK key \(Logger.redacted($0))" } ?? "")
@@ -101,7 +102,27 @@ public final class Client: @unchecked Sendable {
         return (previousRevision, compiled)
     }
 
+    /// The most warnings of one datafile revision the log gets line by line (the datafile status lists all).
+    static let loggedWarningsLimit = 100
+
+    /// What the datafile has that the reference SDK accepts but is likely a mistake (a stale audience id...),
+    /// logged once per revision: the datafile is in use and decides as the reference decides it.
+    private func logWarnings(of config: ProjectConfig) {
+        guard !config.warnings.isEmpty else { return }
+        for warning in config.warnings.prefix(Self.loggedWarningsLimit) {
+            logger.log(.warning, "datafile revision \(config.revision) accepted with a warning: \(warning.message)")
+        }
+        let more = config.warnings.count - Self.loggedWarningsLimit
+        if more > 0 {
+            logger.log(.warning, "datafile revision \(config.revision): \(more) more warnings "
+                       + "(exp_client_datafile_status_json lists them all)")
+        }
+    }
+
     public var isReady: Bool { current.current != nil }
+
+    /// The warnings of the datafile in use (empty when not ready): what it has that the reference accepts.
+    public var datafileWarnings: [DatafileError] { current.current?.warnings ?? [] }
 
     /// The calling thread's lease on the config decisions should use now: the hot path's way in (no lock,
     /// no write to shared memory while the config is unchanged).
