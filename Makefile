@@ -84,6 +84,8 @@ TEST_STATE_HOME := $(CURDIR)/.build/test-state
 TEST_TARGETS := test test-swift test-c test-cpp test-segments-c test-cli test-install test-sdist test-docs test-python test-fuzz test-sanitize
 $(TEST_TARGETS) bench: export XDG_STATE_HOME = $(TEST_STATE_HOME)
 $(TEST_TARGETS): export EXPERIMENT_EVENT_ENDPOINT = none
+# ... and a client started by sdk_key fetches no datafile unless it names its own datafile_url_template.
+$(TEST_TARGETS): export EXPERIMENT_DATAFILE_URL_TEMPLATE = none
 
 test-swift:
 	swift test
@@ -214,7 +216,7 @@ test-python: test-deps lib python-speedups
 	  $(PYTHON) -m pytest -q bindings/python/tests
 	EXPERIMENT_NO_SPEEDUPS=1 EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
 	  $(PYTHON) -m pytest -q bindings/python/tests/test_decide.py bindings/python/tests/test_input_errors.py \
-	    bindings/python/tests/test_speedups.py
+	    bindings/python/tests/test_speedups.py bindings/python/tests/test_user_context.py
 
 # Installs like libcurl or libgit2 (PREFIX, DESTDIR and the *DIR variables as in the GNU conventions):
 #   lib/libexperiment.so.$(VERSION)   stripped, no RUNPATH; its debug info in lib/.debug/ (found by gdb through

@@ -121,7 +121,7 @@ if [ "$callgrind" = 1 ]; then
     if command -v valgrind >/dev/null 2>&1; then
         echo
         echo "== callgrind"
-        for spec in a:100000 b:2000; do
+        for spec in a:100000 a-context:100000 b:2000; do
             scenario=${spec%%:*}
             calls=${spec##*:}
             file=$out/callgrind.$scenario.out

@@ -41,7 +41,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
+#include <string.h> /* strlen, for EXP_STR */
 
 #ifdef __cplusplus
 extern "C" {
@@ -887,8 +887,10 @@ exp_status exp_remove_notification_listener(exp_client *client, int64_t id);
  *   "tag"                    string   names the client in the process (see exp_client_find); a second
  *                                     open client with the same tag fails with EXP_ERR_TAG_IN_USE
  *
- * Polling, retries and cache-TTL refreshes run only for clients started with exp_client_start_async; a
- * client started with exp_client_start keeps the datafile it was given. Fetches use If-None-Match /
+ * Polling, retries and cache-TTL refreshes run only for clients started with exp_client_start_async or
+ * exp_client_start_sync (EXP_SYNC_UPDATE_NOW); a client started with exp_client_start keeps the datafile it
+ * was given. Test-only: the environment variable EXPERIMENT_DATAFILE_URL_TEMPLATE replaces the default
+ * template; "none" turns fetching off (test suites set it). Fetches use If-None-Match /
  * If-Modified-Since; a 304 costs no parsing. A fetched datafile is compiled on the background thread and
  * swapped in atomically (decisions in flight finish on the old one); a datafile that fails validation, or
  * that belongs to another project than the one in use, is rejected and the current one kept (reported in
@@ -941,6 +943,41 @@ exp_status exp_client_wait_ready(exp_client *client, int64_t timeout_ms);
  *     if (exp_client_refresh(c) != EXP_OK) fprintf(stderr, "keeping the current datafile: %s\n", exp_last_error());
  */
 exp_status exp_client_refresh(exp_client *client);
+
+/* How exp_client_start_sync keeps its datafile fresh. */
+#define EXP_SYNC_UPDATE_NONE        0  /* keep the datafile the start used: no fetching */
+#define EXP_SYNC_UPDATE_NEXT_START  1  /* fetch once in the background and cache it: used at the next start */
+#define EXP_SYNC_UPDATE_NOW         2  /* fetch in the background and use it at once; then poll every
+                                          polling_interval_s (0: no polling) */
+#define EXP_SYNC_GIVEN_FIRST     0x10  /* OR-ed into `update`: start from `bundled` even when a datafile is
+                                          cached (optimizely-sdk's start with a datafile and an sdk_key) */
+
+/*
+ * Starts the client synchronously, as the Swift SDK's synchronous start does: at once, from the cached
+ * datafile of the last good fetch for the sdk_key option (kept in state_dir) when there is one, else from
+ * `bundled[0..length)` (NULL for none; copied); with EXP_SYNC_GIVEN_FIRST in `update`, from `bundled` whenever
+ * it is given. Then, as `update` says (an EXP_SYNC_UPDATE_* value), the
+ * datafile is kept fresh on a background thread. *out_from_cache (may be NULL) receives 1 when the cached
+ * datafile was used, 0 when the bundled one was. Without an sdk_key it is exp_client_start with `bundled`.
+ *
+ * The Swift SDK's six initialization modes map to:
+ *   S1  exp_client_start_sync(c, bundled, n, EXP_SYNC_UPDATE_NEXT_START, NULL)      the fetched datafile is
+ *                                                                                   used at the next start
+ *   S2  {"polling_interval_s": 0}  + exp_client_start_sync(..., EXP_SYNC_UPDATE_NOW) used at once
+ *   S3  {"polling_interval_s": 60} + exp_client_start_sync(..., EXP_SYNC_UPDATE_NOW) used at once, polled
+ *   A1  {"polling_interval_s": 0}  + exp_client_start_async + exp_client_wait_ready
+ *   A2  {"polling_interval_s": 60} + exp_client_start_async (callback)
+ *   A3  as A2, awaited (exp_client_wait_ready; Python: await client.wait_ready_async())
+ * Errors: EXP_ERR_NOT_READY (no cached datafile and no bundled one), the bundled datafile's validation
+ * error (EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_DATAFILE, ...), EXP_ERR_INVALID_ARGUMENT (bad update value,
+ * already started with datafile management), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     int from_cache = 0;
+ *     if (exp_client_start_sync(c, bundled, bundled_len, EXP_SYNC_UPDATE_NOW, &from_cache) != EXP_OK)
+ *         fprintf(stderr, "%s\n", exp_last_error());
+ */
+exp_status exp_client_start_sync(exp_client *client, const char *bundled, size_t length, int update,
+                                 int *out_from_cache);
 
 /*
  * Finds the open client created with option "tag": `tag`. *out_client receives a BORROWED handle: the same
@@ -1381,6 +1418,166 @@ exp_status exp_force_include(exp_client *client, const char *user_id, const char
 exp_status exp_force_exclude(exp_client *client, const char *user_id, const char *experiment_id);
 exp_status exp_force_exclude_all(exp_client *client, const char *user_id);
 exp_status exp_force_clear(exp_client *client, const char *user_id, const char *experiment_id);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* User contexts (Optimizely's OptimizelyUserContext)                                              */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * A user context: one user id with its own attributes, forced decisions and qualified segments, made from
+ * a client. This is how Optimizely code decides:
+ *
+ *     exp_attribute attrs[] = {exp_attr_string("country", "NL")};
+ *     exp_user *user = NULL;
+ *     if (exp_user_create(c, EXP_STR("user-1"), attrs, 1, &user) == EXP_OK) {
+ *         exp_decision d = {0};
+ *         if (exp_user_decide(user, EXP_STR("free_shipping"), 0, &d) == EXP_OK && d.enabled) { ... }
+ *         exp_decision_release(&d);
+ *         exp_user_track(user, EXP_STR("purchase"), "{\"revenue\": 4200}");
+ *     }
+ *     exp_user_free(user);
+ *
+ * Strings: every id, key and segment comes as a pointer and a byte length; it need not be NUL-terminated
+ * and may contain NUL bytes. It must be valid UTF-8 (EXP_ERR_INVALID_UTF8) of at most EXP_MAX_KEY_BYTES
+ * (EXP_ERR_TOO_LARGE). EXP_STR(s) expands to `s, strlen(s)` for NUL-terminated strings.
+ *
+ * What belongs to the context: its attributes (validated and copied once, at creation and by
+ * exp_user_set_attribute), its forced decisions (exp_user_set_forced_decision: two contexts of the same user
+ * id never see each other's; the id-keyed exp_set_forced_decision store of the client is not read by
+ * contexts) and its qualified segments. What the client keeps per user id applies to contexts as to the
+ * id-based calls: forced variations (exp_set_forced_variation), forced memberships (exp_force_*), sticky
+ * bucketing, and stored user properties (exp_set_user_property; the context's attributes win).
+ *
+ * Ownership: the context keeps its client alive (not open: once the client is closed, calls that need it
+ * fail with EXP_ERR_CLOSED); free it with exp_user_free(). Thread-safety: a context may be used from any
+ * number of threads at once; every change is atomic, and a decision reads the state it started with.
+ * Deciding through a context costs what exp_decide costs (allocation-free unless reasons are requested).
+ */
+typedef struct exp_user exp_user;
+
+#define EXP_STR(s) (s), strlen(s)
+
+/*
+ * Creates a context for `user_id[0..user_id_length)` with `attributes[0..attribute_count)` (NULL with
+ * count 0 for none; a key given twice keeps its last value). Errors: EXP_ERR_INVALID_ARGUMENT (NULL
+ * client / user_id / out_user, bad attribute), EXP_ERR_INVALID_UTF8, EXP_ERR_TOO_LARGE, EXP_ERR_CLOSED.
+ * *out_user is NULL on error. The client need not be ready. Example: see above.
+ */
+exp_status exp_user_create(exp_client *client, const char *user_id, size_t user_id_length,
+                           const exp_attribute *attributes, size_t attribute_count, exp_user **out_user);
+
+/* Releases a context (NULL is a no-op). Never fails; no other call on it may run or follow. */
+void exp_user_free(exp_user *user);
+
+/* A new, independent context with the same user id, attributes, forced decisions and segments: changes to
+ * either one later do not reach the other. Free it with exp_user_free(). Errors: EXP_ERR_INVALID_ARGUMENT.
+ *     exp_user *copy = NULL; exp_user_clone(user, &copy); */
+exp_status exp_user_clone(exp_user *user, exp_user **out_user);
+
+/* The context's user id: *out_id points into the context (valid until exp_user_free, not NUL-terminated
+ * when the id holds a NUL), *out_length (may be NULL) its byte length. Errors: EXP_ERR_INVALID_ARGUMENT. */
+exp_status exp_user_id(exp_user *user, const char **out_id, size_t *out_length);
+
+/* Sets attribute `key` to `*value` (copied; a string value is NUL-terminated, at most EXP_MAX_STRING_BYTES),
+ * or removes it. Errors: EXP_ERR_INVALID_ARGUMENT (NULLs, bad value type), EXP_ERR_INVALID_UTF8,
+ * EXP_ERR_TOO_LARGE. Thread-safe.
+ *     exp_value plan = {EXP_VALUE_STRING, 0, 0, 0.0, "premium"};
+ *     exp_user_set_attribute(user, EXP_STR("plan"), &plan);
+ *     exp_user_remove_attribute(user, EXP_STR("plan")); */
+exp_status exp_user_set_attribute(exp_user *user, const char *key, size_t key_length, const exp_value *value);
+exp_status exp_user_remove_attribute(exp_user *user, const char *key, size_t key_length);
+
+/* The context's attributes as a JSON object, in the order first set. Free *out_json with exp_free(). */
+exp_status exp_user_attributes_json(exp_user *user, char **out_json);
+
+/*
+ * Decides `flag_key` for the context, as exp_decide does for a user id (same result struct, events,
+ * options, reasons; release with exp_decision_release). Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_FLAG,
+ * EXP_ERR_CLOSED, argument errors. Thread-safe; allocation-free unless reasons are requested.
+ *     exp_decision d = {0};
+ *     exp_user_decide(user, EXP_STR("free_shipping"), EXP_DECIDE_INCLUDE_REASONS, &d);
+ *     exp_decision_release(&d);
+ */
+exp_status exp_user_decide(exp_user *user, const char *flag_key, size_t flag_key_length, unsigned options,
+                           exp_decision *out);
+
+/* Every flag, as exp_decide_all (capacity, EXP_ERR_BUFFER_TOO_SMALL and release alike).
+ *     size_t cap = 0, n = 0; exp_flag_count(c, &cap);
+ *     exp_decision *ds = calloc(cap, sizeof *ds);
+ *     if (exp_user_decide_all(user, 0, ds, cap, &n) == EXP_OK) { ... }
+ *     exp_decisions_release(ds, n); free(ds); */
+exp_status exp_user_decide_all(exp_user *user, unsigned options, exp_decision *out, size_t capacity,
+                               size_t *out_count);
+
+/* The flags keys[i][0..key_lengths[i]) for i < key_count, as exp_decide_for_keys (an unknown key's decision
+ * has flag_key pointing at the caller's key, so not NUL-terminated: its length is key_lengths[i]).
+ *     const char *keys[] = {"free_shipping", "dark_mode"}; size_t lens[] = {13, 9};
+ *     exp_decision ds[2] = {{0}}; size_t n = 0;
+ *     exp_user_decide_for_keys(user, keys, lens, 2, 0, ds, 2, &n); exp_decisions_release(ds, n); */
+exp_status exp_user_decide_for_keys(exp_user *user, const char *const *keys, const size_t *key_lengths,
+                                    size_t key_count, unsigned options, exp_decision *out, size_t capacity,
+                                    size_t *out_count);
+
+/* Records conversion `event_key` for the context's user with its attributes, as exp_track (tags_json NULL
+ * or a JSON object of event tags; same errors).   exp_user_track(user, EXP_STR("purchase"), NULL); */
+exp_status exp_user_track(exp_user *user, const char *event_key, size_t event_key_length, const char *tags_json);
+
+/*
+ * Forced decisions of the context: for flag `flag_key` and rule `rule_key` (NULL: the flag as a whole)
+ * the context gets variation `variation_key` (a key the flag does not have is ignored at decide time with
+ * a reason, as in the reference). get: *out_variation_key receives a copy to exp_free(), or NULL when none.
+ * remove: *out_removed (may be NULL) receives 1 when there was one, else 0. Errors: argument errors,
+ * EXP_ERR_CLOSED. Thread-safe.
+ *     exp_user_set_forced_decision(user, EXP_STR("free_shipping"), NULL, 0, EXP_STR("on"));
+ *     exp_user_set_forced_decision(user, EXP_STR("free_shipping"), EXP_STR("ab_rule"), EXP_STR("off"));
+ *     char *v = NULL; exp_user_get_forced_decision(user, EXP_STR("free_shipping"), NULL, 0, &v); exp_free(v);
+ *     int removed = 0; exp_user_remove_forced_decision(user, EXP_STR("free_shipping"), NULL, 0, &removed);
+ */
+exp_status exp_user_set_forced_decision(exp_user *user, const char *flag_key, size_t flag_key_length,
+                                        const char *rule_key, size_t rule_key_length,
+                                        const char *variation_key, size_t variation_key_length);
+exp_status exp_user_get_forced_decision(exp_user *user, const char *flag_key, size_t flag_key_length,
+                                        const char *rule_key, size_t rule_key_length, char **out_variation_key);
+exp_status exp_user_remove_forced_decision(exp_user *user, const char *flag_key, size_t flag_key_length,
+                                           const char *rule_key, size_t rule_key_length, int *out_removed);
+exp_status exp_user_remove_all_forced_decisions(exp_user *user);
+
+/*
+ * Qualified segments of the context (see "Real-time segments"). fetch: fetches them from ODP (cache first,
+ * EXP_SEGMENT_* options) into the context and writes them as a JSON array to *out_json (may be NULL; else
+ * free with exp_free); a failed fetch leaves the context with none. get: a JSON array, or "null" when never
+ * fetched or set. set: a JSON array of strings, or "null" to forget them. is_qualified_for: 1 or 0.
+ * Errors: as exp_fetch_qualified_segments; EXP_ERR_INVALID_JSON; argument errors. Thread-safe.
+ *     exp_user_set_qualified_segments_json(user, "[\"vip\"]");
+ *     int q = 0; exp_user_is_qualified_for(user, EXP_STR("vip"), &q);
+ */
+exp_status exp_user_fetch_qualified_segments(exp_user *user, unsigned options, char **out_json);
+exp_status exp_user_is_qualified_for(exp_user *user, const char *segment, size_t segment_length, int *out_qualified);
+exp_status exp_user_get_qualified_segments_json(exp_user *user, char **out_json);
+exp_status exp_user_set_qualified_segments_json(exp_user *user, const char *segments_json);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Stored profiles (sticky bucketing), by user id                                                  */
+/* ---------------------------------------------------------------------------------------------- */
+
+/*
+ * Reads the stored sticky-bucketing profile of `user_id[0..user_id_length)` from the client's profile store
+ * (SQLite, Redis or the host's callbacks), from the store itself, not the in-memory cache: *out_json receives
+ * {"user_id": "...", "experiment_bucket_map": {"<experiment id>": {"variation_id": "..."}}} to free with
+ * exp_free(), or NULL when the store has no profile for the user (EXP_OK).
+ * exp_profile_delete deletes it from the store and the client's cache (the user is bucketed afresh at the
+ * next decision); *out_deleted (may be NULL) receives 1 when there was one, else 0. The callbacks store
+ * cannot delete (EXP_ERR_INVALID_ARGUMENT).
+ * Errors: EXP_ERR_NOT_FOUND (the client has no profile store: "profile_store": "none"), EXP_ERR_STORE (the
+ * store failed), argument errors (the user id as for exp_user_create), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     char *profile = NULL;
+ *     if (exp_profile_get(c, EXP_STR("user-1"), &profile) == EXP_OK && profile) puts(profile);
+ *     exp_free(profile);
+ *     exp_profile_delete(c, EXP_STR("user-1"), NULL);   // e.g. a user's request to be forgotten
+ */
+exp_status exp_profile_get(exp_client *client, const char *user_id, size_t user_id_length, char **out_json);
+exp_status exp_profile_delete(exp_client *client, const char *user_id, size_t user_id_length, int *out_deleted);
 
 #ifdef __cplusplus
 }

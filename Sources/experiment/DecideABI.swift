@@ -474,3 +474,16 @@ public func abiDecideForKeysJSON(_ handle: OpaquePointer?, _ userId: UnsafePoint
         out.pointee = duplicate(writer.text)
     }
 }
+
+// MARK: user contexts (see UserContextABI.swift)
+
+/// Fills a caller's exp_decision for a context's decision (the same filling as exp_decide's).
+@inline(__always)
+func fillDecision(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDecision, reasons: [String]?,
+                  lease: ConfigLease, options: DecideOptions) {
+    fill(out, decision, config: lease.config, lease: Unmanaged.passUnretained(lease), options: options,
+         reasons: reasons)
+}
+
+/// "{}", static: the variables of a decision that has none.
+var emptyJSONObject: UnsafePointer<CChar> { emptyObjectPointer }

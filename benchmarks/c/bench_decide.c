@@ -6,6 +6,8 @@
  *              then an audience-targeted 50% delivery rule, then everyone else. No impression event.
  *   a-events   the same with impression events on, handed to a no-op dispatcher callback.
  *   a-reasons  the same as a with EXP_DECIDE_INCLUDE_REASONS (expected to allocate).
+ *   a-context  the same as a through user contexts: exp_user_decide on one exp_user per user, made (with the
+ *              user's attributes) before the measured calls, as a server keeps a context per request.
  *   b          exp_decide_all over bench_50_flags.json (50 flags, experiments, groups, rollouts). No events.
  *   b-events   the same with impression events on (no-op dispatcher).
  *   a-sqlite   a with sticky bucketing in the SQLite state file (a temporary state_dir), warm cache.
@@ -165,7 +167,7 @@ typedef struct scenario {
     const char *name;
     const char *title;
     const char *datafile;   /* file name inside the data directory */
-    int decide_all;         /* 0: exp_decide of `flag`; 1: exp_decide_all */
+    int decide_all;         /* 0: exp_decide of `flag`; 1: exp_decide_all; 2: exp_user_decide of `flag` */
     const char *flag;
     unsigned options;
     int with_dispatcher;    /* install the no-op event dispatcher */
@@ -176,6 +178,8 @@ typedef struct scenario {
 
 static const scenario g_scenarios[] = {
     {"a", "decide, A/B + targeted rollout, no event", "bench_ab_rollout.json", 0, "checkout_flow",
+     EXP_DECIDE_DISABLE_DECISION_EVENT, 0, 1000, 3000, NULL},
+    {"a-context", "user context decide, same as a", "bench_ab_rollout.json", 2, "checkout_flow",
      EXP_DECIDE_DISABLE_DECISION_EVENT, 0, 1000, 3000, NULL},
     {"a-events", "decide, same, impression event (no-op dispatch)", "bench_ab_rollout.json", 0,
      "checkout_flow", 0, 1, 1000, 1000, NULL},
@@ -199,6 +203,7 @@ typedef struct bench {
     const scenario *sc;
     exp_client *client;
     exp_decision *decisions;  /* decide_all output, `capacity` long */
+    exp_user **users;         /* user contexts (scenario kind 2), USER_COUNT of them */
     size_t capacity;
     size_t flags_per_call;    /* decisions per call: 1, or the flag count */
     size_t cursor;            /* next user */
@@ -326,8 +331,20 @@ static int bench_open(bench *b, const scenario *sc, const char *data_dir) {
         fprintf(stderr, "%s: setting up the client failed: %s: %s\n", sc->name, exp_status_str(s), exp_last_error());
         return 0;
     }
-    b->flags_per_call = sc->decide_all ? b->capacity : 1;
-    if (sc->decide_all) {
+    b->flags_per_call = sc->decide_all == 1 ? b->capacity : 1;
+    if (sc->decide_all == 2) {
+        b->users = calloc(USER_COUNT, sizeof *b->users);
+        if (!b->users) return 0;
+        for (int i = 0; i < USER_COUNT; i++) {
+            s = exp_user_create(b->client, g_user_ids[i], strlen(g_user_ids[i]), g_attributes[i],
+                                ATTRIBUTES_PER_USER, &b->users[i]);
+            if (s != EXP_OK) {
+                fprintf(stderr, "%s: exp_user_create failed: %s\n", sc->name, exp_last_error());
+                return 0;
+            }
+        }
+    }
+    if (sc->decide_all == 1) {
         b->decisions = calloc(b->capacity, sizeof *b->decisions);
         if (!b->decisions) return 0;
     }
@@ -336,6 +353,9 @@ static int bench_open(bench *b, const scenario *sc, const char *data_dir) {
 
 static void bench_close(bench *b) {
     free(b->decisions);
+    if (b->users)
+        for (int i = 0; i < USER_COUNT; i++) exp_user_free(b->users[i]);
+    free(b->users);
     exp_client_free(b->client);
 }
 
@@ -344,7 +364,15 @@ static inline void run_calls(bench *b, size_t n) {
     const scenario *sc = b->sc;
     size_t cursor = b->cursor;
     int failed = 0;
-    if (!sc->decide_all) {
+    if (sc->decide_all == 2) {
+        size_t flag_length = strlen(sc->flag);
+        for (size_t i = 0; i < n; i++) {
+            exp_decision d = {0};
+            failed |= exp_user_decide(b->users[cursor], sc->flag, flag_length, sc->options, &d) != EXP_OK;
+            exp_decision_release(&d);
+            if (++cursor == USER_COUNT) cursor = 0;
+        }
+    } else if (!sc->decide_all) {
         for (size_t i = 0; i < n; i++) {
             exp_decision d = {0};
             failed |= exp_decide(b->client, g_user_ids[cursor], sc->flag, g_attributes[cursor],
@@ -400,7 +428,7 @@ static int run_timed(bench *b, result *r) {
     run_calls(b, USER_COUNT < sc->batch * sc->batches ? USER_COUNT : sc->batch * sc->batches);
 
     /* Allocations, counted over one pass of every user (timed batches run with counting off). */
-    size_t counted_calls = sc->decide_all ? 1000 : USER_COUNT;
+    size_t counted_calls = sc->decide_all == 1 ? 1000 : USER_COUNT;
     unsigned long bytes = 0;
     counting_start();
     run_calls(b, counted_calls);

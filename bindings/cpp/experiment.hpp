@@ -678,6 +678,8 @@ private:
 /* Client                                                                                          */
 /* ---------------------------------------------------------------------------------------------- */
 
+class UserContext;
+
 class Client {
 public:
     /* Creates a client from a JSON object of options ("" for defaults). Not ready until start(). */
@@ -705,6 +707,29 @@ public:
 
     /* The underlying handle, still owned by this Client (for C calls the wrapper does not cover). */
     exp_client *native_handle() const noexcept { return client_; }
+
+    /* A user context (see UserContext below): client.create_user_context("alice", {{"country", "NL"}}). */
+    UserContext create_user_context(std::string_view user_id, const Attributes &attributes = {});
+
+    /* exp_client_start_sync: the cached datafile for the sdk_key, else `bundled`; then `update`
+       (EXP_SYNC_UPDATE_*). Returns true when the cached datafile was used. */
+    bool start_sync(std::string_view bundled, int update = EXP_SYNC_UPDATE_NOW) {
+        int from_cache = 0;
+        detail::check(exp_client_start_sync(client_, bundled.data(), bundled.size(), update, &from_cache));
+        return from_cache != 0;
+    }
+
+    /* The user's stored sticky-bucketing profile as JSON (nullopt: none); delete it (true: there was one). */
+    std::optional<std::string> user_profile_json(std::string_view user_id) {
+        char *json = nullptr;
+        detail::check(exp_profile_get(client_, user_id.data() ? user_id.data() : "", user_id.size(), &json));
+        return detail::take_optional(json);
+    }
+    bool delete_user_profile(std::string_view user_id) {
+        int deleted = 0;
+        detail::check(exp_profile_delete(client_, user_id.data() ? user_id.data() : "", user_id.size(), &deleted));
+        return deleted != 0;
+    }
     explicit operator bool() const noexcept { return client_ != nullptr; }
 
     /* Starts (or re-starts) with a datafile. A datafile that fails leaves the current config in place. */
@@ -1487,6 +1512,200 @@ private:
     std::string user_id_;
     Attributes attributes_;
 };
+
+/*
+ * A user context (Optimizely's OptimizelyUserContext, exp_user in C): one user id with its own attributes,
+ * forced decisions and qualified segments. Forced decisions live in the context: other contexts of the same
+ * user id never see them. Copying a UserContext makes an independent copy (exp_user_clone). The context keeps
+ * the native client alive, but calls fail with ClosedError once the Client is closed or destroyed.
+ * Thread-safe, like the C handle.
+ *
+ *     auto user = client.create_user_context("alice", {{"country", "NL"}});
+ *     if (user.decide("free_shipping").enabled) { ... }
+ *     user.set_forced_decision("free_shipping", std::nullopt, "on");
+ *     user.track_event("purchase", R"({"revenue": 4200})");
+ */
+class UserContext {
+public:
+    UserContext(Client &client, std::string_view user_id, const Attributes &attributes = {})
+        : client_(client.native_handle()), user_id_(user_id) {
+        detail::check(exp_user_create(client_, user_id.data() ? user_id.data() : "", user_id.size(),
+                                      attributes.data(), attributes.size(), &user_));
+    }
+    ~UserContext() { exp_user_free(user_); }
+
+    UserContext(const UserContext &other) : client_(other.client_), user_id_(other.user_id_) {
+        detail::check(exp_user_clone(other.user_, &user_));
+    }
+    UserContext &operator=(const UserContext &other) {
+        if (this != &other) {
+            exp_user *copy = nullptr;
+            detail::check(exp_user_clone(other.user_, &copy));
+            exp_user_free(user_);
+            user_ = copy;
+            client_ = other.client_;
+            user_id_ = other.user_id_;
+        }
+        return *this;
+    }
+    UserContext(UserContext &&other) noexcept
+        : client_(other.client_), user_(std::exchange(other.user_, nullptr)), user_id_(std::move(other.user_id_)) {}
+    UserContext &operator=(UserContext &&other) noexcept {
+        if (this != &other) {
+            exp_user_free(user_);
+            user_ = std::exchange(other.user_, nullptr);
+            client_ = other.client_;
+            user_id_ = std::move(other.user_id_);
+        }
+        return *this;
+    }
+
+    const std::string &user_id() const noexcept { return user_id_; }
+    exp_user *native_handle() const noexcept { return user_; }
+    /* The user id as the library holds it (exp_user_id): equal to user_id(). */
+    std::string native_user_id() const {
+        const char *id = nullptr;
+        std::size_t length = 0;
+        detail::check(exp_user_id(user_, &id, &length));
+        return std::string(id, length);
+    }
+
+    /* ---- attributes ---- */
+
+    void set_attribute(std::string_view key, const Value &value) {
+        exp_value v = value.to_c();
+        detail::check(exp_user_set_attribute(user_, key.data() ? key.data() : "", key.size(), &v));
+    }
+    void remove_attribute(std::string_view key) {
+        detail::check(exp_user_remove_attribute(user_, key.data() ? key.data() : "", key.size()));
+    }
+    /* The attributes as a JSON object. */
+    std::string attributes_json() const {
+        char *json = nullptr;
+        detail::check(exp_user_attributes_json(user_, &json));
+        return detail::take(json);
+    }
+
+    /* ---- decisions ---- */
+
+    Decision decide(std::string_view flag_key, unsigned options = 0) {
+        exp_decision d{};
+        detail::check(exp_user_decide(user_, flag_key.data() ? flag_key.data() : "", flag_key.size(), options, &d));
+        try {
+            Decision out = detail::copy_decision(d);
+            exp_decision_release(&d);
+            return out;
+        } catch (...) {
+            exp_decision_release(&d);
+            throw;
+        }
+    }
+
+    std::vector<Decision> decide_all(unsigned options = 0) {
+        std::size_t capacity = 0;
+        detail::check(exp_flag_count(client_, &capacity));
+        for (;;) {
+            detail::DecisionBuffer buffer(capacity > 0 ? capacity : 1);
+            std::size_t count = 0;
+            exp_status status = exp_user_decide_all(user_, options, buffer.items.data(), capacity, &count);
+            if (status == EXP_ERR_BUFFER_TOO_SMALL && count > capacity) {  // datafile grew meanwhile
+                capacity = count;
+                continue;
+            }
+            detail::check(status);
+            buffer.filled = count;
+            return buffer.copy_out();
+        }
+    }
+
+    std::vector<Decision> decide_for_keys(const std::vector<std::string_view> &flag_keys, unsigned options = 0) {
+        std::vector<std::string> keys(flag_keys.begin(), flag_keys.end());  // NUL-terminated copies
+        std::vector<const char *> pointers;
+        std::vector<std::size_t> lengths;
+        for (const std::string &k : keys) {
+            pointers.push_back(k.c_str());
+            lengths.push_back(k.size());
+        }
+        pointers.push_back(nullptr);
+        lengths.push_back(0);
+        detail::DecisionBuffer buffer(keys.empty() ? 1 : keys.size());
+        std::size_t count = 0;
+        detail::check(exp_user_decide_for_keys(user_, pointers.data(), lengths.data(), keys.size(), options,
+                                               buffer.items.data(), keys.size(), &count));
+        buffer.filled = count;
+        return buffer.copy_out();
+    }
+
+    /* ---- conversions ---- */
+
+    void track_event(std::string_view event_key, std::optional<std::string_view> tags_json = std::nullopt) {
+        detail::OptionalCString tags(tags_json, "tags");
+        detail::check(exp_user_track(user_, event_key.data() ? event_key.data() : "", event_key.size(), tags.c_str()));
+    }
+
+    /* ---- forced decisions (rule_key nullopt: the flag as a whole) ---- */
+
+    bool set_forced_decision(std::string_view flag_key, std::optional<std::string_view> rule_key,
+                             std::string_view variation_key) {
+        detail::check(exp_user_set_forced_decision(user_, text(flag_key), flag_key.size(), rule(rule_key),
+                                                   rule_key ? rule_key->size() : 0, text(variation_key),
+                                                   variation_key.size()));
+        return true;
+    }
+    std::optional<std::string> get_forced_decision(std::string_view flag_key,
+                                                   std::optional<std::string_view> rule_key = std::nullopt) const {
+        char *variation = nullptr;
+        detail::check(exp_user_get_forced_decision(user_, text(flag_key), flag_key.size(), rule(rule_key),
+                                                   rule_key ? rule_key->size() : 0, &variation));
+        return detail::take_optional(variation);
+    }
+    bool remove_forced_decision(std::string_view flag_key, std::optional<std::string_view> rule_key = std::nullopt) {
+        int removed = 0;
+        detail::check(exp_user_remove_forced_decision(user_, text(flag_key), flag_key.size(), rule(rule_key),
+                                                      rule_key ? rule_key->size() : 0, &removed));
+        return removed != 0;
+    }
+    bool remove_all_forced_decisions() {
+        detail::check(exp_user_remove_all_forced_decisions(user_));
+        return true;
+    }
+
+    /* ---- qualified segments (JSON arrays; "null" when never fetched or set) ---- */
+
+    std::string fetch_qualified_segments(unsigned options = 0) {
+        char *json = nullptr;
+        detail::check(exp_user_fetch_qualified_segments(user_, options, &json));
+        return detail::take(json);
+    }
+    bool is_qualified_for(std::string_view segment) const {
+        int qualified = 0;
+        detail::check(exp_user_is_qualified_for(user_, text(segment), segment.size(), &qualified));
+        return qualified != 0;
+    }
+    std::string qualified_segments_json() const {
+        char *json = nullptr;
+        detail::check(exp_user_get_qualified_segments_json(user_, &json));
+        return detail::take(json);
+    }
+    void set_qualified_segments_json(std::string_view segments_json) {
+        detail::CString json(segments_json, "segments");
+        detail::check(exp_user_set_qualified_segments_json(user_, json.c_str()));
+    }
+
+private:
+    static const char *text(std::string_view s) noexcept { return s.data() ? s.data() : ""; }
+    static const char *rule(const std::optional<std::string_view> &s) noexcept {
+        return s ? text(*s) : nullptr;
+    }
+
+    exp_client *client_;
+    exp_user *user_ = nullptr;
+    std::string user_id_;
+};
+
+inline UserContext Client::create_user_context(std::string_view user_id, const Attributes &attributes) {
+    return UserContext(*this, user_id, attributes);
+}
 
 }  // namespace experiment
 

@@ -2,8 +2,9 @@
  * quickstart.c — a first tour of libexperiment's C API.
  *
  * It loads a datafile (an Optimizely v4 JSON project configuration), decides feature flags for a few
- * users, runs a classic A/B experiment, records a conversion, and shows how stored user properties and
- * errors work. Every event the library would send is handed to our own callback, which just prints it.
+ * users through user contexts (as Optimizely's `user = create_user_context(id, attrs); user.decide(key)`),
+ * forces a decision in one context, runs a classic A/B experiment, records a conversion, and shows how
+ * stored user properties and errors work. Every event the library would send is handed to our own callback, which just prints it.
  *
  * Build and run from the repository root:
  *
@@ -15,6 +16,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "experiment.h"
 
@@ -91,8 +93,9 @@ int main(int argc, char **argv) {
     int event_count = 0;
     CHECK(exp_client_set_event_dispatcher(client, print_event, &event_count));
 
-    /* 4. Decide flags. Attributes are typed: strings, integers, doubles, booleans. They are borrowed
-     *    for the duration of the call only. */
+    /* 4. Decide flags through user contexts: a context holds a user id and its attributes (typed:
+     *    strings, integers, doubles, booleans; validated and copied once, here), then decides for that
+     *    user. Every string the context calls take comes with its length: EXP_STR(s) is `s, strlen(s)`. */
     puts("Decisions:");
     struct {
         const char *user_id;
@@ -107,12 +110,43 @@ int main(int argc, char **argv) {
     };
     const char *flags[] = {"checkout_redesign", "free_shipping", "search_ranking"};
     for (size_t u = 0; u < COUNT(users); u++) {
+        exp_user *user = NULL;
+        CHECK(exp_user_create(client, EXP_STR(users[u].user_id), users[u].attributes, users[u].count, &user));
         for (size_t f = 0; f < COUNT(flags); f++) {
             exp_decision d = {0};  /* must start zeroed */
-            CHECK(exp_decide(client, users[u].user_id, flags[f], users[u].attributes, users[u].count, 0, &d));
+            CHECK(exp_user_decide(user, EXP_STR(flags[f]), 0, &d));
             print_decision(users[u].user_id, &d);
             exp_decision_release(&d);
         }
+        exp_user_free(user);
+    }
+
+    /* The same decision without a context: the id-based calls take the user id and attributes each time. */
+    exp_decision by_id = {0};
+    CHECK(exp_decide(client, "user-2", "free_shipping", users[1].attributes, users[1].count, 0, &by_id));
+    exp_decision_release(&by_id);
+
+    /* 4b. Forced decisions live in the context that sets them (QA previews a variation): another context
+     *     of the same user id is not affected. Attributes can change on the context too. */
+    puts("\nForced decision in one context:");
+    exp_user *qa = NULL, *other = NULL;
+    CHECK(exp_user_create(client, EXP_STR("user-2"), users[1].attributes, users[1].count, &qa));
+    CHECK(exp_user_create(client, EXP_STR("user-2"), users[1].attributes, users[1].count, &other));
+    CHECK(exp_user_set_forced_decision(qa, EXP_STR("checkout_redesign"), NULL, 0, EXP_STR("on")));
+    exp_value premium = {EXP_VALUE_STRING, 0, 0, 0.0, "premium"};
+    CHECK(exp_user_set_attribute(qa, EXP_STR("plan"), &premium));
+    exp_decision forced = {0}, unforced = {0};
+    CHECK(exp_user_decide(qa, EXP_STR("checkout_redesign"), EXP_DECIDE_DISABLE_DECISION_EVENT, &forced));
+    CHECK(exp_user_decide(other, EXP_STR("checkout_redesign"), EXP_DECIDE_DISABLE_DECISION_EVENT, &unforced));
+    print_decision("qa", &forced);
+    print_decision("other", &unforced);
+    int forced_ok = forced.variation_key != NULL && strcmp(forced.variation_key, "on") == 0;
+    exp_decision_release(&forced);
+    exp_decision_release(&unforced);
+    exp_user_free(other);
+    if (!forced_ok) {
+        fprintf(stderr, "expected the forced variation \"on\" in the qa context\n");
+        return 1;
     }
 
     /* 5. Decide every flag at once. Ask how many flags there are, then pass an array that big.
@@ -166,10 +200,12 @@ int main(int argc, char **argv) {
     }
     exp_free(variation_key);
 
-    /* 7. Record a conversion. Tags are a JSON object; "revenue" is an integer number of cents. */
+    /* 7. Record a conversion. Tags are a JSON object; "revenue" is an integer number of cents. Through a
+     *    context the user's attributes come along; exp_track is the id-based shortcut. */
     puts("\nTrack purchase:");
-    CHECK(exp_track(client, "purchase", "user-4", mobile, COUNT(mobile),
-                    "{\"revenue\": 4200, \"category\": \"shoes\", \"value\": 3.5}"));
+    CHECK(exp_user_track(qa, EXP_STR("purchase"), "{\"revenue\": 4200, \"category\": \"shoes\", \"value\": 3.5}"));
+    CHECK(exp_track(client, "purchase", "user-4", mobile, COUNT(mobile), "{\"revenue\": 1500}"));
+    exp_user_free(qa);
 
     /* 8. Stored user properties: set once, used by every later call for that user. "dark_mode" is on
      *    only for beta testers on app 2.4 or newer, so setting these two properties turns it on. */

@@ -2,7 +2,7 @@
  * quickstart.cpp — a first tour of libexperiment through the C++ wrapper (bindings/cpp/experiment.hpp).
  *
  * It loads a datafile (an Optimizely v4 JSON project configuration), decides feature flags for a few
- * users, runs a classic A/B experiment, records a conversion, and shows stored user properties, forced
+ * users through user contexts (client.create_user_context), forces a decision in one context, runs a classic A/B experiment, records a conversion, and shows stored user properties, forced
  * variations and typed errors. Every event the library would send goes to a lambda that counts it.
  *
  * Build and run from the repository root:
@@ -80,7 +80,8 @@ int run(const std::string &path) {
         return true;
     });
 
-    // 4. Decide flags. Attributes are typed (string, integer, double, bool) and own their contents.
+    // 4. Decide flags through user contexts, as Optimizely code does: the user id and attributes are given
+    //    once. Attributes are typed (string, integer, double, bool) and own their contents.
     std::puts("Decisions:");
     struct User {
         std::string id;
@@ -91,9 +92,32 @@ int run(const std::string &path) {
         {"user-2", {{"country", "NL"}}},                                             // ships to the Netherlands
         {"bob", {{"email", "bob@demo-shop.example"}, {"beta_tester", false}}},      // an employee
     };
-    for (const User &user : users)
+    for (const User &user : users) {
+        experiment::UserContext context = client.create_user_context(user.id, user.attributes);
         for (const char *flag : {"checkout_redesign", "free_shipping", "search_ranking"})
-            print_decision(user.id, client.decide(user.id, flag, user.attributes));
+            print_decision(user.id, context.decide(flag));
+    }
+    // The id-based shortcut decides the same without a context.
+    print_decision("user-2", client.decide("user-2", "free_shipping", users[1].attributes));
+
+    // Forced decisions live in the context that sets them; another context of the same user is not affected.
+    std::puts("\nForced decision in one context:");
+    auto qa = client.create_user_context("user-2", users[1].attributes);
+    auto other = client.create_user_context("user-2", users[1].attributes);
+    qa.set_forced_decision("checkout_redesign", std::nullopt, "on");
+    qa.set_attribute("plan", "premium");
+    const auto forced_decision = qa.decide("checkout_redesign", experiment::decide_option::disable_decision_event);
+    const auto unforced = other.decide("checkout_redesign", experiment::decide_option::disable_decision_event);
+    print_decision("qa", forced_decision);
+    print_decision("other", unforced);
+    expect(forced_decision.variation_key == std::optional<std::string>("on"), "the forced variation in the qa context");
+    expect(qa.get_forced_decision("checkout_redesign") == std::optional<std::string>("on"), "get_forced_decision");
+    expect(!other.get_forced_decision("checkout_redesign"), "no forced decision in the other context");
+    experiment::UserContext copy = qa;  // an independent copy, forced decision included
+    expect(qa.remove_forced_decision("checkout_redesign") && !qa.remove_forced_decision("checkout_redesign"),
+           "remove_forced_decision to report what it removed");
+    expect(copy.get_forced_decision("checkout_redesign").has_value(), "a copy to keep its forced decision");
+    qa.track_event("add_to_cart");
 
     // 5. Every flag at once, without impression events for this call, and with the reasons.
     std::puts("\nAll flags for user-3:");
@@ -105,13 +129,14 @@ int run(const std::string &path) {
     expect(!all.empty() && !all[0].reasons.empty(), "reasons with include_reasons");
     std::printf("  first reason for %s: %s\n", all[0].flag_key.c_str(), all[0].reasons[0].c_str());
 
-    // A user context: the id and attributes given once, like Optimizely's user context.
-    experiment::User alice(client, "alice", {{"country", "NL"}, {"age", 31}});
+    // A user context decides every flag, or a chosen set, too.
+    auto alice = client.create_user_context("alice", {{"country", "NL"}, {"age", 31}});
     const experiment::Decision shipping = alice.decide("free_shipping");
     std::printf("\nalice (user context): free_shipping enabled=%d variation=%s\n", shipping.enabled ? 1 : 0,
                 shipping.variation_key ? shipping.variation_key->c_str() : "-");
     expect(shipping.flag_key == "free_shipping", "a user context to decide its flag");
     expect(alice.decide_all().size() == client.flag_count(), "a user context to decide every flag");
+    expect(alice.decide_for_keys({"free_shipping", "no_such_flag"}).size() == 2, "a user context's decide_for_keys");
 
     // A chosen set of flags; a key the datafile lacks gives a disabled decision, not an error.
     std::puts("\nChosen flags for user-2:");

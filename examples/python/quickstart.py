@@ -28,17 +28,31 @@ def main(path):
     with open(path) as datafile, experiment.Client(datafile=datafile.read(), event_dispatcher=dispatcher) as client:
         print("datafile revision", client.config["revision"], "flags:", ", ".join(client.config["flags"]))
 
-        for user, attributes in [("alice", {"country": "NL", "age": 31, "app_version": "2.4.0"}),
-                                 ("bob", {"country": "US", "age": 17})]:
-            print("\n%s %s" % (user, json.dumps(attributes)))
-            for key, decision in client.decide_all(user, attributes).items():
+        # A user context, as optimizely-sdk's: the id and attributes once, then decide / track for that user.
+        for user_id, attributes in [("alice", {"country": "NL", "age": 31, "app_version": "2.4.0"}),
+                                    ("bob", {"country": "US", "age": 17})]:
+            user = client.create_user_context(user_id, attributes)
+            print("\n%s %s" % (user_id, json.dumps(attributes)))
+            for key, decision in user.decide_all().items():
                 print("  %-20s enabled=%-5s variation=%-12s rule=%s variables=%s" % (
                     key, decision.enabled, decision.variation_key, decision.rule_key, json.dumps(decision.variables)))
 
-        decision = client.decide("alice", "free_shipping", {"country": "NL"}, options=["INCLUDE_REASONS"])
+        alice = client.create_user_context("alice", {"country": "NL"})
+        decision = alice.decide("free_shipping", ["INCLUDE_REASONS"])
         print("\nwhy alice gets free_shipping=%s:" % decision.enabled)
         for reason in decision.reasons:
             print("  -", reason)
+
+        # Forced decisions live in the context (a QA preview): other contexts of alice are not affected.
+        flag = experiment.OptimizelyDecisionContext("checkout_redesign")
+        alice.set_forced_decision(flag, experiment.OptimizelyForcedDecision("on"))
+        print("\nalice, forced:", alice.decide("checkout_redesign").variation_key,
+              "/ another context of alice:", client.create_user_context("alice", {"country": "NL"})
+              .decide("checkout_redesign").variation_key)
+        alice.track_event("purchase", {"revenue": 4200, "category": "shoes"})
+
+        # The id-based calls are shortcuts for one call each.
+        print("client.decide(alice, free_shipping):", client.decide("alice", "free_shipping", {"country": "NL"}).enabled)
 
         experiment_key = client.config["experiments"][0]
         print("\nget_variation(%s, alice) = %s" % (experiment_key, client.get_variation(experiment_key, "alice")))
@@ -47,7 +61,7 @@ def main(path):
         print("carol (country from her stored properties):",
               client.decide("carol", "free_shipping").variation_key)
 
-        client.track("purchase", "alice", {"country": "NL"}, tags={"revenue": 4200, "category": "shoes"})
+        client.track("add_to_cart", "alice", {"country": "NL"})
 
         # A typo in a flag key does not crash the request: as the reference SDK, decide answers with an
         # error decision (disabled, no variation) whose reason says why, and logs it.

@@ -300,6 +300,58 @@ void async_start(const char *datafile_path) {
     client.close();
 }
 
+
+/* User contexts (exp_user), the managed synchronous start and stored profiles. */
+void user_contexts(const std::string &datafile) {
+    char state[] = "/tmp/exp-wrapper-XXXXXX";
+    if (!mkdtemp(state)) throw std::runtime_error("mkdtemp failed");
+    experiment::Client client(std::string(R"({"sdk_key": "wrapper-key", "state_dir": ")") + state + R"("})");
+    CHECK(!client.start_sync(datafile, EXP_SYNC_UPDATE_NONE));  // nothing cached: the bundled datafile
+    CHECK(client.ready());
+
+    auto user = client.create_user_context("ctx-user", {{"country", "NL"}});
+    CHECK(user.native_user_id() == "ctx-user");
+    user.set_attribute("plan", "premium");
+    CHECK(user.attributes_json() == R"({"country":"NL","plan":"premium"})");
+    user.remove_attribute("plan");
+    CHECK(user.attributes_json() == R"({"country":"NL"})");
+    CHECK(user.decide("checkout_redesign").flag_key == "checkout_redesign");
+    CHECK(user.decide_all().size() == client.flag_count());
+    const auto chosen = user.decide_for_keys({"free_shipping", "no_such_flag"});
+    CHECK(chosen.size() == 2 && chosen[1].flag_key == "no_such_flag" && !chosen[1].enabled);
+    user.track_event("purchase", R"({"revenue": 100})");
+
+    CHECK(user.set_forced_decision("checkout_redesign", std::nullopt, "on"));
+    CHECK(user.set_forced_decision("checkout_redesign", "checkout_redesign_ab", "control"));
+    CHECK(user.get_forced_decision("checkout_redesign") == std::optional<std::string>("on"));
+    CHECK(user.get_forced_decision("checkout_redesign", "checkout_redesign_ab") == std::optional<std::string>("control"));
+    CHECK(user.decide("checkout_redesign").variation_key == std::optional<std::string>("on"));
+    experiment::UserContext copy = user;
+    CHECK(user.remove_forced_decision("checkout_redesign") && !user.remove_forced_decision("checkout_redesign"));
+    CHECK(user.remove_all_forced_decisions());
+    CHECK(!user.get_forced_decision("checkout_redesign", "checkout_redesign_ab"));
+    CHECK(copy.get_forced_decision("checkout_redesign") == std::optional<std::string>("on"));
+    auto other = client.create_user_context("ctx-user");
+    CHECK(!other.get_forced_decision("checkout_redesign"));
+
+    CHECK(user.qualified_segments_json() == "null");
+    user.set_qualified_segments_json(R"(["vip"])");
+    CHECK(user.is_qualified_for("vip") && !user.is_qualified_for("other"));
+    CHECK(user.qualified_segments_json() == R"(["vip"])");
+    expect_error(EXP_ERR_FETCH_FAILED, [&] { user.fetch_qualified_segments(); });  // no ODP in the datafile
+    CHECK(user.qualified_segments_json() == "null");  // a failed fetch leaves none, as the reference
+
+    // Sticky bucketing in the state file: read the profile the decision saved, then delete it.
+    experiment::Decision sticky = user.decide("checkout_redesign", experiment::decide_option::disable_decision_event);
+    (void)sticky;
+    const auto profile = client.user_profile_json("ctx-user");
+    if (profile) CHECK(profile->find("\"experiment_bucket_map\"") != std::string::npos);
+    CHECK(client.delete_user_profile("ctx-user") == profile.has_value());
+    CHECK(!client.user_profile_json("ctx-user"));
+    client.close();
+    expect_error(EXP_ERR_CLOSED, [&] { user.decide("checkout_redesign"); });
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -314,6 +366,7 @@ int main(int argc, char **argv) {
         profile_store(datafile);
         remaining_calls(datafile);
         async_start(argv[1]);
+        user_contexts(datafile);
     } catch (const experiment::Error &error) {
         std::cerr << "unexpected " << error.status_name() << ": " << error.what() << "\n";
         return 1;

@@ -115,3 +115,28 @@ extension Client {
         return writer.text
     }
 }
+
+// MARK: reading and deleting stored profiles (exp_profile_get / exp_profile_delete)
+
+extension Client {
+    private func requireProfileService() throws(ClientError) -> ProfileService {
+        try ensureOpen()
+        guard let service = profileSlot.service else {
+            throw ClientError(.notFound, "the client has no profile store (profile_store \"none\", or callbacks not installed)")
+        }
+        return service
+    }
+
+    /// The user's stored profile as the documented JSON ({"user_id", "experiment_bucket_map"}), nil when
+    /// the store has none. Read from the store itself, so another process's saves are seen.
+    public func storedProfileJSON(userId: String) throws(ClientError) -> String? {
+        let service = try requireProfileService()
+        guard let map = try service.storedProfile(userId: userId) else { return nil }
+        return ProfileJSON.encode(userId: userId, map: map)
+    }
+
+    /// Deletes the user's stored profile (and this client's cached copy); true when there was one.
+    public func deleteStoredProfile(userId: String) throws(ClientError) -> Bool {
+        try requireProfileService().deleteProfile(userId: userId)
+    }
+}

@@ -155,7 +155,7 @@ public final class Client: @unchecked Sendable {
         try ensureOpen()
         datafileState.noteUse()  // cache-TTL mode: one relaxed atomic load unless the datafile is stale
         guard let lease = current.lease() else {
-            throw ClientError(.notReady, "the client has no datafile yet: call exp_client_start first")
+            throw ClientError(.notReady, "the client has no datafile yet (not started, or its first datafile is still being fetched)")
         }
         return lease
     }
@@ -167,7 +167,7 @@ public final class Client: @unchecked Sendable {
         try ensureOpen()
         datafileState.noteUse()
         guard let lease = current.unretainedLease() else {
-            throw ClientError(.notReady, "the client has no datafile yet: call exp_client_start first")
+            throw ClientError(.notReady, "the client has no datafile yet (not started, or its first datafile is still being fetched)")
         }
         return lease
     }
@@ -271,7 +271,7 @@ public final class Client: @unchecked Sendable {
         }
     }
 
-    private func decide<A: UserAttributes, O: DecisionOverrides>(
+    func decide<A: UserAttributes, O: DecisionOverrides>(
         _ config: ProjectConfig, _ flags: Range<Int>, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
         _ options: DecideOptions, _ body: (DecideResult) -> Void
     ) {

@@ -52,7 +52,7 @@ public struct ClientOptions: Sendable {
     public var tag: String? = nil
 
     // Datafile lifecycle
-    public var datafileURLTemplate = "https://cdn.optimizely.com/datafiles/{sdk_key}.json"
+    public var datafileURLTemplate = ClientOptions.defaultDatafileURLTemplate()
     public var datafileAccessToken: String? = nil
     public var pollingIntervalSeconds = 300
     public var requestTimeoutMs = 10_000
@@ -111,6 +111,13 @@ public struct ClientOptions: Sendable {
     static func defaultEventEndpoint() -> String {
         if let value = getenv("EXPERIMENT_EVENT_ENDPOINT"), value.pointee != 0 { return String(cString: value) }
         return "https://logx.optimizely.com/v1/events"
+    }
+
+    /// The EXPERIMENT_DATAFILE_URL_TEMPLATE environment variable when set ("none": no fetching, as test
+    /// suites set it), else Optimizely's CDN.
+    static func defaultDatafileURLTemplate() -> String {
+        if let value = getenv("EXPERIMENT_DATAFILE_URL_TEMPLATE"), value.pointee != 0 { return String(cString: value) }
+        return "https://cdn.optimizely.com/datafiles/{sdk_key}.json"
     }
 
     public static func parse(json text: UnsafeRawBufferPointer?) throws(ClientError) -> ClientOptions {

@@ -285,6 +285,91 @@ final class ConfigManager: @unchecked Sendable {
         }
     }
 
+
+    // MARK: synchronous start (Swift SDK modes S1-S3; see Client+SyncStart.swift)
+
+    /// The synchronous start, on the caller's thread: the cached datafile of the last good fetch for the
+    /// SDK key when there is one (the Swift SDK's manager looks for it first), else `bundled`. Throws when
+    /// neither is there or usable; the client keeps what it had.
+    func startSynchronously(bundled: [UInt8]?, givenFirst: Bool) throws(ClientError) -> DatafileSource {
+        guard let client else { throw ClientError(.closed, "the client is closed") }
+        defer { announce(client) }
+        let outcome: Result<DatafileSource, ClientError> = fetchLock.withLock {
+            let cached = givenFirst && bundled != nil ? nil : loadCache()
+            if let cached, install(client, cached.body, .cache, sameProject: false) {
+                validators = .init(etag: cached.etag, lastModified: cached.lastModified)
+                return .success(.cache)
+            }
+            guard let bundled else {
+                return .failure(ClientError(.notReady, "no cached datafile for this sdk_key and no bundled datafile given"))
+            }
+            do throws(ClientError) {
+                unannounced.append(try client.installQuietly(datafile: bundled, source: .bundled, requireSameProject: false))
+                return .success(.bundled)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// After a synchronous start: one background fetch, then (`applyNow`) polling per the options. With
+    /// `applyNow` the fetched datafile is used at once (S2, S3); without, it is only cached, for the next
+    /// start (S1), and no polling follows.
+    func runAfterSynchronousStart(applyNow: Bool) {
+        thread.withLock { thread in
+            guard !thread.stopped else { return }
+            thread.worker = BackgroundWorker(name: "exp-datafile") { [self] worker in
+                let pause = { worker.sleep(milliseconds: $0) }
+                if applyNow {
+                    _ = refresh(pause: pause)
+                    refreshLoop(worker)
+                } else {
+                    fetchForNextStart(pause: pause)
+                }
+            }
+        }
+    }
+
+    /// S1: fetches the newest datafile and caches it (validated, same project) without using it.
+    private func fetchForNextStart(pause: @escaping (Int64) -> Bool) {
+        guard let client else { return }
+        fetchLock.withLock {
+            lastAttemptAt = monotonicMillis()
+            record { $0.fetches += 1 }
+            let state = self.state
+            switch fetcher.fetch(validators: validators, log: { logger.log(.warning, $0) }, pause: pause,
+                                 isCancelled: { state.isClosing }) {
+            case .failed(let message):
+                let error = ClientError(.fetchFailed, "datafile fetch failed: \(message)")
+                logger.log(.warning, error.message + "; the next start uses the current datafile")
+                record { $0.fetchFailures += 1; $0.lastErrorCode = error.code; $0.lastError = error.message }
+            case .notModified:
+                record { $0.notModified += 1; $0.lastSuccessAt = monotonicMillis() }
+                confirmCache()
+            case .fetched(let body, let etag, let lastModified):
+                record { $0.lastSuccessAt = monotonicMillis() }
+                let compiled: Result<ProjectConfig, ClientError> = body.withUnsafeBytes { bytes in
+                    do throws(DatafileError) { return .success(try DatafileCompiler.compile(bytes)) } catch {
+                        return .failure(ClientError(error))
+                    }
+                }
+                switch compiled {
+                case .success(let config):
+                    if let current = try? client.config(), current.projectId != config.projectId {
+                        record { $0.rejected += 1; $0.lastErrorCode = .invalidDatafile
+                                 $0.lastError = "fetched datafile rejected: it belongs to project \(config.projectId)" }
+                        return
+                    }
+                    saveCache(body, etag: etag, lastModified: lastModified, revision: config.revision)
+                    logger.log(.info, "datafile revision \(config.revision) downloaded and cached: used at the next start")
+                case .failure(let error):
+                    record { $0.rejected += 1; $0.lastErrorCode = error.code; $0.lastError = "fetched datafile rejected: \(error.message)" }
+                }
+            }
+        }
+    }
+
     private func record(_ change: (inout DatafileStats) -> Void) { state.stats.withLock(change) }
 
     /// FNV-1a: recognizes a body identical to the one in use without keeping a copy.

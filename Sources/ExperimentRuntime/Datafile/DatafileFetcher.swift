@@ -55,6 +55,10 @@ struct DatafileFetcher: Sendable {
     /// the client is closing (the fetch then gives up at once).
     func fetch(validators: Validators, log: (String) -> Void, pause: (Int64) -> Bool,
                isCancelled: @escaping @Sendable () -> Bool) -> Outcome {
+        // EXPERIMENT_DATAFILE_URL_TEMPLATE=none (test suites): no network at all.
+        if url == ClientOptions.disabledEventEndpoint {
+            return .failed(message: "datafile fetching is off (EXPERIMENT_DATAFILE_URL_TEMPLATE=none)")
+        }
         var lastFailure = ""
         for attempt in 0...retryCount {
             if attempt > 0 {

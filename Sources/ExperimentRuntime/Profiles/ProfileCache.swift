@@ -76,6 +76,14 @@ final class ProfileCache: @unchecked Sendable {
         }
     }
 
+    func remove(_ userId: String) {
+        withShard(of: userId) { shard in
+            let before = shard.entries.count
+            shard.entries.removeValue(for: userId)
+            if shard.entries.count < before { total.subtract(1, ordering: .relaxed) }
+        }
+    }
+
     func removeAll() {
         for index in 0..<shardCount {
             withShard(index) { shard in

@@ -67,6 +67,18 @@ public final class ProfileService: @unchecked Sendable {
         }
     }
 
+    /// The user's stored profile, read from the store itself (not the cache); nil when it has none.
+    public func storedProfile(userId: String) throws(ClientError) -> BucketMap? {
+        try store.lookup(userId: userId)
+    }
+
+    /// Deletes the user's profile from the store and the cache; true when the store had one. The user is
+    /// bucketed afresh at the next decision.
+    public func deleteProfile(userId: String) throws(ClientError) -> Bool {
+        cache.remove(userId)
+        return try store.remove(userId: userId)
+    }
+
     /// Forgets cached profiles (a store shared with other processes is read again).
     public func clearCache() { cache.removeAll() }
 

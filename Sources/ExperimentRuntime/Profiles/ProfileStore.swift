@@ -12,6 +12,15 @@ public protocol ProfileStore: AnyObject, Sendable {
     func lookup(userId: String) throws(ClientError) -> BucketMap?
     /// Replaces the user's profile.
     func save(userId: String, map: BucketMap) throws(ClientError)
+    /// Deletes the user's profile; true when there was one.
+    func remove(userId: String) throws(ClientError) -> Bool
+}
+
+extension ProfileStore {
+    /// A store that cannot delete (the host's lookup/save callbacks) refuses.
+    public func remove(userId: String) throws(ClientError) -> Bool {
+        throw ClientError(.invalidArgument, "the \(name) profile store cannot delete a profile")
+    }
 }
 
 /// The documented profile JSON: `{"user_id": ..., "experiment_bucket_map": {"<id>": {"variation_id": ...}}}`.

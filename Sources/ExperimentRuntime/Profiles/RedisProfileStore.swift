@@ -104,6 +104,14 @@ public final class RedisProfileStore: ProfileStore, @unchecked Sendable {
         _ = try command(arguments)
     }
 
+    public func remove(userId: String) throws(ClientError) -> Bool {
+        switch try command(["DEL", prefix + userId]) {
+        case .text(let count): return count != "0"
+        case .ok: return true
+        case .missing: return false
+        }
+    }
+
     enum Reply { case missing, text(String), ok }
 
     /// Runs one command on the (re)connected server.
@@ -188,6 +196,8 @@ public final class RedisProfileStore: ProfileStore, @unchecked Sendable {
         case REDIS_REPLY_STRING:
             let bytes = UnsafeRawBufferPointer(start: reply.pointee.str, count: Int(reply.pointee.len))
             return .text(String(decoding: bytes, as: UTF8.self))
+        case REDIS_REPLY_INTEGER:  // DEL: how many keys it removed
+            return .text(String(reply.pointee.integer))
         case REDIS_REPLY_ERROR:
             let bytes = UnsafeRawBufferPointer(start: reply.pointee.str, count: Int(reply.pointee.len))
             throw ClientError(.storeFailed, "redis: \(arguments[0]): \(String(decoding: bytes, as: UTF8.self))")

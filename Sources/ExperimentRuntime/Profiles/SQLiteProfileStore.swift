@@ -8,6 +8,7 @@ public final class SQLiteProfileStore: ProfileStore, @unchecked Sendable {
     private let database: SQLiteDatabase
     private let select: SQLiteStatement
     private let upsert: SQLiteStatement
+    private let delete: SQLiteStatement
     private let lock = Lock()
 
     public init(directory: StateDirectory) throws(ClientError) {
@@ -24,6 +25,7 @@ public final class SQLiteProfileStore: ProfileStore, @unchecked Sendable {
                 INSERT INTO profiles (user_id, profile) VALUES (?1, ?2)
                 ON CONFLICT(user_id) DO UPDATE SET profile = excluded.profile
                 """)
+            delete = try database.prepare("DELETE FROM profiles WHERE user_id = ?1 RETURNING 1")
         } catch {
             throw ClientError(.storeFailed, "profile store: \(error.message)")
         }
@@ -62,5 +64,24 @@ public final class SQLiteProfileStore: ProfileStore, @unchecked Sendable {
             }
         }
         if let failure { throw ClientError(.storeFailed, "profile store: \(failure.message)") }
+    }
+
+    public func remove(userId: String) throws(ClientError) -> Bool {
+        let outcome: Result<Bool, SQLiteError> = lock.withLock {
+            defer { delete.reset() }
+            do throws(SQLiteError) {
+                try database.requireFileInPlace()
+                try delete.bind(1, userId)
+                let removed = try delete.step()
+                while try delete.step() {}
+                return .success(removed)
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch outcome {
+        case .success(let removed): return removed
+        case .failure(let error): throw ClientError(.storeFailed, "profile store: \(error.message)")
+        }
     }
 }

@@ -14,6 +14,7 @@ from .client import Client, library_version, validate_datafile
 from .decision import DecideOption, Decision, Event
 from .sigma import UserExperiment
 from .segments import SegmentOption
+from .user_context import OptimizelyDecisionContext, OptimizelyForcedDecision, UserContext, UserDecision
 from .errors import (
     BufferTooSmallError,
     WaitTimeoutError,
@@ -50,6 +51,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "UserContext", "UserDecision", "OptimizelyDecisionContext", "OptimizelyForcedDecision",
     "SegmentOption",
     "__version__",
     "library_version",

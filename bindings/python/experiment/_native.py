@@ -293,6 +293,42 @@ _PROTOTYPES += [
     ("exp_flush_user", c_int, [exp_client_p, c_char_p]),
 ]
 
+# Stored profiles (sticky bucketing), by user id.
+_PROTOTYPES += [
+    ("exp_profile_get", c_int, [exp_client_p, c_char_p, c_size_t, c_char_pp]),
+    ("exp_profile_delete", c_int, [exp_client_p, c_char_p, c_size_t, POINTER(c_int)]),
+]
+
+# Synchronous start with datafile management (the Swift SDK's S1-S3).
+_PROTOTYPES += [("exp_client_start_sync", c_int, [exp_client_p, c_char_p, c_size_t, c_int, POINTER(c_int)])]
+
+# User contexts (exp_user *): every string comes with its byte length.
+exp_user_p = c_void_p
+_PROTOTYPES += [
+    ("exp_user_create", c_int, [exp_client_p, c_char_p, c_size_t, c_void_p, c_size_t, POINTER(exp_user_p)]),
+    ("exp_user_free", None, [exp_user_p]),
+    ("exp_user_clone", c_int, [exp_user_p, POINTER(exp_user_p)]),
+    ("exp_user_id", c_int, [exp_user_p, POINTER(c_void_p), POINTER(c_size_t)]),
+    ("exp_user_set_attribute", c_int, [exp_user_p, c_char_p, c_size_t, POINTER(ExpValue)]),
+    ("exp_user_remove_attribute", c_int, [exp_user_p, c_char_p, c_size_t]),
+    ("exp_user_attributes_json", c_int, [exp_user_p, c_char_pp]),
+    ("exp_user_decide", c_int, [exp_user_p, c_char_p, c_size_t, c_uint, c_void_p]),
+    ("exp_user_decide_all", c_int, [exp_user_p, c_uint, POINTER(ExpDecision), c_size_t, POINTER(c_size_t)]),
+    ("exp_user_decide_for_keys", c_int, [exp_user_p, POINTER(c_char_p), POINTER(c_size_t), c_size_t, c_uint,
+                                         POINTER(ExpDecision), c_size_t, POINTER(c_size_t)]),
+    ("exp_user_track", c_int, [exp_user_p, c_char_p, c_size_t, c_char_p]),
+    ("exp_user_set_forced_decision", c_int, [exp_user_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p,
+                                             c_size_t]),
+    ("exp_user_get_forced_decision", c_int, [exp_user_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_pp]),
+    ("exp_user_remove_forced_decision", c_int, [exp_user_p, c_char_p, c_size_t, c_char_p, c_size_t,
+                                                POINTER(c_int)]),
+    ("exp_user_remove_all_forced_decisions", c_int, [exp_user_p]),
+    ("exp_user_fetch_qualified_segments", c_int, [exp_user_p, c_uint, c_char_pp]),
+    ("exp_user_is_qualified_for", c_int, [exp_user_p, c_char_p, c_size_t, POINTER(c_int)]),
+    ("exp_user_get_qualified_segments_json", c_int, [exp_user_p, c_char_pp]),
+    ("exp_user_set_qualified_segments_json", c_int, [exp_user_p, c_char_p]),
+]
+
 FUNCTION_NAMES = tuple(name for name, _, _ in _PROTOTYPES)
 
 

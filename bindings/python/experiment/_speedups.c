@@ -1,5 +1,6 @@
 /*
- * Optional accelerator for Client.decide and Client.variation_key (the ctypes binding works without it).
+ * Optional accelerator for Client.decide and Client.variation_key, and UserContext.decide's native call and
+ * result (user_decide, at the end), (the ctypes binding works without it).
  *
  * The cost of a Python decide is mostly the binding's, not the library's: a Python frame, argument
  * conversion, a new str for the result. With this module installed, Client.decide and
@@ -712,6 +713,88 @@ static PyObject *speedups_install(PyObject *module, PyObject *const *args, Py_ss
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * User contexts (user_context.py): UserContext.decide's native call and its UserDecision
+ * ------------------------------------------------------------------------------------------------ */
+
+typedef exp_status (*user_decide_fn)(void *, const char *, size_t, unsigned int, exp_decision *);
+static user_decide_fn g_user_decide;
+static PyTypeObject *g_user_decision_type; /* UserDecision: Decision's slots plus user_context */
+static Py_ssize_t g_user_context_offset;
+
+/* install_user_context(user_decide_address, UserDecision), after install() */
+static PyObject *speedups_install_user_context(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || !PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "install_user_context(user_decide_address, UserDecision)");
+        return NULL;
+    }
+    void *decide = PyLong_AsVoidPtr(args[0]);
+    if (PyErr_Occurred()) return NULL;
+    PyTypeObject *type = (PyTypeObject *)args[1];
+    if (decide == NULL || g_release == NULL || !g_fields_slotted || !PyType_IsSubtype(type, g_decision_type)) {
+        PyErr_SetString(PyExc_ValueError, "install_user_context: needs install() first and a slotted Decision subclass");
+        return NULL;
+    }
+    if (slot_offset(type, "user_context", &g_user_context_offset) < 0) return NULL;
+    Py_INCREF(type);
+    Py_XSETREF(g_user_decision_type, type);
+    g_user_decide = (user_decide_fn)decide;
+    Py_RETURN_NONE;
+}
+
+/* user_decide(user_address, flag_key, options, user_context) -> UserDecision; the status (an int) when the
+   call failed; None for a flag key this path does not take (not an exact str, lone surrogates): the
+   caller's Python path then decides. */
+static PyObject *speedups_user_decide(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 4 || g_user_decide == NULL) {
+        PyErr_SetString(PyExc_TypeError, "user_decide(user_address, flag_key, options, user_context)");
+        return NULL;
+    }
+    void *user = PyLong_AsVoidPtr(args[0]);
+    unsigned long options = PyLong_AsUnsignedLong(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    if (!PyUnicode_CheckExact(args[1])) Py_RETURN_NONE;
+    Py_ssize_t length = 0;
+    const char *key = PyUnicode_AsUTF8AndSize(args[1], &length);
+    if (key == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    exp_decision decision;
+    memset(&decision, 0, sizeof decision);
+    exp_status status;
+    /* The call may wait on a profile store or the event queue: other threads run meanwhile. The key's
+       bytes belong to the str the caller holds. */
+    Py_BEGIN_ALLOW_THREADS
+    status = g_user_decide(user, key, (size_t)length, (unsigned int)options, &decision);
+    Py_END_ALLOW_THREADS
+    if (status != EXP_OK) return PyLong_FromLong(status);
+    PyObject *values[6] = {args[1], decision.enabled ? Py_True : Py_False, NULL, NULL, NULL, NULL};
+    Py_INCREF(values[0]);
+    Py_INCREF(values[1]);
+    values[2] = key_text(decision.variation_key);
+    values[3] = values[2] ? key_text(decision.rule_key) : NULL;
+    values[4] = values[3] ? variables_dict(decision.variables_json) : NULL;
+    values[5] = values[4] ? reason_list(&decision) : NULL;
+    g_release(&decision);
+    PyObject *result = NULL;
+    int complete = 1;
+    for (int i = 0; i < 6; i++) complete = complete && values[i] != NULL;
+    if (complete) result = g_user_decision_type->tp_alloc(g_user_decision_type, 0);
+    if (result != NULL) {
+        for (int i = 0; i < 6; i++) {
+            *(PyObject **)((char *)result + g_field_offsets[i]) = values[i];
+            values[i] = NULL;
+        }
+        Py_INCREF(args[3]);
+        *(PyObject **)((char *)result + g_user_context_offset) = args[3];
+    }
+    for (int i = 0; i < 6; i++) Py_XDECREF(values[i]);
+    return result;
+}
+
 static PyMethodDef speedups_methods[] = {
     {"install", (PyCFunction)(void (*)(void))speedups_install, METH_FASTCALL,
      "install(decide_address, release_address, hooks): wires the module to the binding and its library"},
@@ -719,6 +802,10 @@ static PyMethodDef speedups_methods[] = {
      "decisions_by_flag(address, count) -> {flag_key: Decision} from filled exp_decisions"},
     {"new_decision", (PyCFunction)(void (*)(void))speedups_new_decision, METH_FASTCALL,
      "new_decision(flag_key, enabled, variation_key, rule_key, variables, reasons) -> Decision"},
+    {"install_user_context", (PyCFunction)(void (*)(void))speedups_install_user_context, METH_FASTCALL,
+     "install_user_context(user_decide_address, UserDecision): UserContext.decide's native call"},
+    {"user_decide", (PyCFunction)(void (*)(void))speedups_user_decide, METH_FASTCALL,
+     "user_decide(user_address, flag_key, options, user_context) -> UserDecision, status or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -20,6 +20,8 @@ from ._native import EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN
 from .decision import _CACHE as _OPTION_BITS
 from .decision import _SLOTTED, DecideOption, Decision, Event, OptionsArg, decide_options_to_int
 from .segments import SegmentsMixin  # real-time segments (ODP) methods
+from .user_context import UserContextMixin  # create_user_context
+from .start_modes import resolve as _resolve_start
 from .sigma import UserExperiment
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
@@ -725,17 +727,27 @@ def _start_async(handle: "_Handle", fallback: Any, on_ready: Any) -> None:
         _raise(status)
 
 
-class Client(SegmentsMixin):
+def _start_sync(handle: "_Handle", datafile: Any, update: int) -> None:
+    """exp_client_start_sync: the cached datafile for the sdk_key, else `datafile`; then `update`."""
+    data = _datafile_bytes(datafile)
+    status = _lib.exp_client_start_sync(handle, data, len(data) if data is not None else 0, update, None)
+    if status:
+        _raise(status)
+
+
+class Client(SegmentsMixin, UserContextMixin):
     """A libexperiment client.
 
     ``Client(sdk_key=None, datafile=None, *, default_decide_options=(), user_store_capacity=None,
     event_dispatcher=None, log_level=None, logger=None, **options)``: ``options`` are the other client
     options under their C names (state_dir, profile_store, event_endpoint, ...); ``profile_store`` may also be
     an object with ``lookup(user_id) -> dict | None`` and ``save(profile_dict)`` (sticky bucketing in the
-    host's own store). With a datafile (str or bytes) the client is started synchronously. With
-    ``start="async"`` it fetches its datafile for ``sdk_key`` in the background (options datafile_url_template,
-    datafile_access_token, polling_interval_s, cache_ttl_s, ...), ``datafile`` being the fallback, and calls
-    ``on_ready(error_or_None)`` once (see :meth:`start_async`). The library's messages go to ``logger`` (a
+    host's own store). How it starts (see experiment/start_modes.py): with ``sdk_key`` and a ``datafile`` (str or
+    bytes) at once from that datafile, then kept fresh (a background fetch, then polling_interval_s); with ``sdk_key`` alone it fetches its datafile in the
+    background (options datafile_url_template, datafile_access_token, polling_interval_s, cache_ttl_s, ...) and
+    calls ``on_ready(error_or_None)`` once (see :meth:`start_async`); with a datafile alone it uses that one.
+    ``start`` picks a mode by name: the Swift SDK's ``"S1"``-``"S3"`` and ``"A1"``-``"A3"``, ``"sync"`` (the
+    datafile given, nothing fetched), ``"async"``, ``"none"``. The library's messages go to ``logger`` (a
     :class:`logging.Logger`; default
     ``logging.getLogger("experiment")``) at ``log_level`` ("error", "warning" (default), "info", "debug").
     Safe to use from many threads at once. ``close()`` (or leaving a ``with`` block) releases the
@@ -753,12 +765,7 @@ class Client(SegmentsMixin):
         self._h: Optional[_Handle] = None
         self._dispatcher = None
         self._native = None
-        if start not in (None, "sync", "async", "none"):
-            raise InvalidArgumentError('start: expected "sync", "async" or "none", got %r' % (start,))
-        if start is None:
-            start = "sync" if datafile is not None else "none"
-        if start == "sync" and datafile is None:
-            raise InvalidArgumentError('start="sync" needs a datafile')
+        kind, sync_update = _resolve_start(start, sdk_key, datafile, options)  # see start_modes.py
         if event_dispatcher is not None and not callable(getattr(event_dispatcher, "dispatch_event", None)):
             raise TypeError("event_dispatcher: expected an object with a dispatch_event(event) method, got %r"
                             % (event_dispatcher,))
@@ -787,16 +794,18 @@ class Client(SegmentsMixin):
                 self._install_dispatcher(handle, event_dispatcher)
             if profile_service is not None:
                 _install_profile_service(handle, profile_service)
-            if start == "sync":
+            if kind == "static":
                 self._start(handle, datafile)
-            elif start == "async":
+            elif kind == "managed":
+                _start_sync(handle, datafile, sync_update)
+            elif kind == "async":
                 _start_async(handle, datafile, on_ready)
         except BaseException:
             handle.free()
             raise
         self._h = handle
         self._native = _native_of(handle, options.get("profile_store"), default_decide_options)
-        _register(self, options.get("tag"), start == "async")
+        _register(self, options.get("tag"), kind in ("async", "managed"))
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -829,6 +838,12 @@ class Client(SegmentsMixin):
         if status in (_ERR_CLOSED, _ERR_INVALID_ARGUMENT):
             _raise(status)
         return bool(status == 0)
+
+    async def wait_ready_async(self, timeout_s: Optional[float] = None) -> bool:
+        """``await client.wait_ready_async()``: wait_ready without blocking the event loop (the Swift SDK's
+        async-await start, mode A3)."""
+        import asyncio
+        return await asyncio.get_running_loop().run_in_executor(None, self.wait_ready, timeout_s)
 
     # -- datafile lifecycle ---------------------------------------------------------------------
 

@@ -41,6 +41,11 @@ def pytest_report_header(config: Any) -> List[str]:
     return ["libexperiment %s from %s" % (experiment.library_version(), experiment.library_path)]
 
 
+# Clients the tests start with an sdk_key fetch nothing from the internet (as the Makefile sets it): tests of
+# datafile fetching name their own 127.0.0.1 datafile_url_template.
+os.environ.setdefault("EXPERIMENT_DATAFILE_URL_TEMPLATE", "none")
+
+
 @pytest.fixture(autouse=True)
 def _own_state_dir(tmp_path_factory: Any, monkeypatch: Any) -> None:
     """Each test's clients default to a state file of their own (sticky assignments never leak between tests)."""
@@ -112,7 +117,7 @@ def client(datafile_text: str, dispatcher: RecordingDispatcher):
 @pytest.fixture()
 def idle_client():
     """A client without a datafile (not ready)."""
-    c = experiment.Client(sdk_key="not-started")
+    c = experiment.Client(sdk_key="not-started", start="none")
     yield c
     c.close()
 

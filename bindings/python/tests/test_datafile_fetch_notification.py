@@ -37,7 +37,7 @@ def test_each_fetch_outcome_is_notified(tmp_path: Any) -> None:
         fetched.set()
     with experiment.Client(sdk_key="fetch-key", datafile_url_template="file://%s/{sdk_key}.json" % served,
                            polling_interval_s=0, retry_count=0, state_dir=str(tmp_path / "state"),
-                           profile_store="none", event_endpoint="none") as client:
+                           profile_store="none", event_endpoint="none", start="none") as client:
         client.add_listener("config_update", lambda payload: heard.append(("config_update", payload)))
         client.add_listener("datafile_fetch", on_fetch)
         client.start_async()

@@ -136,6 +136,7 @@ def attribute_call(name: str) -> Callable[[Walk, int], int]:
         "exp_activate_n": lambda w, n: release(lib.exp_activate_n(
             w.handle, b"checkout_test", 13, b"u1", 2, ATTRIBUTES_N, n, byref(out_str))),
         "exp_track_n": lambda w, n: lib.exp_track_n(w.handle, b"purchase", 8, b"u1", 2, ATTRIBUTES_N, n, None),
+        "exp_user_create": lambda w, n: user_create(w, KEY_BUFFER, 2, ATTRIBUTES, n),
     }
     for report in ("exp_user_flags_json", "exp_user_experiments", "exp_user_experiments_json",
                    "exp_user_holdouts", "exp_user_holdouts_json", "exp_get_experiment_json"):
@@ -347,7 +348,136 @@ def walked() -> Dict[Tuple[str, str], Tuple[object, Callable[[Walk, int], int]]]
         MAX_DECISIONS, lambda w, n: decide_for_keys_n(w, n, 0, capacity=max(1, min(n, MAX_DECISIONS))))
     table[("exp_decide_all_n", "capacity")] = (None, lambda w, n: decide_all_n(w, 0, capacity=n))
     table[("exp_decide_for_keys_n", "capacity")] = (None, lambda w, n: decide_for_keys_n(w, 1, 0, capacity=n))
+    table.update(context_walks())
     return table
+
+
+# -------------------------------------------------------------------------------------------------
+# User contexts, exp_client_start_sync, stored profiles: ids and keys come with their lengths
+# -------------------------------------------------------------------------------------------------
+
+MAX_KEY = header_limit("EXP_MAX_KEY_BYTES")
+KEY_BUFFER = ctypes.create_string_buffer(b"k" * MAX_KEY)
+
+
+def user_create(walk: Walk, user_id: object, user_id_length: int, attributes: object, count: int) -> int:
+    out = c_void_p()
+    status = lib.exp_user_create(walk.handle, user_id, user_id_length, attributes, count, byref(out))
+    lib.exp_user_free(out)
+    return status
+
+
+def user_of(walk: Walk) -> c_void_p:
+    """The walk's own user context (made once)."""
+    user = getattr(walk, "user", None)
+    if user is None:
+        user = c_void_p()
+        assert lib.exp_user_create(walk.handle, b"u1", 2, None, 0, byref(user)) == OK
+        walk.user = user  # type: ignore[attr-defined]
+    return user
+
+
+def user_decide_all(walk: Walk, capacity: int) -> int:
+    out = (ExpDecision * walk.flags.value)()
+    filled = c_size_t()
+    status = lib.exp_user_decide_all(user_of(walk), 0, out, capacity, byref(filled))
+    if status == OK:
+        lib.exp_decisions_release(out, filled.value)
+    return status
+
+
+def user_decide_for_keys(walk: Walk, key_count: int, capacity: int) -> int:
+    length = max(1, min(key_count, MAX_DECISIONS))
+    keys = (c_char_p * length)(*([b"checkout"] + [b"no_such_flag"] * (length - 1)))
+    lengths = (c_size_t * length)(*([8] + [12] * (length - 1)))
+    out = (ExpDecision * length)()
+    filled = c_size_t()
+    status = lib.exp_user_decide_for_keys(user_of(walk), keys, lengths, key_count, 0, out, capacity, byref(filled))
+    if status == OK:
+        lib.exp_decisions_release(out, filled.value)
+    return status
+
+
+def user_decide(walk: Walk, n: int) -> int:
+    decision = ExpDecision()
+    status = lib.exp_user_decide(user_of(walk), KEY_BUFFER, n, 0, byref(decision))
+    lib.exp_decision_release(byref(decision))
+    return status
+
+
+def forced(function: str, position: int) -> Callable[[Walk, int], int]:
+    """exp_user_*_forced_decision with `value` as the length of its key number `position` (others valid)."""
+    def call(walk: Walk, n: int) -> int:
+        lengths = [8, 8, 2]
+        lengths[position] = n
+        if function == "exp_user_set_forced_decision":
+            return lib.exp_user_set_forced_decision(user_of(walk), KEY_BUFFER, lengths[0], KEY_BUFFER, lengths[1],
+                                                    KEY_BUFFER, lengths[2])
+        if function == "exp_user_get_forced_decision":
+            out = c_char_p()
+            status = lib.exp_user_get_forced_decision(user_of(walk), KEY_BUFFER, lengths[0], KEY_BUFFER, lengths[1],
+                                                      byref(out))
+            if status == OK and out.value is not None:
+                lib.exp_free(out)
+            return status
+        return lib.exp_user_remove_forced_decision(user_of(walk), KEY_BUFFER, lengths[0], KEY_BUFFER, lengths[1],
+                                                   None)
+    return call
+
+
+def start_sync(_walk: Walk, n: int) -> int:
+    """A client of its own (a managed start runs once per client): a NUL-filled bundled datafile."""
+    buffer = DATAFILE_BUFFER
+    handle = c_void_p()
+    assert lib.exp_client_create(json.dumps({"sdk_key": "sizes-sync"}).encode(), byref(handle)) == OK
+    try:
+        return lib.exp_client_start_sync(handle, buffer, n, 0, None)
+    finally:
+        lib.exp_client_free(handle)
+
+
+DATAFILE_BUFFER = ctypes.create_string_buffer(MAX_DATAFILE + 1)
+
+
+def context_walks() -> Dict[Tuple[str, str], Tuple[object, Callable[[Walk, int], int]]]:
+    def profile_get(w: Walk, n: int) -> int:
+        out = c_char_p()
+        status = lib.exp_profile_get(w.handle, KEY_BUFFER, n, byref(out))
+        if status == OK and out.value is not None:
+            lib.exp_free(out)
+        return status
+
+    value = _native.ExpValue(2, 0, 7, 0.0, None)
+    return {
+        ("exp_user_create", "user_id_length"): (MAX_KEY, lambda w, n: user_create(w, KEY_BUFFER, n, None, 0)),
+        ("exp_user_set_attribute", "key_length"): (
+            MAX_KEY, lambda w, n: lib.exp_user_set_attribute(user_of(w), KEY_BUFFER, n, byref(value))),
+        ("exp_user_remove_attribute", "key_length"): (
+            MAX_KEY, lambda w, n: lib.exp_user_remove_attribute(user_of(w), KEY_BUFFER, n)),
+        ("exp_user_decide", "flag_key_length"): (MAX_KEY, user_decide),
+        ("exp_user_decide_all", "capacity"): (None, user_decide_all),
+        ("exp_user_decide_for_keys", "key_count"): (
+            MAX_DECISIONS, lambda w, n: user_decide_for_keys(w, n, capacity=max(1, min(n, MAX_DECISIONS)))),
+        ("exp_user_decide_for_keys", "capacity"): (None, lambda w, n: user_decide_for_keys(w, 1, capacity=n)),
+        ("exp_user_track", "event_key_length"): (
+            MAX_KEY, lambda w, n: lib.exp_user_track(user_of(w), KEY_BUFFER, n, None)),
+        ("exp_user_set_forced_decision", "flag_key_length"): (MAX_KEY, forced("exp_user_set_forced_decision", 0)),
+        ("exp_user_set_forced_decision", "rule_key_length"): (MAX_KEY, forced("exp_user_set_forced_decision", 1)),
+        ("exp_user_set_forced_decision", "variation_key_length"): (
+            MAX_KEY, forced("exp_user_set_forced_decision", 2)),
+        ("exp_user_get_forced_decision", "flag_key_length"): (MAX_KEY, forced("exp_user_get_forced_decision", 0)),
+        ("exp_user_get_forced_decision", "rule_key_length"): (MAX_KEY, forced("exp_user_get_forced_decision", 1)),
+        ("exp_user_remove_forced_decision", "flag_key_length"): (
+            MAX_KEY, forced("exp_user_remove_forced_decision", 0)),
+        ("exp_user_remove_forced_decision", "rule_key_length"): (
+            MAX_KEY, forced("exp_user_remove_forced_decision", 1)),
+        ("exp_user_is_qualified_for", "segment_length"): (
+            MAX_KEY, lambda w, n: lib.exp_user_is_qualified_for(user_of(w), KEY_BUFFER, n, byref(c_int()))),
+        ("exp_client_start_sync", "length"): (MAX_DATAFILE, start_sync),
+        ("exp_profile_get", "user_id_length"): (MAX_KEY, profile_get),
+        ("exp_profile_delete", "user_id_length"): (
+            MAX_KEY, lambda w, n: lib.exp_profile_delete(w.handle, KEY_BUFFER, n, None)),
+    }
 
 
 WALKED = walked()
@@ -373,7 +503,7 @@ def test_size_parameter_answers_for_every_value(walk, function, parameter):
     if limit is None:
         # An output capacity: too small is BUFFER_TOO_SMALL, anything from the needed size up (SIZE_MAX
         # included) is accepted and only the needed entries are written.
-        needed = walk.flags.value if function in ("exp_decide_all", "exp_decide_all_n") else 1
+        needed = walk.flags.value if function in ("exp_decide_all", "exp_decide_all_n", "exp_user_decide_all") else 1
         for value in (0, needed - 1):
             assert call(walk, value) == BUFFER_TOO_SMALL, (value, _native.last_error())
         for value in (needed, needed + 1, 2 ** 40, 2 ** 63, SIZE_MAX):
