@@ -384,6 +384,36 @@ exp_status exp_decide(exp_client *client, const char *user_id, const char *flag_
  */
 void exp_decision_release(exp_decision *decision);
 
+/* The strings of an exp_decision, for exp_decision_text_n. */
+typedef enum exp_decision_field {
+    EXP_DECISION_FLAG_KEY = 0,
+    EXP_DECISION_VARIATION_KEY = 1,
+    EXP_DECISION_RULE_KEY = 2,
+    EXP_DECISION_VARIABLES_JSON = 3,
+    EXP_DECISION_REASON = 4          /* reasons[index] */
+} exp_decision_field;
+
+/*
+ * One string of a filled decision with its length in bytes (without the terminating NUL), for strings
+ * that may contain NUL bytes: a flag, variation or rule key from a datafile ("a\u0000b"), or a reason
+ * quoting a user id given through exp_decide_n. `index` is the reason's index for EXP_DECISION_REASON and
+ * must be 0 for every other field. *text receives the same pointer as the struct's field (NULL, with
+ * *length 0, for a NULL variation or rule key) and is valid until exp_decision_release; the text is
+ * always NUL-terminated as well, so strlen(*text) < *length means it holds a NUL. The length is stored
+ * when the decision is filled: reading it costs no scan and no allocation. variables_json never holds a
+ * NUL byte (JSON escapes it). On error *text and *length are left unchanged.
+ * Errors: EXP_ERR_INVALID_ARGUMENT (NULL decision/text/length, unknown field, index past reason_count for
+ * a reason, nonzero index otherwise). Thread-safe: it only reads the decision (which must not be released
+ * meanwhile).
+ *
+ *     const char *text; size_t length;
+ *     for (size_t i = 0; i < d.reason_count; i++)
+ *         if (exp_decision_text_n(&d, EXP_DECISION_REASON, i, &text, &length) == EXP_OK)
+ *             fwrite(text, 1, length, stdout);
+ */
+exp_status exp_decision_text_n(const exp_decision *decision, exp_decision_field field, size_t index,
+                               const char **text, size_t *length);
+
 /*
  * The number of feature flags in the current datafile (the capacity exp_decide_all needs). It can change when
  * the datafile is replaced: exp_decide_all then answers EXP_ERR_BUFFER_TOO_SMALL with the new count.
@@ -1510,7 +1540,8 @@ exp_status exp_user_decide_all(exp_user *user, unsigned options, exp_decision *o
                                size_t *out_count);
 
 /* The flags keys[i][0..key_lengths[i]) for i < key_count, as exp_decide_for_keys (an unknown key's decision
- * has flag_key pointing at the caller's key, so not NUL-terminated: its length is key_lengths[i]).
+ * has flag_key a NUL-terminated copy of the caller's key, valid until the decision is released; read it
+ * with exp_decision_text_n when the key may hold NUL bytes).
  *     const char *keys[] = {"free_shipping", "dark_mode"}; size_t lens[] = {13, 9};
  *     exp_decision ds[2] = {{0}}; size_t n = 0;
  *     exp_user_decide_for_keys(user, keys, lens, 2, 0, ds, 2, &n); exp_decisions_release(ds, n); */

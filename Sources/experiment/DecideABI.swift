@@ -10,23 +10,53 @@ private var emptyObjectPointer: UnsafePointer<CChar> {
     UnsafeRawPointer(emptyObject.utf8Start).assumingMemoryBound(to: CChar.self)
 }
 
-/// Reason strings handed out through exp_decision.reasons, freed when the decision is released.
-private final class ReasonStrings {
+/// Reason strings handed out through exp_decision.reasons, freed when the decision is released. Each is
+/// copied whole with its byte length kept (a reason quoting a user id may hold NUL bytes), for
+/// exp_decision_text_n.
+final class ReasonStrings {
     let pointers: UnsafeMutablePointer<UnsafePointer<CChar>?>
+    let lengths: UnsafeMutablePointer<Int>
     let count: Int
-    /// The flag key of an error decision (a copy of the caller's), freed with the reasons.
+    /// The flag key of an error or unknown-key decision (a copy of the caller's), freed with the reasons.
     let flagKey: UnsafeMutablePointer<CChar>?
+    let flagKeyLength: Int
 
     init(_ reasons: [String], flagKey: String? = nil) {
         count = reasons.count
         pointers = .allocate(capacity: max(count, 1))
-        for (index, reason) in reasons.enumerated() { pointers[index] = UnsafePointer(strdup(reason)) }
-        self.flagKey = flagKey.map { strdup($0) }
+        lengths = .allocate(capacity: max(count, 1))
+        for (index, reason) in reasons.enumerated() {
+            let (copy, length) = Self.copy(reason)
+            pointers[index] = UnsafePointer(copy)
+            lengths[index] = length
+        }
+        if let flagKey {
+            let (copy, length) = Self.copy(flagKey)
+            self.flagKey = copy
+            flagKeyLength = length
+        } else {
+            self.flagKey = nil
+            flagKeyLength = 0
+        }
+    }
+
+    /// A malloc'ed NUL-terminated copy of all of `text`'s bytes (strdup stops at the first NUL).
+    private static func copy(_ text: String) -> (UnsafeMutablePointer<CChar>, Int) {
+        var text = text
+        return text.withUTF8 { bytes in
+            let copy = malloc(bytes.count + 1)!.bindMemory(to: CChar.self, capacity: bytes.count + 1)
+            if let base = bytes.baseAddress, bytes.count > 0 {
+                UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: bytes.count)
+            }
+            copy[bytes.count] = 0
+            return (copy, bytes.count)
+        }
     }
 
     deinit {
         for index in 0..<count { free(UnsafeMutableRawPointer(mutating: pointers[index])) }
         pointers.deallocate()
+        lengths.deallocate()
         free(flagKey)
     }
 }
@@ -109,6 +139,49 @@ public func abiDecisionRelease(_ decision: UnsafeMutablePointer<exp_decision>?) 
     if let lease = decision.pointee.internal.0 { Unmanaged<ConfigLease>.fromOpaque(lease).release() }
     if let reasons = decision.pointee.internal.1 { Unmanaged<ReasonStrings>.fromOpaque(reasons).release() }
     decision.pointee = exp_decision()
+}
+
+/// One string of a decision with its byte length (see exp_decision_text_n in experiment.h). Keys come
+/// from the config's string storage (length stored before the text) or, for error and unknown-key
+/// decisions, from the decision's ReasonStrings; variables JSON is JSON text, which holds no NUL byte.
+@_cdecl("exp_decision_text_n")
+public func abiDecisionTextN(_ decision: UnsafePointer<exp_decision>?, _ field: exp_decision_field, _ index: Int,
+                             _ text: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
+                             _ length: UnsafeMutablePointer<Int>?) -> exp_status {
+    api { () throws(ClientError) in
+        let decision = try required(decision, "decision").pointee
+        let text = try required(text, "text")
+        let length = try required(length, "length")
+        let owned = decision.internal.1.map { Unmanaged<ReasonStrings>.fromOpaque($0).takeUnretainedValue() }
+        if field == EXP_DECISION_REASON {
+            guard index < decision.reason_count, let owned, index < owned.count else {
+                throw ClientError(.invalidArgument, "index \(index) is past the decision's \(decision.reason_count) reasons")
+            }
+            text.pointee = owned.pointers[index]
+            length.pointee = owned.lengths[index]
+            return
+        }
+        guard index == 0 else { throw ClientError(.invalidArgument, "index must be 0 for a field other than a reason") }
+        let value: UnsafePointer<CChar>?
+        switch field {
+        case EXP_DECISION_FLAG_KEY: value = decision.flag_key
+        case EXP_DECISION_VARIATION_KEY: value = decision.variation_key
+        case EXP_DECISION_RULE_KEY: value = decision.rule_key
+        case EXP_DECISION_VARIABLES_JSON: value = decision.variables_json
+        default: throw ClientError(.invalidArgument, "unknown exp_decision_field \(field.rawValue)")
+        }
+        text.pointee = value
+        guard let value else { length.pointee = 0; return }
+        if field == EXP_DECISION_VARIABLES_JSON {
+            length.pointee = strlen(value)
+        } else if let owned, let flagKey = owned.flagKey, value == UnsafePointer(flagKey) {
+            length.pointee = owned.flagKeyLength
+        } else if decision.internal.0 != nil {
+            length.pointee = StringStorage.storedLength(of: value)
+        } else {
+            length.pointee = strlen(value)  // not filled by the library (a zeroed or hand-made struct)
+        }
+    }
 }
 
 @_cdecl("exp_decisions_release")

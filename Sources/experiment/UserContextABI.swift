@@ -249,9 +249,12 @@ public func abiUserDecideForKeys(_ user: OpaquePointer?, _ keys: UnsafePointer<U
         var reasonsByFlag: [Int: [String]] = [:]
         for (position, flag) in flags.enumerated() {
             guard let flag else {
+                // The key is copied: the caller's need not outlive the decision, nor be NUL-terminated.
+                let owned = ReasonStrings([], flagKey: String(decoding: UTF8Text(start: UnsafeRawPointer(keys![position]!).assumingMemoryBound(to: UInt8.self), count: keyLengths![position]), as: UTF8.self))
                 var unknown = exp_decision()
-                unknown.flag_key = keys![position]
+                unknown.flag_key = UnsafePointer(owned.flagKey)
                 unknown.variables_json = emptyJSONObject
+                unknown.internal.1 = Unmanaged.passRetained(owned).toOpaque()
                 out[filled] = unknown
                 filled += 1
                 continue

@@ -501,22 +501,26 @@ using EventDispatcher = std::function<bool(const Event &)>;
 
 namespace detail {
 
-inline std::optional<std::string> optional_string(const char *text) {
-    if (!text) return std::nullopt;
-    return std::string(text);
+/* A string of a filled decision whole, NUL bytes included (exp_decision_text_n); nullopt when NULL. */
+inline std::optional<std::string> decision_text(const exp_decision &d, exp_decision_field field,
+                                                std::size_t index = 0) {
+    const char *text = nullptr;
+    std::size_t length = 0;
+    if (exp_decision_text_n(&d, field, index, &text, &length) != EXP_OK || !text) return std::nullopt;
+    return std::string(text, length);
 }
 
 inline Decision copy_decision(const exp_decision &d) {
     Decision out;
-    out.flag_key = d.flag_key ? d.flag_key : "";
-    out.variation_key = optional_string(d.variation_key);
-    out.rule_key = optional_string(d.rule_key);
+    out.flag_key = decision_text(d, EXP_DECISION_FLAG_KEY).value_or("");
+    out.variation_key = decision_text(d, EXP_DECISION_VARIATION_KEY);
+    out.rule_key = decision_text(d, EXP_DECISION_RULE_KEY);
     out.enabled = d.enabled != 0;
-    out.variables_json = d.variables_json ? d.variables_json : "{}";
+    out.variables_json = decision_text(d, EXP_DECISION_VARIABLES_JSON).value_or("{}");
     if (d.reasons) {
         out.reasons.reserve(d.reason_count);
         for (std::size_t i = 0; i < d.reason_count; ++i)
-            if (d.reasons[i]) out.reasons.emplace_back(d.reasons[i]);
+            if (auto reason = decision_text(d, EXP_DECISION_REASON, i)) out.reasons.push_back(std::move(*reason));
     }
     return out;
 }

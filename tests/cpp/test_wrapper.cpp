@@ -208,6 +208,26 @@ void remaining_calls(const std::string &datafile) {
     client.remove_forced_decisions("qa");
     CHECK(client.decide("qa", "free_shipping").rule_key != std::optional<std::string>("free_shipping_nl_de"));
 
+    // A user id with a NUL byte comes back whole in the reasons that quote it (exp_decision_text_n).
+    const std::string nul_user("q\0a", 3);
+    const auto quoted = client.decide(nul_user, "free_shipping", {}, experiment::decide_option::include_reasons);
+    bool whole = false;
+    for (const auto &reason : quoted.reasons) whole = whole || reason.find("\"" + nul_user + "\"") != std::string::npos;
+    CHECK(!quoted.reasons.empty() && whole);
+    {
+        exp_decision raw{};
+        CHECK(exp_decide_n(client.native_handle(), nul_user.data(), nul_user.size(), "free_shipping", 13, nullptr, 0,
+                           EXP_DECIDE_INCLUDE_REASONS, &raw) == EXP_OK);
+        const char *text = nullptr;
+        std::size_t length = 0;
+        CHECK(exp_decision_text_n(&raw, EXP_DECISION_FLAG_KEY, 0, &text, &length) == EXP_OK && length == 13 &&
+              text == raw.flag_key);
+        CHECK(exp_decision_text_n(&raw, EXP_DECISION_REASON, raw.reason_count, &text, &length) ==
+              EXP_ERR_INVALID_ARGUMENT);
+        CHECK(exp_decision_text_n(&raw, EXP_DECISION_RULE_KEY, 1, &text, &length) == EXP_ERR_INVALID_ARGUMENT);
+        exp_decision_release(&raw);
+    }
+
     client.set_user_property("u", "plan", "premium");
     client.remove_user_property("u", "plan");
     CHECK(client.user_properties_json("u").find("plan") == std::string::npos);

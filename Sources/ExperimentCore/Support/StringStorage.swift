@@ -32,13 +32,25 @@ public final class StringStorage: @unchecked Sendable {
         return copy.withUTF8 { store(bytes: $0) }
     }
 
+    /// Stores `bytes` NUL-terminated, preceded by their byte count (see `storedLength(of:)`): a text may
+    /// hold NUL bytes (a datafile key "a\u0000b"), and the C ABI hands out its length without scanning.
     public func store(bytes: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar> {
-        let memory = allocate(byteCount: bytes.count + 1, alignment: 1)
+        let prefix = MemoryLayout<UInt32>.size
+        let memory = allocate(byteCount: prefix + bytes.count + 1, alignment: 1)
+        memory.storeBytes(of: UInt32(truncatingIfNeeded: bytes.count), as: UInt32.self)
+        let text = memory + prefix
         if let base = bytes.baseAddress, bytes.count > 0 {
-            memory.copyMemory(from: base, byteCount: bytes.count)
+            text.copyMemory(from: base, byteCount: bytes.count)
         }
-        memory.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
-        return UnsafePointer(memory.bindMemory(to: CChar.self, capacity: bytes.count + 1))
+        text.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
+        return UnsafePointer(text.bindMemory(to: CChar.self, capacity: bytes.count + 1))
+    }
+
+    /// The byte count (without the terminating NUL) of a text returned by `store(bytes:)` / `store(_:)`
+    /// of any StringStorage. Only for such pointers: anything else reads unrelated memory.
+    public static func storedLength(of text: UnsafePointer<CChar>) -> Int {
+        let prefix = UnsafeRawPointer(text) - MemoryLayout<UInt32>.size
+        return Int(prefix.loadUnaligned(as: UInt32.self))
     }
 
     /// `byteCount` bytes at `alignment` from the current block, a new block, or (large values) a block of

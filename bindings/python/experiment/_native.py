@@ -66,6 +66,13 @@ EXP_DECIDE_INCLUDE_REASONS = 1 << 3
 EXP_DECIDE_EXCLUDE_VARIABLES = 1 << 4
 
 # limits
+# exp_decision_field: the strings of a decision, for exp_decision_text_n
+EXP_DECISION_FLAG_KEY = 0
+EXP_DECISION_VARIATION_KEY = 1
+EXP_DECISION_RULE_KEY = 2
+EXP_DECISION_VARIABLES_JSON = 3
+EXP_DECISION_REASON = 4
+
 EXP_MAX_DATAFILE_BYTES = 64 * 1024 * 1024
 EXP_MAX_JSON_DEPTH = 64
 EXP_MAX_INPUT_JSON_BYTES = 1024 * 1024
@@ -178,6 +185,7 @@ _PROTOTYPES: List[Tuple[str, object, List[Any]]] = [
     ("exp_decide", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(ExpAttribute), c_size_t, c_uint,
                            POINTER(ExpDecision)]),
     ("exp_decision_release", None, [POINTER(ExpDecision)]),
+    ("exp_decision_text_n", c_int, [POINTER(ExpDecision), c_int, c_size_t, POINTER(c_void_p), POINTER(c_size_t)]),
     ("exp_flag_count", c_int, [exp_client_p, POINTER(c_size_t)]),
     ("exp_decide_all", c_int, [exp_client_p, c_char_p, POINTER(ExpAttribute), c_size_t, c_uint,
                                POINTER(ExpDecision), c_size_t, POINTER(c_size_t)]),

@@ -45,6 +45,7 @@ enum { MAX_FAST_ATTRIBUTES = 64, KEY_CACHE_SIZE = 64, VARIABLES_CACHE_SIZE = 16,
 typedef exp_status (*decide_fn)(exp_client *, const char *, const char *, const exp_attribute *, size_t,
                                 unsigned int, exp_decision *);
 typedef void (*release_fn)(exp_decision *);
+typedef exp_status (*text_n_fn)(const exp_decision *, exp_decision_field, size_t, const char **, size_t *);
 
 /* ------------------------------------------------------------------------------------------------
  * Module state, set once by install()
@@ -52,6 +53,7 @@ typedef void (*release_fn)(exp_decision *);
 
 static decide_fn g_decide;
 static release_fn g_release;
+static text_n_fn g_text_n;            /* exp_decision_text_n: a decision string's length, NUL bytes included */
 static PyTypeObject *g_client_type;   /* experiment.Client */
 static Py_ssize_t g_handle_offset;    /* offset of the Client._h slot (the _Handle keeping the client alive) */
 static Py_ssize_t g_native_offset;    /* offset of the Client._native slot (a Native, or None) */
@@ -274,7 +276,18 @@ static inline int same_key(PyObject *cached, const char *text) {
     return strncmp((const char *)PyUnicode_DATA(cached), text, (size_t)length) == 0 && text[length] == 0;
 }
 
-static PyObject *key_text(const char *text) {
+/* The length of `field` of a decision (whose text is `text`), NUL bytes included: a datafile key may
+   hold "\u0000". Falls back to strlen if the library answers an error (it does not for a filled decision). */
+static size_t text_length(const exp_decision *decision, exp_decision_field field, size_t index, const char *text) {
+    const char *same = NULL;
+    size_t length = 0;
+    if (g_text_n(decision, field, index, &same, &length) != EXP_OK || same != text) length = strlen(text);
+    return length;
+}
+
+/* A key of `decision` as str. Repeated keys come from the small address table (only NUL-free texts are
+   kept there, so same_key's strncmp sees all of them); a miss asks the library for the length. */
+static PyObject *key_text(const exp_decision *decision, exp_decision_field field, const char *text) {
     if (text == NULL) Py_RETURN_NONE;
     size_t set = cache_set(text, KEY_CACHE_SIZE);
     for (size_t slot = set; slot < set + 2; slot++) {
@@ -284,8 +297,9 @@ static PyObject *key_text(const char *text) {
             return cached;
         }
     }
-    PyObject *made = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace");
-    if (made != NULL && PyUnicode_IS_COMPACT_ASCII(made)) {
+    size_t length = text_length(decision, field, 0, text);
+    PyObject *made = PyUnicode_DecodeUTF8(text, (Py_ssize_t)length, "replace");
+    if (made != NULL && PyUnicode_IS_COMPACT_ASCII(made) && memchr(text, 0, length) == NULL) {
         Py_XDECREF(g_keys[set + 1].text);
         g_keys[set + 1] = g_keys[set];
         Py_INCREF(made);
@@ -352,7 +366,9 @@ static PyObject *reason_list(const exp_decision *decision) {
     if (reasons == NULL) return NULL;
     for (size_t index = 0; index < decision->reason_count; index++) {
         const char *text = decision->reasons[index];
-        PyObject *reason = text ? PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace")
+        /* A reason may quote a user id holding NUL bytes: its whole length comes from the library. */
+        PyObject *reason = text ? PyUnicode_DecodeUTF8(text, (Py_ssize_t)text_length(decision, EXP_DECISION_REASON,
+                                                                                   index, text), "replace")
                                 : (Py_INCREF(Py_None), Py_None);
         if (reason == NULL) {
             Py_DECREF(reasons);
@@ -388,8 +404,8 @@ static PyObject *make_decision(PyObject *flag_key, const exp_decision *decision)
     PyObject *values[6] = {flag_key, decision->enabled ? Py_True : Py_False, NULL, NULL, NULL, NULL};
     Py_INCREF(values[0]);
     Py_INCREF(values[1]);
-    values[2] = key_text(decision->variation_key);
-    values[3] = values[2] ? key_text(decision->rule_key) : NULL;
+    values[2] = key_text(decision, EXP_DECISION_VARIATION_KEY, decision->variation_key);
+    values[3] = values[2] ? key_text(decision, EXP_DECISION_RULE_KEY, decision->rule_key) : NULL;
     values[4] = values[3] ? variables_dict(decision->variables_json) : NULL;
     values[5] = values[4] ? reason_list(decision) : NULL;
     return new_decision(values);
@@ -435,7 +451,7 @@ static PyObject *speedups_decisions_by_flag(PyObject *module, PyObject *const *a
     }
     PyObject *result = PyDict_New();
     for (Py_ssize_t i = 0; result != NULL && i < count; i++) {
-        PyObject *flag_key = key_text(decisions[i].flag_key);
+        PyObject *flag_key = key_text(&decisions[i], EXP_DECISION_FLAG_KEY, decisions[i].flag_key);
         PyObject *decision = flag_key ? make_decision(flag_key, &decisions[i]) : NULL;
         if (decision == NULL || PyDict_SetItem(result, flag_key, decision) < 0) Py_CLEAR(result);
         Py_XDECREF(flag_key);
@@ -529,7 +545,7 @@ static PyObject *fast_method_call(PyObject *callable, PyObject *const *args, siz
         Py_DECREF(handle);
         return PyObject_Vectorcall(method->function, args, nargsf, kwnames);
     } else if (method->kind == VARIATION_KEY) {
-        result = key_text(decision.variation_key);
+        result = key_text(&decision, EXP_DECISION_VARIATION_KEY, decision.variation_key);
     } else {
         result = make_decision(bound[2], &decision);
     }
@@ -666,7 +682,8 @@ static int hook(PyObject *hooks, const char *name, PyObject **out) {
     return 0;
 }
 
-/* install(decide_address, release_address, hooks: dict) */
+/* install(decide_address, release_address, hooks: dict); hooks["decision_text_n"] is the address of
+   exp_decision_text_n */
 static PyObject *speedups_install(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 3 || !PyDict_Check(args[2])) {
@@ -681,8 +698,8 @@ static PyObject *speedups_install(PyObject *module, PyObject *const *args, Py_ss
         return NULL;
     }
     PyObject *hooks = args[2];
-    PyObject *client_type = NULL, *option_type = NULL, *decision_type = NULL, *all_bits = NULL;
-    int failed = hook(hooks, "Client", &client_type) || hook(hooks, "DecideOption", &option_type) ||
+    PyObject *client_type = NULL, *option_type = NULL, *decision_type = NULL, *all_bits = NULL, *text_n = NULL;
+    int failed = hook(hooks, "decision_text_n", &text_n) || hook(hooks, "Client", &client_type) || hook(hooks, "DecideOption", &option_type) ||
                  hook(hooks, "Decision", &decision_type) || hook(hooks, "all_option_bits", &all_bits) ||
                  hook(hooks, "raise_status", &g_raise_status) ||
                  hook(hooks, "decide_options_to_int", &g_options_to_int) ||
@@ -699,6 +716,8 @@ static PyObject *speedups_install(PyObject *module, PyObject *const *args, Py_ss
         g_decision_type = (PyTypeObject *)decision_type;
         client_type = option_type = decision_type = NULL; /* kept for good */
         g_all_option_bits = PyLong_AsUnsignedLong(all_bits);
+        g_text_n = (text_n_fn)PyLong_AsVoidPtr(text_n);
+        if (g_text_n == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "install: NULL decision_text_n");
         g_fields_slotted = decision_slots(g_decision_type);
         failed = PyErr_Occurred() != NULL || slot_offset(g_client_type, "_h", &g_handle_offset) < 0 ||
                  slot_offset(g_client_type, "_native", &g_native_offset) < 0;
@@ -707,6 +726,7 @@ static PyObject *speedups_install(PyObject *module, PyObject *const *args, Py_ss
     Py_XDECREF(option_type);
     Py_XDECREF(decision_type);
     Py_XDECREF(all_bits);
+    Py_XDECREF(text_n);
     if (failed) return NULL;
     g_decide = (decide_fn)decide;
     g_release = (release_fn)release;
@@ -774,8 +794,8 @@ static PyObject *speedups_user_decide(PyObject *module, PyObject *const *args, P
     PyObject *values[6] = {args[1], decision.enabled ? Py_True : Py_False, NULL, NULL, NULL, NULL};
     Py_INCREF(values[0]);
     Py_INCREF(values[1]);
-    values[2] = key_text(decision.variation_key);
-    values[3] = values[2] ? key_text(decision.rule_key) : NULL;
+    values[2] = key_text(&decision, EXP_DECISION_VARIATION_KEY, decision.variation_key);
+    values[3] = values[2] ? key_text(&decision, EXP_DECISION_RULE_KEY, decision.rule_key) : NULL;
     values[4] = values[3] ? variables_dict(decision.variables_json) : NULL;
     values[5] = values[4] ? reason_list(&decision) : NULL;
     g_release(&decision);

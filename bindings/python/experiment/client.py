@@ -528,16 +528,32 @@ if _SLOTTED:  # the slots' own setters: no frozen __setattr__ in the way
     _set_reasons = Decision.reasons.__set__  # type: ignore[attr-defined]
 
 
+def _decision_bytes(d: ExpDecision, field: int, index: int = 0) -> Optional[bytes]:
+    """A string of a filled exp_decision whole (a datafile key or a reason quoting a user id may hold NUL
+    bytes, where the struct's char * field would end), or None for a NULL field."""
+    text = c_void_p()
+    length = c_size_t()
+    if _lib.exp_decision_text_n(d, field, index, byref(text), byref(length)) != 0 or text.value is None:
+        return None
+    return string_at(text.value, length.value)
+
+
+def _decision_key(d: ExpDecision, field: int) -> Optional[str]:
+    """The flag, variation or rule key of a filled exp_decision (None when NULL)."""
+    return _string(_decision_bytes(d, field))
+
+
+def _decision_reasons(d: ExpDecision) -> List[str]:
+    return [(_decision_bytes(d, _native.EXP_DECISION_REASON, i) or b"").decode("utf-8")
+            for i in range(d.reason_count)]
+
+
 def _from_native(d: ExpDecision, flag_key: Optional[str] = None) -> Decision:
     """A Decision from a filled exp_decision. `flag_key` saves reading back a key the caller passed."""
-    count = d.reason_count
-    if count:
-        array = d.reasons
-        reasons = [array[i].decode("utf-8") for i in range(count)]
-    else:
-        reasons = []
-    return _make_decision(flag_key if flag_key is not None else _string(d.flag_key), d.enabled != 0,
-                          _string(d.variation_key), _string(d.rule_key), _variables(d.variables_json), reasons)
+    reasons = _decision_reasons(d) if d.reason_count else []
+    return _make_decision(flag_key if flag_key is not None else _decision_key(d, _native.EXP_DECISION_FLAG_KEY),
+                          d.enabled != 0, _decision_key(d, _native.EXP_DECISION_VARIATION_KEY),
+                          _decision_key(d, _native.EXP_DECISION_RULE_KEY), _variables(d.variables_json), reasons)
 
 
 def _decisions_by_flag(decisions: Any, count: int) -> Dict[str, Decision]:
@@ -1618,6 +1634,7 @@ def _install_speedups() -> None:
             "Client": Client, "DecideOption": DecideOption, "Decision": Decision, "all_option_bits": _ALL_BITS,
             "raise_status": _raise, "decide_options_to_int": decide_options_to_int, "option_bits": _OPTION_BITS,
             "variables": _variables, "variables_cache": _VARIABLES,
+            "decision_text_n": cast(_lib.exp_decision_text_n, c_void_p).value,
         })
     except Exception as exc:  # e.g. an extension built from another version of this package
         _log.warning("experiment._speedups not used (%s): deciding through ctypes", exc)

@@ -111,6 +111,7 @@ def _bind() -> None:
     from ctypes import CFUNCTYPE
     _client_helpers.update(
         string=client_module._string, variables=client_module._variables,
+        decision_key=client_module._decision_key, decision_reasons=client_module._decision_reasons,
         attributes=client_module._attributes, value_tuple=client_module._value_tuple,
         decisions_by_flag=client_module._decisions_by_flag, key=client_module._key,
         release=client_module._exp_decision_release,
@@ -151,10 +152,11 @@ def _user_decision(decision: Decision, context: "UserContext") -> UserDecision:
 
 
 def _from_native(d: Any, flag_key: Any, context: "UserContext") -> UserDecision:
-    string = _client_helpers["string"]
-    count = d.reason_count
-    reasons = [d.reasons[i].decode("utf-8") for i in range(count)] if count else []
-    return _fill(_new(UserDecision), (flag_key, d.enabled != 0, string(d.variation_key), string(d.rule_key),
+    # Keys and reasons are read with their lengths: they may hold NUL bytes (a datafile key, a user id).
+    key = _client_helpers["decision_key"]
+    reasons = _client_helpers["decision_reasons"](d) if d.reason_count else []
+    return _fill(_new(UserDecision), (flag_key, d.enabled != 0, key(d, _native.EXP_DECISION_VARIATION_KEY),
+                                      key(d, _native.EXP_DECISION_RULE_KEY),
                                       _client_helpers["variables"](d.variables_json), reasons, context))
 
 
@@ -313,7 +315,8 @@ class UserContext:
                 return result
             if result is not None:
                 return self._failed_decision(result, key)
-        raw = _client_helpers["key"](key, "flag_key") if type(key) is str else _utf8(key, "flag_key")
+        # (A key with a NUL byte is passed whole, with its length: a datafile key may hold "\u0000".)
+        raw = _client_helpers["key"](key, "flag_key") if type(key) is str and "\0" not in key else _utf8(key, "flag_key")
         decision = _native.ExpDecision()
         address = addressof(decision)
         status = _client_helpers["decide"](handle.value, raw, len(raw), bits, address)
@@ -387,9 +390,9 @@ class UserContext:
         copy = self._clone()
         result: Dict[str, UserDecision] = {}
         try:
-            string = _client_helpers["string"]
+            key = _client_helpers["decision_key"]
             for i in range(filled.value):
-                flag_key = string(decisions[i].flag_key)
+                flag_key = key(decisions[i], _native.EXP_DECISION_FLAG_KEY)
                 result[flag_key] = _from_native(decisions[i], flag_key, copy)
         finally:
             _lib.exp_decisions_release(decisions, filled.value)
