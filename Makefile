@@ -6,6 +6,7 @@
 #   make cli       .build/release/experiment-cli (validate, decide, explain, batch)
 #   make install PREFIX=/usr/local   library (stripped, SONAME links), headers, pkg-config, CMake package, CLI, docs
 #   make uninstall PREFIX=/usr/local the same files removed (both take DESTDIR)
+#   make wheel     .build/dist/: the Python sdist and a manylinux wheel with its libraries bundled (auditwheel)
 #   make docs      API reference (Markdown) from include/experiment.h and the Python docstrings
 #   make bench     benchmarks side by side with the reference SDK (see benchmarks/README.md)
 
@@ -28,6 +29,7 @@ TEST_APT_PACKAGES := redis-server cmake
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0 mypy==1.13.0
 
 .PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-abi test-python test-fuzz test-sanitize fuzz install \
+        wheel wheel-from-source test-sdist \
         bench clean
 
 all: lib
@@ -72,14 +74,14 @@ $(RELEASE_DIR)/async_start: examples/c/async_start.c include/experiment.h lib
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
-test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-docs test-swift test-python test-fuzz test-sanitize
+test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-sdist test-docs test-swift test-python test-fuzz test-sanitize
 	@echo "make test: all suites passed"
 
 # Test programs keep sticky bucketing, overrides and queued events in a private state directory under
 # .build (never the user's own), and a test that installs no event dispatcher and names no event_endpoint
 # never reaches the internet (the pipeline tests pass their own 127.0.0.1 endpoint).
 TEST_STATE_HOME := $(CURDIR)/.build/test-state
-TEST_TARGETS := test test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-python test-fuzz test-sanitize
+TEST_TARGETS := test test-swift test-c test-cpp test-segments-c test-cli test-install test-sdist test-docs test-python test-fuzz test-sanitize
 $(TEST_TARGETS) bench: export XDG_STATE_HOME = $(TEST_STATE_HOME)
 $(TEST_TARGETS): export EXPERIMENT_EVENT_ENDPOINT = none
 # ... and a client started by sdk_key fetches no datafile unless it names its own datafile_url_template.
@@ -162,10 +164,31 @@ test-cli: lib cli
 	bash tests/cli/test_cli.sh $(CLI)
 
 # make install into a temporary prefix (and a DESTDIR stage), build the examples with pkg-config and CMake
-# against that copy, run them, make uninstall; then pip install the Python package into a fresh venv.
-test-install: lib cli
+# against that copy, run them, make uninstall; then pip install the Python package into a fresh venv; then the
+# wheel of `make wheel` in a fresh venv with the system's libcurl, SQLite, hiredis and json-c out of reach.
+test-install: lib cli wheel
 	MAKE="$(MAKE)" CC="$(CC)" CXX="$(CXX)" bash tests/install/test_install.sh
 	PYTHON=$(PYTHON) bash tests/install/test_pip.sh
+	PYTHON=$(PYTHON) bash tests/install/test_wheel.sh $(DIST_DIR)
+
+# The Python package for other machines (tools/python_dist.sh): in $(DIST_DIR), an sdist that builds the library
+# from its own sources where Swift is installed, and the wheel built from that sdist, repaired by auditwheel
+# (libcurl, SQLite, hiredis and their dependencies bundled, the lowest manylinux tag the binaries allow).
+# The wheel is for the Python that runs it (PYTHON=python3.12 make wheel for another); `make wheel` ships the
+# library `make lib` built from the same sources, `make wheel-from-source` lets the sdist's Swift build run.
+DIST_DIR        := .build/dist
+SOURCE_DIST_DIR := .build/dist-from-source
+
+wheel: lib
+	PYTHON=$(PYTHON) EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) bash tools/python_dist.sh $(DIST_DIR)
+
+wheel-from-source: deps
+	env -u EXPERIMENT_LIBRARY PYTHON=$(PYTHON) bash tools/python_dist.sh $(SOURCE_DIST_DIR)
+
+# The sdist on its own: its wheel built by Swift from the sdist's sources (a whole release build: minutes),
+# then put through the same checks as the wheel of `make wheel`.
+test-sdist: lib wheel-from-source
+	PYTHON=$(PYTHON) bash tests/install/test_wheel.sh $(SOURCE_DIST_DIR)
 
 # The documentation tells the truth: every code block of README.md and bindings/*/README* runs as written
 # (blocks that cannot are marked <!-- doc-check: fragment|skip: why -->), no file names a machine's absolute

@@ -21,8 +21,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
-        // json-c: no longer linked into the library; the Swift tests compare the library's JSON parser
-        // with it (tests only).
+        // json-c: the library's one JSON reader (datafiles, options, JSON attributes and tags, profiles,
+        // server responses). A pure parser, so Core may use it.
         .systemLibrary(name: "CJSONC", path: "Sources/CJSONC", pkgConfig: "json-c",
                        providers: [.apt(["libjson-c-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
@@ -35,7 +35,7 @@ let package = Package(
         // The public header as a Swift module, so the ABI target shares the exact C layouts.
         .systemLibrary(name: "CExperimentABI", path: "Sources/CExperimentABI"),
         // Pure decision logic: datafile -> compiled config, bucketing, audiences, decisions, event payloads.
-        .target(name: "ExperimentCore", swiftSettings: optimized),
+        .target(name: "ExperimentCore", dependencies: ["CJSONC"], swiftSettings: optimized),
         // Moving parts: client state, config snapshots, user stores, event dispatch, HTTP, SQLite, Redis.
         .target(name: "ExperimentRuntime", dependencies: ["ExperimentCore", "CSQLite", "CCurl", "CHiredis"],
                 swiftSettings: optimized),
@@ -63,3 +63,27 @@ let package = Package(
         .testTarget(name: "ExperimentABITests", dependencies: ["CExperimentABI"]),
     ]
 )
+
+// `EXPERIMENT_LIBRARY_ONLY=1 swift build --product experiment`: the library's targets alone. The Python source
+// distribution builds libexperiment.so this way from its own copy of Sources/: it carries no Tests/ and no CLI,
+// and must not download the CLI's swift-argument-parser.
+if Context.environment["EXPERIMENT_LIBRARY_ONLY"] == "1" {
+    var needed: Set<String> = []
+    var pending = ["experiment"]
+    while let name = pending.popLast() {
+        guard needed.insert(name).inserted, let target = package.targets.first(where: { $0.name == name }) else {
+            continue
+        }
+        for dependency in target.dependencies {
+            switch dependency {
+            case .targetItem(let dependencyName, _), .byNameItem(let dependencyName, _):
+                pending.append(dependencyName)
+            default:
+                fatalError("the library depends on another package's product: the source distribution cannot build it")
+            }
+        }
+    }
+    package.products = package.products.filter { $0.name == "experiment" }
+    package.targets = package.targets.filter { needed.contains($0.name) }
+    package.dependencies = []
+}

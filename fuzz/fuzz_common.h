@@ -17,6 +17,7 @@
 /* Each harness uses a subset of these helpers. */
 #pragma GCC diagnostic ignored "-Wunused-function"
 
+#include <json-c/json.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -300,6 +301,29 @@ static int fz_json_valid_ex(const char *s, size_t n, const char *member,
     return ok;
 }
 static int fz_json_valid(const char *s) { return s && fz_json_valid_ex(s, strlen(s), NULL, NULL, NULL); }
+
+/* json-c's verdict on the input, as libexperiment calls it (its depth limit, the end signalled after a
+ * number or literal that ends the input, trailing text checked). */
+static int fz_json_c_accepts(const char *text, size_t size) {
+    json_tokener *tokener = json_tokener_new_ex(EXP_MAX_JSON_DEPTH);
+    if (!tokener) return 1;
+    json_tokener_set_flags(tokener, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *parsed = json_tokener_parse_ex(tokener, text, (int)size);
+    enum json_tokener_error status = json_tokener_get_error(tokener);
+    size_t end = json_tokener_get_parse_end(tokener);
+    if (status == json_tokener_continue && end == size) {
+        json_object_put(parsed);
+        parsed = json_tokener_parse_ex(tokener, "", 1);
+        status = json_tokener_get_error(tokener);
+        end = size;
+    }
+    int accepted = status == json_tokener_success;
+    for (size_t i = end; accepted && i < size; i++)
+        accepted = text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n';
+    json_object_put(parsed);
+    json_tokener_free(tokener);
+    return accepted;
+}
 
 /* Checks a library-returned JSON text: non-NULL, valid UTF-8, valid JSON, and (if `open`) starting
  * with that character after optional whitespace. */

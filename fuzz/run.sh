@@ -87,7 +87,7 @@ CFLAGS=(-g -O1 -std=c11 -Wall -Wextra -Werror -fno-omit-frame-pointer
 # shellcheck disable=SC2206
 CFLAGS+=(${FUZZ_EXTRA_CFLAGS:-})
 LDFLAGS=(-L"$LIB_DIR" -lexperiment -Wl,-rpath,"$LIB_DIR")
-# json-c: fuzz_datafile compares the library's verdict on each input with json-c's.
+# json-c: the harnesses compare what the library accepts as JSON with json-c, called as the library calls it.
 # shellcheck disable=SC2207
 CFLAGS+=($(pkg-config --cflags json-c))
 # shellcheck disable=SC2207
@@ -110,6 +110,7 @@ echo "== built $HARNESSES with $("$CC" --version | head -1) against $LIB_DIR/lib
 export XDG_STATE_HOME="$OUT/state"
 mkdir -p "$XDG_STATE_HOME"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1:symbolize=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/fuzz/lsan.supp}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 [ -x "$(dirname "$CC")/llvm-symbolizer" ] && export ASAN_SYMBOLIZER_PATH="$(dirname "$CC")/llvm-symbolizer"
 

@@ -316,6 +316,9 @@ void exp_client_free(exp_client *client);
 /*
  * Validates a datafile without a client. EXP_OK if a client would accept it; otherwise the error a client
  * would give, with exp_last_error() naming the first problem. The buffer is borrowed. Thread-safe.
+ * A datafile is refused only where the reference SDK refuses it; what it accepts but is likely a mistake
+ * (an audience id defined nowhere, an endOfRange above 10000...) is EXP_OK: its warnings are listed by
+ * exp_client_datafile_status_json ("warnings") once a client uses it, and by `experiment-cli validate`.
  *
  *     if (exp_validate_datafile(text, len) != EXP_OK) fprintf(stderr, "%s\n", exp_last_error());
  */
@@ -990,8 +993,11 @@ exp_status exp_client_find(const char *tag, exp_client **out_client);
 /*
  * The datafile lifecycle's state as JSON: {"ready", "revision", "source", "managed", "polling_interval_ms",
  * "cache_ttl_ms", "fetches", "fetch_failures", "not_modified", "rejected", "updates", "cache_writes",
- * "last_error_code", "last_error", "last_success_age_ms"}. Free *out_json with exp_free(). Errors:
- * EXP_ERR_INVALID_ARGUMENT, EXP_ERR_CLOSED. Thread-safe.
+ * "last_error_code", "last_error", "last_success_age_ms", "warnings"}. "warnings" lists what the datafile in
+ * use has that the reference SDK accepts but is likely a mistake, each {"place": "experiments[0].audienceIds[1]"
+ * or null, "message", "severity": "warning"}; the datafile is in use and decides as the reference decides it
+ * (the log callback gets each warning once per revision, at level warning). Free *out_json with exp_free().
+ * Errors: EXP_ERR_INVALID_ARGUMENT, EXP_ERR_CLOSED. Thread-safe.
  *
  *     char *status = NULL;
  *     if (exp_client_datafile_status_json(c, &status) == EXP_OK) puts(status);

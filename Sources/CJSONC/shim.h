@@ -3,4 +3,31 @@
 #include <json-c/json.h>
 #include <json-c/json_tokener.h>
 #include <json-c/json_object_iterator.h>
+#include <json-c/linkhash.h>
+
+/* The member `key` of the object `object`: its value in *value (NULL for a JSON null) and the name as
+ * the object stores it (a pointer that lives as long as the object), or NULL when there is no such member.
+ * The stored name lets a reader of a null member still say where it is (JSON null has no object of its own). */
+static inline const char *exp_json_member(struct json_object *object, const char *key, struct json_object **value) {
+    struct lh_entry *entry = lh_table_lookup_entry(json_object_get_object(object), key);
+    if (!entry) return NULL;
+    *value = (struct json_object *)lh_entry_v(entry);
+    return (const char *)lh_entry_k(entry);
+}
+
+/* The first member of an object (NULL when empty) and the one after `entry`, in the order json-c keeps
+ * (first position of a name, its last value). */
+static inline struct lh_entry *exp_json_first_member(struct json_object *object) {
+    return lh_table_head(json_object_get_object(object));
+}
+static inline struct lh_entry *exp_json_next_member(struct lh_entry *entry) { return lh_entry_next(entry); }
+static inline const char *exp_json_member_name(struct lh_entry *entry) { return (const char *)lh_entry_k(entry); }
+static inline struct json_object *exp_json_member_value(struct lh_entry *entry) {
+    return (struct json_object *)lh_entry_v(entry);
+}
+
+/* The flags every JSON text of the library is parsed with. */
+static inline int exp_json_flags(void) { return JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8; }
+/* The compact form json-c writes: no spaces, '/' not escaped. */
+static inline int exp_json_plain(void) { return JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE; }
 #endif

@@ -13,7 +13,7 @@ struct DecideCommand: ParsableCommand {
             "rule_key", "variables", "reasons"}}.
 
             A --flag the datafile does not have decides as disabled (as the reference SDK does), with a \
-            warning on standard error. No events are sent.
+            warning on standard error, and the exit status is 1 once every flag is printed. No events are sent.
             """)
 
     @OptionGroup var source: DatafileArgument
@@ -34,8 +34,14 @@ struct DecideCommand: ParsableCommand {
         let options = try decideOptions.parsed()
         let effective = session.effective(options)
         let keys = flags.isEmpty ? nil : FlagKeys(flags)
-        warnAboutUnknownFlags(flags, in: session.config)
+        let unknownFlags = warnAboutUnknownFlags(flags, in: session.config)
+        try decideAndPrint(session, attributes: attributes, options: options, effective: effective, keys: keys)
+        // Every flag is decided and printed first; then a --flag that does not exist fails the command.
+        if unknownFlags > 0 { throw ExitCode(ExitStatus.failure) }
+    }
 
+    private func decideAndPrint(_ session: Session, attributes: OwnedAttributes, options: DecideOptions,
+                                effective: DecideOptions, keys: FlagKeys?) throws {
         var userId = user.user
         if json {
             let out = JSONBytes()
@@ -75,11 +81,14 @@ struct DecideCommand: ParsableCommand {
     }
 }
 
-func warnAboutUnknownFlags(_ flags: [String], in config: ProjectConfig) {
+/// Warns about each --flag the datafile does not have; returns how many there are.
+@discardableResult
+func warnAboutUnknownFlags(_ flags: [String], in config: ProjectConfig) -> Int {
     var warned: Set<String> = []
     for flag in flags where config.flagIndex.find(flag) == nil && warned.insert(flag).inserted {
         Console.warning("the datafile has no flag \"\(flag)\" (decided as disabled)")
     }
+    return warned.count
 }
 
 /// Columns aligned by character count.

@@ -1,8 +1,8 @@
 import Testing
 @testable import ExperimentCore
 
-// A datafile problem names its place. Readers carry no place of their own: it is worked out from the
-// tape when a message needs it, including inside an audience's "conditions" string (a nested document).
+// A datafile problem names its place. Readers carry no place of their own: it is worked out from
+// json-c's tree when a message needs it, including inside an audience's "conditions" string (a nested document).
 
 private func datafile(audiences: String = "[]", typedAudiences: String = "[]", experiments: String = "[]") -> String {
     """

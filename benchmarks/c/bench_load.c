@@ -1,14 +1,16 @@
 /*
  * Datafile load benchmark: how long until a client is ready, and how much memory the compiled config
  * keeps, against json-c's own parse of the same bytes in the same run (the floor: libexperiment parses
- * with json-c, then validates and compiles).
+ * with json-c, then compiles json-c's tree into its config and frees the tree).
  *
  *   bench_load FILE...
  *
  * For each datafile, the median of several runs of:
- *   json-c parse   json_tokener_parse_ex over the buffer, then json_object_put
- *   start          exp_client_start (validate + compile + install) on a new client; the client's creation
- *                  (options, state directory, event journal) is timed apart, as "create"
+ *   json-c parse   json_tokener_parse_ex over the buffer with the library's settings (depth 64,
+ *                  JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8); json_object_put timed apart ("free")
+ *   start          exp_client_start (parse + compile + free + install) on a new client; the client's creation
+ *                  (options, state directory, event journal) is timed apart, as "create". The library's own
+ *                  split of the start (parse, compile, free) comes from its debug log line.
  * and, in a forked child so the figures are this datafile's alone:
  *   config memory  heap bytes still in use while the started client is alive (mallinfo2)
  *   peak memory    the child's peak resident set growth across exp_client_start (VmHWM after resetting it
@@ -56,27 +58,49 @@ static char *read_file(const char *path, size_t *length) {
     return bytes;
 }
 
-static double json_c_parse_ms(const char *bytes, size_t length) {
+/* json-c's parse of the bytes as the library runs it; *free_ms receives json_object_put's time. */
+static double json_c_parse_ms(const char *bytes, size_t length, double *free_ms) {
     double start = now_ms();
-    json_tokener *tokener = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+    json_tokener *tokener = json_tokener_new_ex(64);
+    json_tokener_set_flags(tokener, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     json_object *root = json_tokener_parse_ex(tokener, bytes, (int)length);
+    json_tokener_free(tokener);
     double elapsed = now_ms() - start;
     if (!root) {
         fprintf(stderr, "json-c rejects the datafile\n");
         exit(1);
     }
+    double freeing = now_ms();
     json_object_put(root);
-    json_tokener_free(tokener);
+    *free_ms = now_ms() - freeing;
     return elapsed;
 }
 
+/* The library's split of a start, from its debug line "datafile of N bytes: parse P ms (json-c), compile C ms,
+ * free F ms". */
+typedef struct { double parse, compile, free; int seen; } start_split;
+
+static void read_split(int level, const char *message, void *user_data) {
+    (void)level;
+    start_split *split = user_data;
+    const char *line = strstr(message, "datafile of ");
+    if (line && sscanf(strstr(line, "parse "), "parse %lf ms (json-c), compile %lf ms, free %lf ms", &split->parse,
+                       &split->compile, &split->free) == 3)
+        split->seen = 1;
+}
+
 /* Times exp_client_start on a fresh client; *create_ms receives the time exp_client_create took. */
-static double start_ms(const char *bytes, size_t length, double *create_ms) {
+static double start_ms(const char *bytes, size_t length, double *create_ms, start_split *split) {
     exp_client *client = NULL;
     double created = now_ms();
     if (exp_client_create("{\"profile_store\": \"none\", \"event_endpoint\": \"none\"}", &client) != EXP_OK) {
         fprintf(stderr, "libexperiment: %s\n", exp_last_error());
         exit(1);
+    }
+    if (split) {
+        split->seen = 0;
+        exp_client_set_logger(client, read_split, split);
+        exp_client_set_log_level(client, EXP_LOG_DEBUG);
     }
     double start = now_ms();
     *create_ms = start - created;
@@ -86,6 +110,10 @@ static double start_ms(const char *bytes, size_t length, double *create_ms) {
     }
     double elapsed = now_ms() - start;
     exp_client_free(client);
+    if (split && !split->seen) {
+        fprintf(stderr, "libexperiment logged no parse/compile/free split\n");
+        exit(1);
+    }
     return elapsed;
 }
 
@@ -147,8 +175,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_load FILE...\n");
         return 2;
     }
-    printf("%-16s %10s %11s %10s %10s %8s %16s %10s %14s %8s\n", "datafile", "bytes", "create ms", "json-c ms",
-           "start ms", "ratio", "config memory", "x size", "peak RSS +", "x size");
+    printf("%-14s %9s %9s %9s %9s %8s %7s | %9s %9s %9s %9s %7s | %12s %7s %12s %7s\n", "datafile", "bytes",
+           "create ms", "json-c", "jc free", "start ms", "ratio", "parse ms", "compile", "free ms", "log sum",
+           "ratio", "config mem", "x size", "peak RSS +", "x size");
     for (int arg = 1; arg < argc; arg++) {
         size_t length = 0;
         char *bytes = read_file(argv[arg], &length);
@@ -157,24 +186,35 @@ int main(int argc, char **argv) {
             return 2;
         }
         int runs = length > 4000000 ? 9 : length > 400000 ? 21 : 101;  /* odd counts: the median is a sample */
-        double parse[101], ready[101], create[101];
+        double parse[101], parse_free[101], ready[101], create[101];
+        double lib_parse[101], lib_compile[101], lib_free[101], lib_sum[101];
         double memory[2] = {0, 0};  /* first, before the timed runs leave freed memory resident */
         if (memory_figures(bytes, length, memory) != 0) {
             fprintf(stderr, "memory measurement failed for %s\n", argv[arg]);
             return 1;
         }
-        json_c_parse_ms(bytes, length);  /* warm-up */
-        start_ms(bytes, length, &create[0]);
+        json_c_parse_ms(bytes, length, &parse_free[0]);  /* warm-up */
+        start_ms(bytes, length, &create[0], NULL);
         for (int run = 0; run < runs; run++) {
-            parse[run] = json_c_parse_ms(bytes, length);
-            ready[run] = start_ms(bytes, length, &create[run]);
+            start_split split;
+            parse[run] = json_c_parse_ms(bytes, length, &parse_free[run]);
+            /* The library logs its own split of each start (one debug line, after the timed steps). */
+            ready[run] = start_ms(bytes, length, &create[run], &split);
+            lib_parse[run] = split.parse;
+            lib_compile[run] = split.compile;
+            lib_free[run] = split.free;
+            lib_sum[run] = split.parse + split.compile + split.free;
         }
         double parse_ms = median(parse, runs), ready_ms = median(ready, runs), create_ms = median(create, runs);
+        double sum_ms = median(lib_sum, runs);
         const char *name = strrchr(argv[arg], '/');
-        printf("%-16s %10zu %11.3f %10.3f %10.3f %7.2fx %14.0f B %9.2fx %12.0f B %7.2fx\n", name ? name + 1 : argv[arg],
-               length, create_ms, parse_ms, ready_ms, ready_ms / parse_ms, memory[0], memory[0] / (double)length,
-               memory[1], memory[1] / (double)length);
+        printf("%-14s %9zu %9.3f %9.3f %9.3f %8.3f %6.2fx | %9.3f %9.3f %9.3f %9.3f %6.2fx | %10.0f B %6.2fx %10.0f B %6.2fx\n",
+               name ? name + 1 : argv[arg], length, create_ms, parse_ms, median(parse_free, runs), ready_ms,
+               ready_ms / parse_ms, median(lib_parse, runs), median(lib_compile, runs), median(lib_free, runs), sum_ms,
+               sum_ms / parse_ms, memory[0], memory[0] / (double)length, memory[1], memory[1] / (double)length);
         free(bytes);
     }
+    printf("json-c / jc free: json-c's parse and json_object_put with the library's settings; start ms: exp_client_start;\n"
+           "ratio: start / json-c parse. parse / compile / free: the library's own split (debug log), log sum: their sum.\n");
     return 0;
 }

@@ -1,13 +1,19 @@
 """Build step of the `libexperiment` Python package: ships libexperiment.so inside the package.
 
-`pip install ./bindings/python` from a checkout of the repository builds the library with the repository's
-own `make lib` when it is not built yet, and copies it next to the package's modules, so the installed
-package finds it without LD_LIBRARY_PATH. EXPERIMENT_LIBRARY=/path/to/libexperiment.so ships that file
-instead (for example a library installed with `make install`). Everything else is in pyproject.toml.
+The library shipped, first that applies:
+1. EXPERIMENT_LIBRARY=/path/to/libexperiment.so: that file (for example a library installed with
+   `make install`, or the one `make wheel` built);
+2. a source distribution (`make wheel` makes one: Package.swift, Sources/ and include/ beside this file):
+   built here with Swift, `swift build -c release -Xswiftc -static-stdlib --product experiment`, from the
+   sdist's own sources (EXPERIMENT_LIBRARY_ONLY=1 keeps the manifest to the library's targets);
+3. `pip install ./bindings/python` from a checkout of the repository: the repository's `make lib`, run when
+   the library is not built yet.
+It is copied next to the package's modules, so the installed package finds it without LD_LIBRARY_PATH.
+Everything else is in pyproject.toml.
 
-The optional C accelerator experiment/_speedups.c is compiled too when include/experiment.h is found (the
-repository's, or EXPERIMENT_INCLUDE=/dir/with/the/header); when it cannot be built, the package works
-without it.
+The optional C accelerator experiment/_speedups.c is compiled too when include/experiment.h is found
+(EXPERIMENT_INCLUDE=/dir/with/the/header, the sdist's include/ or the repository's); when it cannot be built,
+the package works without it.
 """
 import os
 import shutil
@@ -19,6 +25,25 @@ from setuptools.command.build_py import build_py
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPOSITORY = os.path.dirname(os.path.dirname(HERE))
 BUILT = os.path.join(REPOSITORY, ".build", "release", "libexperiment.so")
+# What the shipping build passes to swift build (the Makefile's `lib` target does the same).
+SWIFT_BUILD = ["swift", "build", "-c", "release", "-Xswiftc", "-static-stdlib", "--disable-local-rpath",
+               "--product", "experiment"]
+
+
+def is_source_distribution() -> bool:
+    return os.path.isfile(os.path.join(HERE, "Package.swift"))
+
+
+def build_from_sources() -> str:
+    """libexperiment.so built by Swift from the sources beside this file (an unpacked sdist)."""
+    if shutil.which("swift") is None:
+        raise SystemExit("building libexperiment from source needs Swift 6 (swift on PATH) and the Debian "
+                         "packages libsqlite3-dev libcurl4-openssl-dev libhiredis-dev pkg-config; or set "
+                         "EXPERIMENT_LIBRARY to a built libexperiment.so")
+    environment = dict(os.environ, EXPERIMENT_LIBRARY_ONLY="1")
+    # The manifest's linker flags name Sources/experiment/exports.map relative to the package directory.
+    subprocess.run(SWIFT_BUILD, cwd=HERE, env=environment, check=True)
+    return os.path.join(HERE, ".build", "release", "libexperiment.so")
 
 
 def library_to_ship() -> str:
@@ -27,6 +52,8 @@ def library_to_ship() -> str:
         if not os.path.isfile(chosen):
             raise SystemExit("EXPERIMENT_LIBRARY=%s: no such file" % chosen)
         return chosen
+    if is_source_distribution():
+        return build_from_sources()
     if not os.path.isfile(BUILT):
         if not os.path.isfile(os.path.join(REPOSITORY, "Makefile")):
             raise SystemExit("libexperiment.so is not built and no repository is beside this package: "
@@ -41,10 +68,14 @@ class BuildWithLibrary(build_py):
         target = os.path.join(self.build_lib, "experiment", "libexperiment.so")
         shutil.copyfile(os.path.realpath(library_to_ship()), target)
         os.chmod(target, 0o755)
+        # The symbol table and debug info are half the file (18 MB -> 9 MB); the exported exp_* stay (as make install).
+        if shutil.which("strip"):
+            subprocess.run(["strip", "--strip-unneeded", target], check=True)
 
 
 def header_directory() -> str:
-    for directory in (os.environ.get("EXPERIMENT_INCLUDE"), os.path.join(REPOSITORY, "include")):
+    for directory in (os.environ.get("EXPERIMENT_INCLUDE"), os.path.join(HERE, "include"),
+                      os.path.join(REPOSITORY, "include")):
         if directory and os.path.isfile(os.path.join(directory, "experiment.h")):
             return directory
     return ""

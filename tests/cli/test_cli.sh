@@ -164,6 +164,40 @@ expect "validate malformed JSON gives line and column" "$TMP/out" "^error $TMP/m
 run "validate missing file" 1 "$BIN" validate "$TMP/does-not-exist.json"
 expect "validate missing file" "$TMP/out" "^error $TMP/does-not-exist.json: No such file or directory"
 
+# What the reference SDK accepts (a stale audience id, a range past 10000) is a warning, not an error.
+"$PYTHON" - "$DEMO" "$TMP/warned.json" <<'EOF'
+import json, sys
+datafile = json.load(open(sys.argv[1]))
+datafile["experiments"][0]["audienceIds"] = ["404404"]
+datafile["experiments"][0].pop("audienceConditions", None)
+datafile["experiments"][0]["trafficAllocation"][-1]["endOfRange"] = 12000
+json.dump(datafile, open(sys.argv[2], "w"), indent=2)
+EOF
+run "validate warnings only" 0 "$BIN" validate "$TMP/warned.json"
+expect "validate warning names place" "$TMP/out" \
+  "^warning $TMP/warned.json: experiments\[0\]\.audienceIds\[0\]: unknown audience \"404404\""
+expect "validate warning for the range" "$TMP/out" \
+  "^warning $TMP/warned.json: experiments\[0\]\.trafficAllocation\[[0-9]+\]\.endOfRange: outside 0\.\.\.10000, got 12000"
+expect "validate ok counts warnings" "$TMP/out" "^ok $TMP/warned.json: revision 42, .*, 2 warnings$"
+run "validate --strict fails on warnings" 1 "$BIN" validate --strict "$TMP/warned.json"
+run "validate --strict passes a clean datafile" 0 "$BIN" validate --strict "$DEMO"
+run "validate --json" 1 "$BIN" validate --json "$TMP/warned.json" "$TMP/broken.json"
+if "$PYTHON" - "$TMP/out" "$TMP/warned.json" "$TMP/broken.json" <<'EOF'
+import json, sys
+report = json.load(open(sys.argv[1]))
+warned, broken = report["datafiles"]
+assert (warned["file"], warned["valid"], warned["revision"]) == (sys.argv[2], True, "42"), warned
+assert [p["severity"] for p in warned["problems"]] == ["warning", "warning"], warned
+assert "experiments[0].audienceIds[0]" in [p["place"] for p in warned["problems"]], warned
+assert (broken["file"], broken["valid"], broken["revision"]) == (sys.argv[3], False, None), broken
+# (the experiment left out makes the flag that names it an error too)
+assert broken["problems"][0] == {"severity": "error", "kind": "invalid datafile",
+                                 "place": "experiments[0].trafficAllocation[0].endOfRange",
+                                 "message": "experiments[0].trafficAllocation[0].endOfRange: expected an integer, got a string"}, broken
+assert (report["errors"], report["warnings"]) == (len(broken["problems"]), 2), report
+EOF
+then pass; else fail "validate --json report"; fi
+
 # ----------------------------------------------------------------------------------------------- decide
 # The same users through the CLI and through the binding, attributes typed by --attr / --attr-string.
 i=0
@@ -185,7 +219,8 @@ for user in alice bob carol dave erin frank grace heidi ivan judy; do
 done
 
 # --attributes JSON, --flag selection with an unknown key, and a string that --attr would type as an int.
-run "decide --attributes --flag" 0 "$BIN" decide --datafile "$BASIC" --user u7 --json \
+# A --flag that does not exist: every flag is still decided and printed, then the exit status is 1.
+run "decide --attributes --flag" 1 "$BIN" decide --datafile "$BASIC" --user u7 --json \
   --attributes '{"country": "NL", "age": 40, "plan": "premium", "score": 0.9}' --flag search_ranking --flag nope
 cp "$TMP/out" "$TMP/decide.json"
 if "$PYTHON" "$TMP/compare_decide.py" "$BASIC" u7 '{"country": "NL", "age": 40, "plan": "premium", "score": 0.9}' \
@@ -239,7 +274,9 @@ for datafile in "$DEMO" "$BASIC"; do
     done
     if [ $((bits & 8)) -ne 0 ]; then args+=(--option INCLUDE_REASONS); fi
     if [ $((bits & 2)) -ne 0 ]; then args+=(--option enabled-flags-only); fi
-    run "decide --json ($label) $datafile" 0 "$BIN" "${args[@]}"
+    # Each datafile lacks a flag of the "keys" list (and "nope"): printed all the same, then exit status 1.
+    want=0; [ "$label" = keys ] && want=1
+    run "decide --json ($label) $datafile" "$want" "$BIN" "${args[@]}"
     "$PYTHON" "$TMP/abi_json.py" "$datafile" "user-$label" "$attrs" "$bits" ${unique_keys[@]+"${unique_keys[@]}"} >"$TMP/abi.json"
     if cmp -s "$TMP/out" "$TMP/abi.json"; then pass
     else fail "decide --json ($label) $datafile is not exp_decide_for_keys_json's text:"; diff "$TMP/out" "$TMP/abi.json" | head -4 >&2; fi

@@ -42,12 +42,16 @@ public final class ProjectConfig: @unchecked Sendable {
     public let strings: StringStorage
     /// Trivial mirrors of what the decision path reads (see HotTables).
     public let hot: HotTables
+    /// What the compiler found odd but the reference accepts (severity `.warning`, with its place), in
+    /// datafile order: a stale audience id, a range past 10000... The config decides as the reference does.
+    public let warnings: [DatafileError]
 
     init(header: Header, experiments: [Experiment], groups: [Group], audiences: [Audience],
          conditions: ConditionForest, flags: [Flag],
          events: [Event], attributes: [Attribute], holdouts: [Holdout], globalHoldouts: [Int32],
-         indexes: Indexes, strings: StringStorage)
+         indexes: Indexes, strings: StringStorage, warnings: [DatafileError] = [])
     {
+        self.warnings = warnings
         version = header.version
         revision = header.revision
         projectId = header.projectId
@@ -117,6 +121,8 @@ public struct Variation: Sendable {
 public struct VariableValue: Sendable {
     public let id: String
     public let value: String
+    /// The value when the datafile's is not a string (the reference keeps and typecasts it as it is).
+    public var literal: VariableLiteral? = nil
 }
 
 public struct TrafficRange: Sendable, BitwiseCopyable {
@@ -167,7 +173,8 @@ public final class Experiment: @unchecked Sendable {
                    whitelist: whitelist ?? self.whitelist, group: group, groupId: groupId)
     }
 
-    public func variationIndex(id: String) -> Int? { variations.firstIndex { $0.id.text == id } }
+    /// By id the last definition wins too, as in the reference's id map (built from its key map).
+    public func variationIndex(id: String) -> Int? { variations.lastIndex { $0.id.text == id } }
     /// By key the last definition wins (an "fr" experiment's appended everyone-else variation shadows
     /// a variation with the same key), as in the reference's key map.
     public func variationIndex(key: String) -> Int? { variations.lastIndex { $0.key.text == key } }
@@ -235,6 +242,8 @@ public struct Variable: Sendable {
     public let key: String
     public let type: VariableType
     public let defaultValue: String
+    /// The default when the datafile's is not a string (typecast as it is, as the reference does).
+    public var defaultLiteral: VariableLiteral? = nil
 }
 
 /// A class, not a struct: decisions read it from the config without copying its fields.

@@ -1,39 +1,64 @@
 /// Compiles an Optimizely v4 datafile into a `ProjectConfig`, validating as it goes.
 ///
+/// Acceptance is the reference SDK's: a datafile is refused (a `.error`) only where optimizely-sdk
+/// refuses it — not JSON, its JSON schema, an unsupported version, or data its config construction
+/// raises on (a flag naming an unknown experiment or rollout, a rollout rule missing a field) — plus
+/// the few shapes on which the reference's decisions raise (an empty condition list, an object where
+/// an audience id belongs) and this library's key limits. Everything else the reference accepts is
+/// compiled with the reference's semantics and reported as a `.warning` (`ProjectConfig.warnings`):
+/// a rule naming an unknown audience (that audience evaluates to unknown), a traffic range ending
+/// outside 0...10000 (a range past 10000 covers the rest, a negative one nothing), a variation naming
+/// a variable its flag does not have (ignored), a variable of an unknown type (a string).
+///
 /// The entity order rules follow the reference SDK where datafiles are ambiguous (an experiment id
 /// listed twice: rollout rules override top-level experiments and group experiments override both;
 /// typedAudiences override audiences with the same id; the last attribute/event/flag with a key wins).
-/// Problems the reference would only hit at decision time (a rule naming an unknown audience, a
-/// variation naming a variable its flag does not have) are rejected here with their place.
 public enum DatafileCompiler {
     public static let maxBytes = 64 << 20
     public static let maxDepth = 64
     /// EXP_MAX_KEY_BYTES: flag, experiment, variation, event and attribute keys longer than this are refused.
     public static let maxKeyBytes = 1024
-    public static let supportedVersions: Set<String> = ["4"]
+    /// The reference's supported versions: it reads "2" and "3" datafiles with the same code as "4".
+    public static let supportedVersions: Set<String> = ["2", "3", "4"]
+
+    /// The steps of a compilation, for callers that time them (see `compile(_:after:)`).
+    public enum Step: Sendable { case parsed, compiled, freed }
 
     public static func compile(_ bytes: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
-        let document: JSONDocument
+        try compile(bytes, after: nil)
+    }
+
+    /// json-c parses `bytes` in place, the compiler reads its tree into the config, and the tree is freed
+    /// before the config is returned (so before a caller publishes it). `after` is called once each step
+    /// is done (parsed, compiled, freed): the runtime times them for its debug log.
+    public static func compile(_ bytes: UnsafeRawBufferPointer, after: ((Step) -> Void)?) throws(DatafileError)
+        -> ProjectConfig
+    {
+        var document: JSONDocument?
         do {
-            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth,
-                                              borrowing: true)
+            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
         } catch {
             throw DatafileError(error)
         }
-        // The readers borrow the document, which borrows `bytes`: both must outlive the compilation.
-        return try withExtendedLifetime(document) { () throws(DatafileError) -> ProjectConfig in
-            var compiler = Compilation(root: DatafileReader(document.root))
+        after?(.parsed)
+        // The readers borrow json-c's tree: the document must outlive the compilation.
+        let config = try withExtendedLifetime(document!) { () throws(DatafileError) -> ProjectConfig in
+            var compiler = Compilation(root: DatafileReader(document!.root))
             return try compiler.run()
         }
+        after?(.compiled)
+        document = nil
+        after?(.freed)
+        return config
     }
 
-    /// Every problem of a datafile with its place, as far as one pass can tell (an entity that fails is
-    /// left out, so what refers to it may be reported too). Empty when a client would accept it.
+    /// Every problem of a datafile with its place and severity, as far as one pass can tell (an entity
+    /// with an error is left out, so what refers to it may be reported too). A client accepts the
+    /// datafile when none of them is an `.error`; the `.warning`s are its `ProjectConfig.warnings`.
     public static func problems(_ bytes: UnsafeRawBufferPointer) -> [DatafileError] {
         let document: JSONDocument
         do {
-            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth,
-                                              borrowing: true)
+            document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
         } catch {
             return [DatafileError(error)]
         }
@@ -77,7 +102,17 @@ private struct Compilation {
     var whitelists: [[(user: String, variationKey: String)]] = []
     /// Validating (rather than compiling) records each entity's problem and goes on with the next one.
     let collectsProblems: Bool
+    /// Errors (when validating) and warnings, in the order they were found.
     var problems: [DatafileError] = []
+    /// The audience slot standing for an audience id that is in neither "audiences" nor "typedAudiences":
+    /// the reference evaluates such an audience to unknown (made on first use).
+    var unknownAudienceSlot: Int32? = nil
+    /// Non-string audience ids met in the rule tree being compiled (see `RuleContext`).
+    var scalarAudienceLeaves: [DatafileReader] = []
+    /// Per position in "rollouts": its id, and the non-string audience ids in its rules' audienceConditions
+    /// (an error if a flag uses the rollout, see `RuleContext`).
+    var rolloutIds: [String] = []
+    var rolloutScalarLeaves: [[DatafileReader]] = []
     var groups: [Group] = []
     var rolloutRulesById: [String: [Int32]] = [:]
     var holdouts: [Holdout] = []
@@ -96,6 +131,11 @@ private struct Compilation {
         problems.append(problem)
     }
 
+    /// Something the reference accepts: compiling goes on with the reference's semantics and reports it.
+    mutating func warn(_ warning: DatafileError) {
+        problems.append(warning)
+    }
+
     mutating func run() throws(DatafileError) -> ProjectConfig {
         guard root.value.kind == .object else {
             throw DatafileError(.invalidDatafile, "datafile: expected a JSON object, got \(root.value.kindName)")
@@ -108,38 +148,57 @@ private struct Compilation {
         try readHoldouts()
         let flags = try readFlags()
         resolveWhitelists()
-        if let first = problems.first { throw first }
+        if let first = problems.first(where: { $0.severity == .error }) { throw first }
         return ProjectConfig(header: header, experiments: experiments, groups: groups, audiences: audiences,
                              conditions: conditions,
                              flags: flags, events: events, attributes: attributes, holdouts: holdouts,
-                             globalHoldouts: globalHoldouts, indexes: indexes, strings: strings)
+                             globalHoldouts: globalHoldouts, indexes: indexes, strings: strings, warnings: problems)
     }
 
     // MARK: header, attributes, events
 
-    func readHeader() throws(DatafileError) -> ProjectConfig.Header {
+    mutating func readHeader() throws(DatafileError) -> ProjectConfig.Header {
         let versionField = try root.required("version")
         guard let version = versionField.value.string else {
             throw DatafileError(.unsupportedVersion,
                                 "datafile: version: expected a string such as \"4\", got \(versionField.value.kindName)")
         }
         guard DatafileCompiler.supportedVersions.contains(version) else {
-            throw DatafileError(.unsupportedVersion, "datafile: version \"\(version)\" is not supported (supported: \"4\")")
+            throw DatafileError(.unsupportedVersion, "datafile: version \"\(version)\" is not supported (supported: \"2\", \"3\", \"4\")")
         }
         var header = ProjectConfig.Header()
         header.version = version
         header.projectId = try root.requiredString("projectId")
         header.accountId = try root.requiredString("accountId")
         header.revision = try root.requiredString("revision")
-        header.environmentKey = try root.optionalString("environmentKey")
-        header.sdkKey = try root.optionalString("sdkKey")
-        header.anonymizeIP = try root.optionalBool("anonymizeIP") ?? false
-        header.sendFlagDecisions = try root.optionalBool("sendFlagDecisions") ?? false
-        header.botFiltering = try root.optionalBool("botFiltering")
+        header.environmentKey = optionalText(root, "environmentKey")
+        header.sdkKey = optionalText(root, "sdkKey")
+        // Outside the reference's schema: it tests them for truth (events carry our booleans).
+        header.anonymizeIP = truth(root, "anonymizeIP") ?? false
+        header.sendFlagDecisions = truth(root, "sendFlagDecisions") ?? false
+        header.botFiltering = truth(root, "botFiltering")
         header.region = try root.optionalString("region") ?? "US"
         if header.region.isEmpty { header.region = "US" }
         header.odpIntegration = readODPIntegration()
         return header
+    }
+
+    /// An optional string outside the reference's schema: another JSON type is kept there as it is; here
+    /// it counts as absent, with a warning.
+    mutating func optionalText(_ entry: DatafileReader, _ name: String) -> String? {
+        guard let field = entry.optional(name) else { return nil }
+        guard let text = field.value.string else {
+            warn(field.warning("expected a string, got \(field.value.kindName): taken as absent"))
+            return nil
+        }
+        return text
+    }
+
+    /// An optional top-level list. Absent is empty; present as null the reference iterates None and its
+    /// config construction raises, so it is refused.
+    func section(_ name: String) throws(DatafileError) -> [DatafileReader] {
+        guard let field = root.member(name) else { return [] }
+        return try field.array()
     }
 
     /// The first "integrations" entry with key "odp" (later ones are ignored, as in the reference).
@@ -192,12 +251,12 @@ private struct Compilation {
                 guard let textBytes = conditionsField.value.stringBytes else {
                     throw conditionsField.fail("expected a string, got \(conditionsField.value.kindName)")
                 }
-                // The conditions text lives in the datafile's document, which outlives this nested one.
+                // The conditions text lives in the datafile's tree, which outlives this nested one.
                 let parsed: JSONDocument
                 do {
                     parsed = try JSONDocument.parse(UnsafeRawBufferPointer(textBytes), what: "datafile",
                                                     maxBytes: DatafileCompiler.maxBytes,
-                                                    maxDepth: DatafileCompiler.maxDepth, borrowing: true)
+                                                    maxDepth: DatafileCompiler.maxDepth)
                 } catch {
                     // The place is worked out for the message only.
                     let message = error.message.dropFirst("datafile".count)
@@ -211,7 +270,7 @@ private struct Compilation {
                 try record(error)
             }
         }
-        for entry in try root.optionalArray("typedAudiences") {
+        for entry in try section("typedAudiences") {
             do throws(DatafileError) {
                 let conditions = try entry.required("conditions")
                 try addAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText)
@@ -231,8 +290,8 @@ private struct Compilation {
         audienceSegments = []
         let tree = try conditionTree(conditions)
         if let existing = audienceIndexById[id] {
-            self.conditions.replaceAudience(Int32(existing), with: tree)
-            audiences[existing] = Audience(id: id, name: name, slot: Int32(existing), conditionsText: conditionsText,
+            self.conditions.replaceAudience(audiences[existing].slot, with: tree)
+            audiences[existing] = Audience(id: id, name: name, slot: audiences[existing].slot, conditionsText: conditionsText,
                                            segments: audienceSegments)
         } else {
             let slot = self.conditions.addAudience(tree)
@@ -295,8 +354,71 @@ private struct Compilation {
         }
     }
 
+    /// Where a rule is, for what a non-string audience id in its "audienceConditions" does to the reference:
+    /// for experiments and the rules of a rollout a flag uses, its OptimizelyConfig (built with the client)
+    /// writes the conditions out as text and raises on a number, boolean or null, so the datafile is
+    /// refused; elsewhere (holdouts, unused rollouts, "audienceIds") the id merely names no audience.
+    enum RuleContext {
+        case experiment, holdout
+        case rolloutRule(position: Int)
+    }
+
     /// The audience restriction of a rule: "audienceConditions" when present, else "audienceIds".
-    mutating func audienceCondition(_ entry: DatafileReader) throws(DatafileError) -> AudienceCondition? {
+    mutating func audienceCondition(_ entry: DatafileReader, in context: RuleContext) throws(DatafileError)
+        -> AudienceCondition?
+    {
+        scalarAudienceLeaves = []
+        if case .experiment = context {
+            // The reference's JSON schema checks audienceIds even when audienceConditions is used.
+            for id in try entry.requiredArray("audienceIds") { _ = try id.string() }
+        }
+        let condition = try audienceConditionTree(entry)
+        let leaves = scalarAudienceLeaves
+        scalarAudienceLeaves = []
+        guard !leaves.isEmpty else { return condition }
+        if entry.optional("audienceConditions") == nil {
+            for leaf in leaves { warn(Compilation.scalarAudienceWarning(leaf)) }
+            return condition
+        }
+        switch context {
+        case .experiment:
+            throw Compilation.scalarAudienceError(leaves[0])
+        case .holdout:
+            for leaf in leaves { warn(Compilation.scalarAudienceWarning(leaf)) }
+        case .rolloutRule(let position):
+            rolloutScalarLeaves[position] += leaves
+        }
+        return condition
+    }
+
+    static func scalarAudienceWarning(_ leaf: DatafileReader) -> DatafileError {
+        leaf.warning("expected an audience id (a string), got \(leaf.value.kindName): it names no audience and "
+                     + "evaluates to unknown, as in the reference")
+    }
+
+    static func scalarAudienceError(_ leaf: DatafileReader) -> DatafileError {
+        leaf.fail("expected an audience id (a string), got \(leaf.value.kindName): the reference cannot write it "
+                  + "out as an audience name (its client construction raises)")
+    }
+
+    /// A rollout's rules are written out by the reference's OptimizelyConfig when a flag uses the rollout
+    /// (the first rollout with that id): only then does a non-string audience id refuse the datafile.
+    mutating func resolveRolloutScalarLeaves(usedRolloutIds: Set<String>) throws(DatafileError) {
+        var firstPosition: [String: Int] = [:]
+        for (position, id) in rolloutIds.enumerated() where firstPosition[id] == nil { firstPosition[id] = position }
+        for (position, leaves) in rolloutScalarLeaves.enumerated() where !leaves.isEmpty {
+            let id = rolloutIds[position]
+            if usedRolloutIds.contains(id) && firstPosition[id] == position {
+                try record(Compilation.scalarAudienceError(leaves[0]))
+            } else {
+                for leaf in leaves { warn(Compilation.scalarAudienceWarning(leaf)) }
+            }
+        }
+    }
+
+    mutating func audienceConditionTree(_ entry: DatafileReader) throws(DatafileError) -> AudienceCondition? {
+        // The reference's Experiment and Holdout need the field even when audienceConditions is used.
+        _ = try entry.required("audienceIds")
         let field: DatafileReader
         if let conditions = entry.optional("audienceConditions") {
             field = conditions
@@ -308,12 +430,21 @@ private struct Compilation {
         return AudienceCondition(root: conditions.addRule(try audienceTree(field)), text: PythonJSONText.dumps(field.value))
     }
 
-    func audienceTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
+    /// A rule's tree over audience slots. An id the datafile does not define, or a scalar that is no id
+    /// at all, is an audience the reference cannot find: it evaluates to unknown.
+    mutating func audienceTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
         switch node.value.kind {
         case .string:
             let id = try node.string()
-            guard let index = audienceIndexById[id] else { throw node.fail("unknown audience \"\(id)\"") }
-            return .leaf(Int32(index))
+            guard let index = audienceIndexById[id] else {
+                warn(node.warning("unknown audience \"\(id)\" (in neither \"audiences\" nor \"typedAudiences\"): "
+                                  + "it evaluates to unknown, as in the reference"))
+                return .leaf(unknownAudience())
+            }
+            return .leaf(audiences[index].slot)
+        case .int, .double, .bool, .null:
+            scalarAudienceLeaves.append(node)
+            return .leaf(unknownAudience())
         case .array:
             let (op, operands) = try Compilation.operation(node)
             var children: [ConditionNode] = []
@@ -322,6 +453,14 @@ private struct Compilation {
         default:
             throw node.fail("expected an audience id or a condition list, got \(node.value.kindName)")
         }
+    }
+
+    /// The slot of an audience that evaluates to unknown (a "not" without operand).
+    mutating func unknownAudience() -> Int32 {
+        if let slot = unknownAudienceSlot { return slot }
+        let slot = conditions.addAudience(.not(nil))
+        unknownAudienceSlot = slot
+        return slot
     }
 
     /// A condition list's operator and operands: `["and", a, b]` is ("and", [a, b]); a list that does not
@@ -347,17 +486,20 @@ private struct Compilation {
     mutating func readExperiments() throws(DatafileError) {
         for entry in try root.requiredArray("experiments") {
             do throws(DatafileError) {
-                try addExperiment(entry, kind: .experiment, group: -1, groupId: "")
+                try addExperiment(entry, kind: .experiment, group: -1, groupId: "", context: .experiment)
             } catch {
                 try record(error)
             }
         }
-        for rollout in try root.optionalArray("rollouts") {
+        for (position, rollout) in try section("rollouts").enumerated() {
+            rolloutScalarLeaves.append([])
             let id = try rollout.requiredString("id")
+            rolloutIds.append(id)
             var rules: [Int32] = []
             for entry in try rollout.requiredArray("experiments") {
                 do throws(DatafileError) {
-                    rules.append(Int32(try addExperiment(entry, kind: .rolloutRule, group: -1, groupId: "")))
+                    rules.append(Int32(try addExperiment(entry, kind: .rolloutRule, group: -1, groupId: "",
+                                                         context: .rolloutRule(position: position))))
                 } catch {
                     try record(error)
                 }
@@ -373,18 +515,25 @@ private struct Compilation {
                 do throws(DatafileError) {
                     // Only the "random" policy makes a group mutually exclusive; others bucket independently.
                     let group = policy == "random" ? Int32(groupEntries.count) : -1
-                    members.append(try addExperiment(member, kind: .experiment, group: group, groupId: id))
+                    members.append(try addExperiment(member, kind: .experiment, group: group, groupId: id,
+                                                     context: .experiment))
                 } catch {
                     try record(error)
                 }
             }
             groupEntries.append((entry, id, members))
         }
+        let experimentIndexById = self.experimentIndexById
         for (entry, id, _) in groupEntries {
             let ranges = try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
                 experimentIndexById[entityId]
             }
             groups.append(Group(id: ConfigString(id, in: strings), traffic: ranges))
+        }
+        // A flag's rollout rules are the reference's experiments by id: the last definition of each id
+        // (a repeated rule, or a group experiment with the same id) serves every place that names it.
+        for (id, rules) in rolloutRulesById {
+            rolloutRulesById[id] = rules.map { Int32(experimentIndexById[experiments[Int($0)].id.text] ?? Int($0)) }
         }
         for id in experimentIdOrder {
             let index = experimentIndexById[id]!
@@ -394,7 +543,8 @@ private struct Compilation {
     }
 
     @discardableResult
-    mutating func addExperiment(_ entry: DatafileReader, kind: RuleKind, group: Int32, groupId: String)
+    mutating func addExperiment(_ entry: DatafileReader, kind: RuleKind, group: Int32, groupId: String,
+                                context: RuleContext)
         throws(DatafileError) -> Int
     {
         let id = try entry.requiredString("id")
@@ -402,14 +552,17 @@ private struct Compilation {
         let status = try entry.requiredString("status")
         let layerId = try entry.requiredString("layerId")
         let variations = try readVariations(entry.requiredArray("variations"))
-        let traffic = try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
-            variations.firstIndex { $0.id.text == entityId }
+        // The reference's JSON schema checks the ranges of experiments, not those of rollout rules.
+        var schemaChecked = true
+        if case .rolloutRule = context { schemaChecked = false }
+        let traffic = try trafficRanges(entry.requiredArray("trafficAllocation"), schemaChecked: schemaChecked) {
+            entityId in variations.lastIndex { $0.id.text == entityId }
         }
         let whitelist = try readWhitelist(entry.required("forcedVariations"))
         let experiment = Experiment(
             id: ConfigString(id, in: strings), key: ConfigString(key, in: strings), layerId: layerId,
-            isRunning: status == "Running", kind: kind, type: try entry.optionalString("type") ?? "",
-            audience: try audienceCondition(entry), variations: variations, traffic: traffic,
+            isRunning: status == "Running", kind: kind, type: ruleType(entry),
+            audience: try audienceCondition(entry, in: context), variations: variations, traffic: traffic,
             whitelist: nil, group: group, groupId: groupId)
         let index = experiments.count
         experiments.append(experiment)
@@ -419,16 +572,68 @@ private struct Compilation {
         return index
     }
 
-    func readVariations(_ entries: [DatafileReader]) throws(DatafileError) -> [Variation] {
+    /// A rule's "type" ("fr" marks a feature rollout); the reference only compares it with "fr", so
+    /// anything that is not a string is just another type.
+    mutating func ruleType(_ entry: DatafileReader) -> String {
+        guard let field = entry.optional("type") else { return "" }
+        guard let type = field.value.string else {
+            warn(field.warning("expected a string, got \(field.value.kindName): not a feature rollout (\"fr\"), as in the reference"))
+            return ""
+        }
+        return type
+    }
+
+    /// A variation's "featureEnabled". The reference's decisions test it for truth as Python does, so a
+    /// value that is no boolean ("yes", 1, "") counts as that truth.
+    mutating func featureEnabled(_ entry: DatafileReader) -> Bool { truth(entry, "featureEnabled") ?? false }
+
+    /// An optional boolean the reference tests for truth as Python does: a value that is no boolean
+    /// ("yes", 1, "", []) counts as that truth, with a warning. Nil when absent or null.
+    mutating func truth(_ entry: DatafileReader, _ name: String) -> Bool? {
+        guard let field = entry.optional(name) else { return nil }
+        if let flag = field.value.bool { return flag }
+        let truth: Bool
+        switch field.value.kind {
+        case .int: truth = field.value.int64 != 0
+        case .double: truth = (field.value.double ?? 0) != 0
+        case .string: truth = field.value.stringBytes?.isEmpty == false
+        case .array: truth = field.value.count != 0
+        case .object: truth = !field.value.members.isEmpty
+        case .bool, .null: truth = false
+        }
+        warn(field.warning("expected a boolean, got \(field.value.kindName): counts as \(truth), as in the reference"))
+        return truth
+    }
+
+    mutating func readVariations(_ entries: [DatafileReader]) throws(DatafileError) -> [Variation] {
         var variations: [Variation] = []
         for entry in entries {
             var values: [VariableValue] = []
             for usage in try entry.optionalArray("variables") {
-                values.append(VariableValue(id: try usage.requiredString("id"), value: try usage.requiredString("value")))
+                let idField = try usage.required("id")
+                // The reference finds values by the flag's variable ids, which are strings: a usage
+                // whose id is not one is never read.
+                guard let id = idField.value.string else {
+                    if idField.value.kind == .array || idField.value.kind == .object {
+                        // The reference keys a dictionary by it: unhashable, its config construction raises.
+                        throw idField.fail("expected a string, got \(idField.value.kindName)")
+                    }
+                    warn(idField.warning("expected a string, got \(idField.value.kindName): it names no variable and "
+                                         + "is ignored, as in the reference"))
+                    continue
+                }
+                let valueField = try usage.required("value")
+                if let text = valueField.value.string {
+                    values.append(VariableValue(id: id, value: text))
+                } else {
+                    warn(valueField.warning("expected a string, got \(valueField.value.kindName): typecast as it is, "
+                                            + "as in the reference"))
+                    values.append(VariableValue(id: id, value: "", literal: VariableLiteral(valueField.value)))
+                }
             }
             let variation = Variation(id: ConfigString(try entry.requiredString("id"), in: strings),
                                       key: ConfigString(try entry.requiredKey(), in: strings),
-                                      featureEnabled: try entry.optionalBool("featureEnabled") ?? false,
+                                      featureEnabled: featureEnabled(entry),
                                       variableValues: values)
             // The reference indexes variations by key: a repeated key keeps its first position and its
             // last definition, and the shadowed variation is unreachable (even by id).
@@ -441,23 +646,74 @@ private struct Compilation {
         return variations
     }
 
-    func trafficRanges(_ entries: [DatafileReader], entity: (String) -> Int?) throws(DatafileError) -> [TrafficRange] {
+    /// A range is taken by bucket values below its end (0...9999): an end past 10000 covers them all like
+    /// 10000 does, a negative end none like 0 does, which is how the reference decides them.
+    /// Where the reference's schema does not check ranges (`schemaChecked` false: rollout rules, holdouts),
+    /// it reads them leniently: a range without an end is skipped, one without a string entity id leads
+    /// nowhere.
+    mutating func trafficRanges(_ entries: [DatafileReader], schemaChecked: Bool = true,
+                                entity: (String) -> Int?) throws(DatafileError) -> [TrafficRange]
+    {
         var ranges: [TrafficRange] = []
         for entry in entries {
-            let entityId = try entry.requiredString("entityId")
+            var entityId = ""
+            // What the reference makes of an entity id that is no string: none (empty) or one it cannot find.
+            var emptyEntity = TrafficRange.emptyEntity
+            if schemaChecked {
+                entityId = try entry.requiredString("entityId")
+            } else if let text = entry.optional("entityId")?.value.string {
+                entityId = text
+            } else {
+                _ = try entry.object()  // an entry that is no object at all is still refused
+                let value = entry.optional("entityId")?.value
+                let falsy = value == nil || value?.bool == false || value?.int64 == 0 || value?.double == 0
+                if !falsy { emptyEntity = TrafficRange.unknownEntity }
+                warn(entry.warning("no string \"entityId\": the range leads to no variation, as in the reference"))
+            }
+            if !schemaChecked && entry.optional("endOfRange") == nil {
+                _ = try entry.object()
+                warn(entry.warning("no \"endOfRange\": the range is skipped, as in the reference"))
+                continue
+            }
             let endField = try entry.required("endOfRange")
-            let end = try endField.int()
-            guard end >= 0 && end <= 10_000 else { throw endField.fail("must be between 0 and 10000, got \(end)") }
-            ranges.append(TrafficRange(endOfRange: Int32(end), entity: entityId.isEmpty ? TrafficRange.emptyEntity
+            let end: Int64
+            if !schemaChecked, endField.value.kind == .bool || endField.value.kind == .double {
+                // Python compares the bucket with it as it is: False is 0, True 1, and `bucket < 2.5` holds
+                // for the buckets below 3 (NaN for none).
+                let number = endField.value.bool.map { $0 ? 1.0 : 0.0 } ?? endField.value.double ?? .nan
+                end = number.isNaN ? 0 : Int64(max(-1, min(20_000, number.rounded(.up))))
+                warn(endField.warning("expected an integer, got \(endField.value.kindName): compared as it is, "
+                                      + "like \(min(max(end, 0), 10_000)), as in the reference"))
+            } else {
+                end = try endField.int()
+            }
+            if end < 0 || end > 10_000 {
+                warn(endField.warning("outside 0...10000, got \(end): "
+                                      + (end > 10_000 ? "the range covers every bucket left, as 10000 would"
+                                                      : "the range covers no bucket, as 0 would")))
+            }
+            ranges.append(TrafficRange(endOfRange: Int32(min(max(end, 0), 10_000)),
+                                       entity: entityId.isEmpty ? emptyEntity
                                        : entity(entityId).map(Int32.init) ?? TrafficRange.unknownEntity))
         }
         return ranges
     }
 
     /// "forcedVariations": user id -> variation key, resolved once every variation is known.
-    func readWhitelist(_ field: DatafileReader) throws(DatafileError) -> [(user: String, variationKey: String)] {
+    /// A value that is no string names no variation key: the reference buckets the user normally (a list or
+    /// object, which its lookup cannot hash, makes it raise for that user: refused).
+    mutating func readWhitelist(_ field: DatafileReader) throws(DatafileError) -> [(user: String, variationKey: String)] {
         var entries: [(user: String, variationKey: String)] = []
-        for (user, variationKey) in try field.object() { entries.append((user, try variationKey.string())) }
+        for (user, variationKey) in try field.object() {
+            if let key = variationKey.value.string {
+                entries.append((user, key))
+            } else if variationKey.value.kind == .array || variationKey.value.kind == .object {
+                throw variationKey.fail("expected a string, got \(variationKey.value.kindName)")
+            } else {
+                warn(variationKey.warning("expected a variation key (a string), got \(variationKey.value.kindName): "
+                                          + "the user is bucketed normally, as in the reference"))
+            }
+        }
         return entries
     }
 
@@ -479,7 +735,7 @@ private struct Compilation {
     // MARK: holdouts
 
     mutating func readHoldouts() throws(DatafileError) {
-        for entry in try root.optionalArray("holdouts") {
+        for entry in try section("holdouts") {
             do throws(DatafileError) {
                 let holdout = try readHoldout(entry)
                 holdouts.append(holdout)
@@ -488,7 +744,7 @@ private struct Compilation {
                 try record(error)
             }
         }
-        for entry in try root.optionalArray("localHoldouts") {
+        for entry in try section("localHoldouts") {
             do throws(DatafileError) {
                 // The reference skips a local holdout without includedRules; so do we.
                 guard let rules = entry.optional("includedRules") else { continue }
@@ -505,16 +761,25 @@ private struct Compilation {
     }
 
     mutating func readHoldout(_ entry: DatafileReader) throws(DatafileError) -> Holdout {
-        let variations = try readVariations(entry.requiredArray("variations"))
+        // Outside the reference's schema: "variations" that are null or false are a holdout without any.
+        let variationsField = try entry.required("variations")
+        var variationEntries: [DatafileReader] = []
+        if variationsField.value.isNull || variationsField.value.bool == false {
+            warn(variationsField.warning("expected an array, got \(variationsField.value.kindName): no variations, "
+                                         + "as in the reference"))
+        } else {
+            variationEntries = try variationsField.array()
+        }
+        let variations = try readVariations(variationEntries)
         return Holdout(
             id: ConfigString(try entry.requiredString("id"), in: strings),
             key: ConfigString(try entry.requiredKey(), in: strings),
             isRunning: try entry.requiredString("status") == "Running",
-            audience: try audienceCondition(entry), variations: variations,
-            traffic: try trafficRanges(entry.requiredArray("trafficAllocation")) { entityId in
-                variations.firstIndex { $0.id.text == entityId }
+            audience: try audienceCondition(entry, in: .holdout), variations: variations,
+            traffic: try trafficRanges(entry.requiredArray("trafficAllocation"), schemaChecked: false) { entityId in
+                variations.lastIndex { $0.id.text == entityId }
             },
-            excludeTargetedDeliveries: try entry.optionalBool("excludeTargetedDeliveries") ?? false)
+            excludeTargetedDeliveries: truth(entry, "excludeTargetedDeliveries") ?? false)
     }
 
     // MARK: feature flags
@@ -523,7 +788,8 @@ private struct Compilation {
         struct FlagSource { let reader: DatafileReader; let id: String; let key: String; let variables: [Variable]
                             let experimentRules: [Int32]; let rolloutRules: [Int32]; let rollout: FlagRollout }
         var sources: [FlagSource] = []
-        for entry in try root.optionalArray("featureFlags") {
+        var usedRolloutIds = Set<String>()
+        for entry in try section("featureFlags") {
             do throws(DatafileError) {
                 let variables = try readVariables(entry.requiredArray("variables"))
                 var experimentRules: [Int32] = []
@@ -534,6 +800,7 @@ private struct Compilation {
                 }
                 let rolloutField = try entry.required("rolloutId")
                 let rolloutId = try rolloutField.string()
+                usedRolloutIds.insert(rolloutId)
                 var rolloutRules: [Int32] = []
                 if !rolloutId.isEmpty {
                     guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\" (no such id in \"rollouts\")") }
@@ -548,6 +815,7 @@ private struct Compilation {
                 try record(error)
             }
         }
+        try resolveRolloutScalarLeaves(usedRolloutIds: usedRolloutIds)
         let usages = variableUsagesByVariationId()
         var flags: [Flag] = []
         for source in sources {
@@ -560,19 +828,30 @@ private struct Compilation {
         return flags
     }
 
-    func readVariables(_ entries: [DatafileReader]) throws(DatafileError) -> [Variable] {
+    mutating func readVariables(_ entries: [DatafileReader]) throws(DatafileError) -> [Variable] {
         var variables: [Variable] = []
         for entry in entries {
             let typeField = try entry.required("type")
             let typeName = try typeField.string()
             let subType = try entry.optionalString("subType")
             let resolved = typeName == "string" && subType == "json" ? "json" : typeName
-            guard let type = VariableType(rawValue: resolved) else {
-                throw typeField.fail("unknown variable type \"\(typeName)\" (boolean, integer, double, string, json)")
+            // The reference's typecast hands a value of any other type back as the string it is.
+            var type = VariableType.string
+            if let known = VariableType(rawValue: resolved) {
+                type = known
+            } else {
+                warn(typeField.warning("unknown variable type \"\(typeName)\" (boolean, integer, double, string, "
+                                       + "json): its values are strings, as in the reference"))
             }
             let defaultField = try entry.required("defaultValue")
+            var literal: VariableLiteral? = nil
+            if defaultField.value.string == nil {
+                warn(defaultField.warning("expected a string, got \(defaultField.value.kindName): typecast as it is, "
+                                          + "as in the reference"))
+                literal = VariableLiteral(defaultField.value)
+            }
             variables.append(Variable(id: try entry.requiredString("id"), key: try entry.requiredString("key"),
-                                      type: type, defaultValue: try defaultField.string()))
+                                      type: type, defaultValue: defaultField.value.string ?? "", defaultLiteral: literal))
         }
         return variables
     }
@@ -600,8 +879,8 @@ private struct Compilation {
         return usages
     }
 
-    func compileFlag(_ entry: DatafileReader, id: String, key: String, variables: [Variable], experimentRules: [Int32],
-                     rolloutRules: [Int32], rollout: FlagRollout, usages: [String: [VariableValue]])
+    mutating func compileFlag(_ entry: DatafileReader, id: String, key: String, variables: [Variable], experimentRules: [Int32],
+                              rolloutRules: [Int32], rollout: FlagRollout, usages: [String: [VariableValue]])
         throws(DatafileError) -> Flag
     {
         let variableIds = Set(variables.map(\.id))
@@ -611,10 +890,12 @@ private struct Compilation {
             let experiment = experiments[Int(ruleIndex)]
             var flagVariationOf: [Int32] = []
             for (position, variation) in experiment.variations.enumerated() {
+                // The reference looks values up by the flag's variable ids: any other usage is never read.
                 for usage in variation.variableValues where !variableIds.contains(usage.id) {
-                    throw DatafileError(.invalidDatafile, "datafile: experiment \"\(experiment.key.text)\" variation "
-                        + "\"\(variation.key.text)\" (variations[\(position)]): variable id \"\(usage.id)\" is not a "
-                        + "variable of flag \"\(key)\"")
+                    let place = "experiment \"\(experiment.key.text)\" variation \"\(variation.key.text)\" (variations[\(position)])"
+                    warn(DatafileError(.invalidDatafile, "datafile: \(place): variable id \"\(usage.id)\" is not a "
+                        + "variable of flag \"\(key)\": its value is ignored, as in the reference", severity: .warning,
+                        place: place))
                 }
                 if let existing = flagVariations.firstIndex(where: { $0.id == variation.id.text }) {
                     flagVariationOf.append(Int32(existing))
@@ -652,9 +933,13 @@ private struct Compilation {
         var writer = JSONWriter()
         writer.beginObject()
         for variable in variables {
-            let text = overrides.last(where: { $0.id == variable.id })?.value ?? variable.defaultValue
             writer.key(variable.key)
-            writer.raw(VariableValues.json(text, as: variable.type))
+            if let usage = overrides.last(where: { $0.id == variable.id }) {
+                writer.raw(usage.literal?.json(as: variable.type) ?? VariableValues.json(usage.value, as: variable.type))
+            } else {
+                writer.raw(variable.defaultLiteral?.json(as: variable.type)
+                           ?? VariableValues.json(variable.defaultValue, as: variable.type))
+            }
         }
         writer.endObject()
         return writer.text

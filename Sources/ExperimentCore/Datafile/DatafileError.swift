@@ -1,16 +1,32 @@
-/// Why a datafile was refused. `message` names the place, e.g.
+/// A problem of a datafile. `message` names the place, e.g.
 /// `experiments[2].trafficAllocation[0].endOfRange: expected an integer, got a string`.
-public struct DatafileError: Error, Equatable {
+///
+/// An `.error` refuses the datafile: the reference SDK refuses it too (not JSON, its JSON schema, an
+/// unsupported version, a datafile its config construction raises on). A `.warning` is something the
+/// reference accepts and decides anyway (a stale audience id, a range past 10000): the datafile is
+/// accepted, decided as the reference decides it, and the warning is reported (log, datafile status,
+/// `experiment-cli validate`).
+public struct DatafileError: Error, Equatable, Sendable {
     public enum Kind: Sendable, Equatable {
         case invalidJSON, unsupportedVersion, invalidDatafile, tooLarge, tooDeep, invalidUTF8
     }
 
-    public let kind: Kind
-    public let message: String
+    public enum Severity: String, Sendable, Equatable {
+        case error, warning
+    }
 
-    public init(_ kind: Kind, _ message: String) {
+    public let kind: Kind
+    /// The whole message: "datafile: <place>: <problem>".
+    public let message: String
+    public let severity: Severity
+    /// Where in the datafile ("experiments[2].trafficAllocation[0].endOfRange"), when one entity's field.
+    public let place: String?
+
+    public init(_ kind: Kind, _ message: String, severity: Severity = .error, place: String? = nil) {
         self.kind = kind
         self.message = message
+        self.severity = severity
+        self.place = place
     }
 
     init(_ json: JSONError) {
@@ -25,10 +41,10 @@ public struct DatafileError: Error, Equatable {
 
 /// Typed access to a datafile's JSON that reports the exact place of every problem.
 ///
-/// A reader is just a value of the tape: its place ("experiments[12].variations[3].key") is worked out
-/// from the tape only when a message needs it, by walking down from the document's root to the value.
-/// Carrying the place along (a chain of steps per value read) cost allocations and reference counting
-/// on every field of every entity of a datafile that is nearly always valid.
+/// A reader is just a view of a json-c value: its place ("experiments[12].variations[3].key") is worked
+/// out only when a message needs it, by searching the document from its root for the value's container
+/// (json-c objects have no parent links). Carrying the place along (a chain of steps per value read) would
+/// cost allocations and reference counting on every field of a datafile that is nearly always valid.
 struct DatafileReader {
     let value: JSONValue
 
@@ -48,7 +64,15 @@ struct DatafileReader {
 
     func fail(_ problem: String) -> DatafileError {
         let path = self.path
-        return DatafileError(.invalidDatafile, path.isEmpty ? "datafile: \(problem)" : "datafile: \(path): \(problem)")
+        return DatafileError(.invalidDatafile, path.isEmpty ? "datafile: \(problem)" : "datafile: \(path): \(problem)",
+                             place: path)
+    }
+
+    /// Something the reference accepts and decides anyway, reported with this reader's place.
+    func warning(_ problem: String) -> DatafileError {
+        let path = self.path
+        return DatafileError(.invalidDatafile, path.isEmpty ? "datafile: \(problem)" : "datafile: \(path): \(problem)",
+                             severity: .warning, place: path)
     }
 
     func member(_ key: String) -> DatafileReader? {
@@ -78,21 +102,19 @@ struct DatafileReader {
 
     func array() throws(DatafileError) -> [DatafileReader] {
         guard value.kind == .array else { throw fail("expected an array, got \(value.kindName)") }
-        let nodes = value.document.nodes
-        let count = Int(nodes[value.index].second)
+        let count = value.count
         var elements: [DatafileReader] = []
         elements.reserveCapacity(count)
-        var child = value.index + 1
-        for _ in 0..<count {
-            elements.append(DatafileReader(JSONValue(document: value.document, index: child)))
-            child = Int(nodes[child].next)
-        }
+        for index in 0..<count { elements.append(DatafileReader(value[index])) }
         return elements
     }
 
     func object() throws(DatafileError) -> [(key: String, value: DatafileReader)] {
         guard value.kind == .object else { throw fail("expected an object, got \(value.kindName)") }
-        return value.members.map { ($0.key, DatafileReader($0.value)) }
+        var members: [(key: String, value: DatafileReader)] = []
+        members.reserveCapacity(value.count)
+        value.forEachMember { name, member in members.append((String(cString: name), DatafileReader(member))) }
+        return members
     }
 
     func requiredString(_ key: String) throws(DatafileError) -> String { try required(key).string() }
@@ -120,42 +142,15 @@ struct DatafileReader {
     func optionalBool(_ key: String) throws(DatafileError) -> Bool? { try optional(key)?.bool() }
     func optionalArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try optional(key)?.array() ?? [] }
 
-    /// The place of `target` in its document: each step down from the root picks the element or member
-    /// whose nodes contain the target ("name" or "[index]", joined as "a.b[2].c").
+    /// The place of `target` in its document: each step down from the root ("name" or "[index]",
+    /// joined as "a.b[2].c"), after the place of the string it was read from for a nested document.
     static func path(of target: JSONValue) -> String {
-        let document = target.document
-        let nodes = document.nodes
-        var text = document.enclosingField.map { path(of: $0) } ?? ""
-        var current = 1  // the root
-        while current != target.index {
-            let node = nodes[current]
-            var child = current + 1
-            var found = false
-            for position in 0..<Int(node.second) {
-                if node.kind == JSONNode.object {
-                    let value = child + 1
-                    let end = Int(nodes[value].next)
-                    if target.index < end {
-                        let name = JSONValue(document: document, index: child).string ?? ""
-                        text += text.isEmpty ? name : "." + name
-                        current = value
-                        found = true
-                        break
-                    }
-                    child = end
-                } else {
-                    let end = Int(nodes[child].next)
-                    if target.index < end {
-                        text += "[\(position)]"
-                        current = child
-                        found = true
-                        break
-                    }
-                    child = end
-                }
+        var text = target.document.enclosingField.map { path(of: $0) } ?? ""
+        for step in target.steps ?? [] {
+            switch step {
+            case .member(let name): text += (text.isEmpty ? "" : ".") + String(cString: name)
+            case .element(let position): text += "[\(position)]"
             }
-            // A member name is not a value of its own; readers never stand on one.
-            guard found, node.kind == JSONNode.object || node.kind == JSONNode.array else { break }
         }
         return text
     }

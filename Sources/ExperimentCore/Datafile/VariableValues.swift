@@ -198,3 +198,51 @@ enum VariableValues {
         }
     }
 }
+
+/// A variable usage's "value" that is not a string. The reference keeps the JSON value as Python reads it
+/// and typecasts it per variable type: `value == "true"` for a boolean, `int()`, `float()`, `json.loads()`
+/// (which raises on anything but a string: None), and the value itself for a string variable.
+public enum VariableLiteral: Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    /// An integer beyond 64 bits, as written.
+    case bigInteger(String)
+    /// An array or object, as JSON text.
+    case composite(String)
+
+    init(_ value: JSONValue) {
+        switch value.kind {
+        case .null: self = .null
+        case .bool: self = .bool(value.bool ?? false)
+        case .int: self = value.int64.map { .int($0) } ?? .bigInteger(value.jsonText)
+        case .double: self = .double(value.double ?? 0)
+        case .string, .array, .object: self = .composite(value.jsonText)
+        }
+    }
+
+    /// The decision's JSON for this value as a variable of `type` ("null" where the reference's cast raises).
+    func json(as type: VariableType) -> String {
+        switch (type, self) {
+        case (.boolean, _): return "false"
+        case (.json, _), (_, .null): return "null"
+        case (.string, .bool(let flag)): return flag ? "true" : "false"
+        case (.string, .int(let number)): return String(number)
+        case (.string, .double(let number)): return JSONWriter.format(number)
+        case (.string, .bigInteger(let text)), (.string, .composite(let text)): return text
+        case (.integer, .bool(let flag)): return flag ? "1" : "0"
+        case (.integer, .int(let number)): return String(number)
+        case (.integer, .bigInteger(let text)): return text
+        case (.integer, .double(let number)):
+            // int() truncates; it raises on inf and nan. (Exact beyond 2**63 only up to that bound.)
+            guard number.isFinite, abs(number) < 9.2e18 else { return "null" }
+            return String(Int64(number))
+        case (.double, .bool(let flag)): return JSONWriter.format(flag ? 1 : 0)
+        case (.double, .int(let number)): return JSONWriter.format(Double(number))
+        case (.double, .double(let number)): return JSONWriter.format(number)
+        case (.double, .bigInteger(let text)): return Double(text).map(JSONWriter.format) ?? "null"
+        case (.integer, .composite), (.double, .composite): return "null"
+        }
+    }
+}

@@ -274,38 +274,64 @@ public struct EventTags: Sendable {
     /// Reads tags from JSON text, typing "revenue" and "value" as the reference does: revenue is sent when
     /// it is an integer (not a boolean), value when it is a finite number or a numeric string; otherwise
     /// they stay ordinary tags. Only a non-object is refused.
+    /// `text` is the text `document` was parsed from: the few values json-c changes are re-read from it.
     public static func parse(_ document: JSONDocument, text: UnsafeBufferPointer<UInt8>) -> Result<EventTags, TagError> {
-        guard document.root.kind == .object, let tags = RawJSON.parse(text) else {
-            return .failure(TagError(message: "event tags: expected a JSON object, got \(document.root.kindName)"))
+        let tags = document.root
+        guard tags.kind == .object else {
+            return .failure(TagError(message: "event tags: expected a JSON object, got \(tags.kindName)"))
         }
         var revenue: String? = nil
-        if case .number(let raw)? = tags.member("revenue"), !raw.contains(where: { ".eE".contains($0) }) {
-            revenue = raw
-        }
+        if let field = tags.member("revenue"), field.kind == .int { revenue = numberText(field, text: text) }
         var value: Double? = nil
-        switch tags.member("value") {
-        case .number(let raw)?: value = VariableValues.pythonFloat(raw)
-        case .string(let raw)?: value = RawJSON.Parser.decode(raw).flatMap { VariableValues.pythonFloat($0) }
-        default: value = nil
+        if let field = tags.member("value") {
+            switch field.kind {
+            case .int, .double: value = VariableValues.pythonFloat(numberText(field, text: text))
+            case .string: value = field.string.flatMap { VariableValues.pythonFloat($0) }
+            default: value = nil
+            }
         }
         if let number = value, !number.isFinite { value = nil }
-        return .success(EventTags(json: wireJSON(tags), revenue: revenue, value: value))
+        var wire: [UInt8] = []
+        wireJSON(tags, text: text, to: &wire)
+        return .success(EventTags(json: String(decoding: wire, as: UTF8.self), revenue: revenue, value: value))
+    }
+
+    /// A number as written: json-c keeps a fraction's text; an integer it may have clamped is re-read.
+    static func numberText(_ value: JSONValue, text: UnsafeBufferPointer<UInt8>) -> String {
+        if value.mayBeClamped, let raw = value.rawToken(in: text) { return raw }
+        return value.jsonText
     }
 
     /// The tags as the reference puts them on the wire: its payload cleaner drops null "revenue",
-    /// "value", "tags" and "decisions" members from every object, the tags included.
-    static func wireJSON(_ value: RawJSON) -> String {
-        switch value {
-        case .object(let members):
-            let kept = members.filter { member in
-                if case .null = member.value, ["revenue", "value", "tags", "decisions"].contains(member.key) { return false }
-                return true
+    /// "value", "tags" and "decisions" members from every object, the tags included. Numbers and strings
+    /// keep what Python's `json` would (integers of any size, unpaired surrogate escapes).
+    static func wireJSON(_ value: JSONValue, text: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        switch value.kind {
+        case .object:
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            value.forEachMember { name, member in
+                if member.isNull, ["revenue", "value", "tags", "decisions"].contains(String(cString: name)) { return }
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                out.append(contentsOf: JSONWriter.quoted(String(cString: name)).utf8)
+                out.append(UInt8(ascii: ":"))
+                wireJSON(member, text: text, to: &out)
             }
-            return "{" + kept.map { JSONWriter.quoted($0.key) + ":" + wireJSON($0.value) }.joined(separator: ",") + "}"
-        case .array(let elements):
-            return "[" + elements.map(wireJSON).joined(separator: ",") + "]"
+            out.append(UInt8(ascii: "}"))
+        case .array:
+            out.append(UInt8(ascii: "["))
+            for index in 0..<value.count {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                wireJSON(value[index], text: text, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .int:
+            out.append(contentsOf: numberText(value, text: text).utf8)
+        case .string where value.mayHaveReplacedSurrogate:
+            out.append(contentsOf: (value.rawToken(in: text) ?? value.jsonText).utf8)
         default:
-            return value.text
+            out.append(contentsOf: value.jsonText.utf8)
         }
     }
 

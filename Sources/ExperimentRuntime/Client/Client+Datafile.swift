@@ -154,6 +154,17 @@ extension Client {
         writer.field("last_error", stats.lastError)
         writer.key("last_success_age_ms")
         stats.lastSuccessAt.map { writer.int(monotonicMillis() - $0) } ?? writer.null()
+        // The datafile in use is accepted; these are what it has that is likely a mistake.
+        writer.key("warnings")
+        writer.beginArray()
+        for warning in datafileWarnings {
+            writer.beginObject()
+            writer.field("place", warning.place)
+            writer.field("message", warning.message)
+            writer.field("severity", warning.severity.rawValue)
+            writer.endObject()
+        }
+        writer.endArray()
         writer.endObject()
         return writer.text
     }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ExperimentCore
 import Synchronization
 
@@ -76,7 +79,7 @@ public final class Client: @unchecked Sendable {
         try ensureOpen()
         let compiled: ProjectConfig
         do {
-            compiled = try DatafileCompiler.compile(datafile)
+            compiled = try compileTimed(datafile)
         } catch {
             let kept = current.current.map { "keeping revision \($0.revision)" } ?? "the client stays not ready"
             logger.log(.error, "rejected datafile (\(error.message)); \(kept)")
@@ -94,6 +97,7 @@ public final class Client: @unchecked Sendable {
         }
         let previousRevision = previous?.revision
         withExtendedLifetime(previous) {}
+        if previousRevision != compiled.revision { logWarnings(of: compiled) }
         odp.configDidChange(compiled)
         logger.log(.info, "datafile revision \(compiled.revision) in use"
                    + (options.sdkKey.map { " for SDK key \(Logger.redacted($0))" } ?? "")
@@ -101,7 +105,48 @@ public final class Client: @unchecked Sendable {
         return (previousRevision, compiled)
     }
 
+    /// Compiles `datafile`; with debug logging on, logs how long json-c's parse, the compilation and the
+    /// freeing of json-c's tree took (bench_load reads this line).
+    private func compileTimed(_ datafile: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
+        guard logger.isEnabled(.debug) else { return try DatafileCompiler.compile(datafile) }
+        var marks: [Double] = [Client.monotonicMilliseconds()]
+        let config = try DatafileCompiler.compile(datafile) { _ in marks.append(Client.monotonicMilliseconds()) }
+        func span(_ index: Int) -> String {
+            let microseconds = (marks[index] - marks[index - 1]) * 1000
+            return String(Double(Int(microseconds.rounded())) / 1000)
+        }
+        logger.log(.debug, "datafile of \(datafile.count) bytes: parse \(span(1)) ms (json-c), compile \(span(2)) ms, "
+                   + "free \(span(3)) ms")
+        return config
+    }
+
+    private static func monotonicMilliseconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1_000_000
+    }
+
+    /// The most warnings of one datafile revision the log gets line by line (the datafile status lists all).
+    static let loggedWarningsLimit = 100
+
+    /// What the datafile has that the reference SDK accepts but is likely a mistake (a stale audience id...),
+    /// logged once per revision: the datafile is in use and decides as the reference decides it.
+    private func logWarnings(of config: ProjectConfig) {
+        guard !config.warnings.isEmpty else { return }
+        for warning in config.warnings.prefix(Self.loggedWarningsLimit) {
+            logger.log(.warning, "datafile revision \(config.revision) accepted with a warning: \(warning.message)")
+        }
+        let more = config.warnings.count - Self.loggedWarningsLimit
+        if more > 0 {
+            logger.log(.warning, "datafile revision \(config.revision): \(more) more warnings "
+                       + "(exp_client_datafile_status_json lists them all)")
+        }
+    }
+
     public var isReady: Bool { current.current != nil }
+
+    /// The warnings of the datafile in use (empty when not ready): what it has that the reference accepts.
+    public var datafileWarnings: [DatafileError] { current.current?.warnings ?? [] }
 
     /// The calling thread's lease on the config decisions should use now: the hot path's way in (no lock,
     /// no write to shared memory while the config is unchanged).

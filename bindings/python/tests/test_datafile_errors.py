@@ -1,5 +1,8 @@
 """Bad datafiles: every one gets its error class, code and a message naming the problem, through
-Client.start, Client(datafile=...) and validate_datafile alike; the client keeps its good config."""
+Client.start, Client(datafile=...) and validate_datafile alike; the client keeps its good config.
+
+Refused here is what the reference SDK (optimizely-sdk 5.7.0) refuses too; what it accepts is accepted
+with warnings (test_datafile_acceptance.py), e.g. a "featureEnabled" that is no boolean, below."""
 
 from __future__ import annotations
 
@@ -89,8 +92,6 @@ BAD_DATAFILES = [
     ("endOfRange string", _set(["experiments", 0, "trafficAllocation", 0, "endOfRange"], "4000"),
      experiment.InvalidDatafileError, -4, r"experiments\[0\]\.trafficAllocation\[0\]\.endOfRange"),
     ("experiments not array", _set(["experiments"], {}), experiment.InvalidDatafileError, -4, r"experiments"),
-    ("featureEnabled string", _set(["experiments", 0, "variations", 0, "featureEnabled"], "yes"),
-     experiment.InvalidDatafileError, -4, r"featureEnabled"),
     ("unknown rollout", _set(["featureFlags", 0, "rolloutId"], "99"), experiment.InvalidDatafileError, -4,
      r"featureFlags\[0\]\.rolloutId.*99"),
     ("unknown experiment in flag", _set(["featureFlags", 1, "experimentIds"], ["12345"]),
@@ -203,3 +204,20 @@ def test_missing_required_field(client, datafile_dict, field):
     raises(experiment.InvalidDatafileError, -4, r"\b%s\b" % field, client.start, text)
     assert client.config["revision"] == "42"
     assert client.decide("u2", "checkout_flow", U2_ATTRS).variation_key == "control"
+
+
+def test_feature_enabled_that_is_no_boolean_is_accepted_with_a_warning(datafile_dict):
+    """The reference accepts it and tests it for truth: "yes" enables the flag, "" does not."""
+    for value, enabled in (("yes", True), ("", False), (1, True), (0, False)):
+        df = copy.deepcopy(datafile_dict)
+        for rule in df["experiments"] + [r for ro in df["rollouts"] for r in ro["experiments"]]:
+            for variation in rule["variations"]:
+                variation["featureEnabled"] = value
+        text = json.dumps(df)
+        experiment.validate_datafile(text)
+        with experiment.Client(datafile=text, profile_store="none") as client:
+            warnings = client.datafile_status()["warnings"]
+            assert warnings and all(w["severity"] == "warning" and w["place"].endswith(".featureEnabled")
+                                    for w in warnings)
+            decisions = [client.decide("u%d" % i, "checkout_flow") for i in range(20)]
+            assert {d.enabled for d in decisions if d.variation_key} == {enabled}

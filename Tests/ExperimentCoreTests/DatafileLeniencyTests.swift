@@ -1,0 +1,113 @@
+import Testing
+@testable import ExperimentCore
+
+// Acceptance is the reference SDK's: what it accepts compiles, with the reference's semantics, and is
+// reported as a warning with its place; what it refuses stays an error with today's message.
+
+private func datafile(experiments: String = "[]", rollouts: String = "[]", flags: String = "[]",
+                      audiences: String = "[]") -> String {
+    """
+    {"version": "4", "projectId": "1", "accountId": "2", "revision": "3", "attributes": [], "events": [],
+     "experiments": \(experiments), "groups": [], "featureFlags": \(flags), "rollouts": \(rollouts),
+     "audiences": \(audiences)}
+    """
+}
+
+private func experiment(id: String = "10", key: String = "e", audiences: String = #""audienceIds": []"#,
+                        ends: [String] = ["10000"], variables: String = "[]") -> String {
+    let ranges = ends.map { #"{"entityId": "20", "endOfRange": \#($0)}"# }.joined(separator: ", ")
+    return #"{"id": "\#(id)", "key": "\#(key)", "status": "Running", "layerId": "1", "forcedVariations": {}, "#
+        + #"\#(audiences), "variations": [{"id": "20", "key": "v", "variables": \#(variables)}], "#
+        + #""trafficAllocation": [\#(ranges)]}"#
+}
+
+private let audience = #"{"id": "1", "name": "one", "conditions": "[\"or\", {\"name\": \"a\", \"type\": \"custom_attribute\", \"value\": 1}]"}"#
+
+private func problems(_ text: String) -> [DatafileError] {
+    var copy = text
+    return copy.withUTF8 { DatafileCompiler.problems(UnsafeRawBufferPointer($0)) }
+}
+
+private func compiled(_ text: String) throws -> ProjectConfig { try DatafileCompiler.compile(text) }
+
+@Test func staleAudienceIdIsAWarningWithItsPlace() throws {
+    let text = datafile(experiments: "[\(experiment(audiences: #""audienceIds": ["1"], "audienceConditions": ["or", "1", "404"]"#))]",
+                        audiences: "[\(audience)]")
+    let config = try compiled(text)
+    #expect(config.warnings.count == 1)
+    let warning = try #require(config.warnings.first)
+    #expect(warning.severity == .warning)
+    #expect(warning.place == "experiments[0].audienceConditions[2]")
+    #expect(warning.message.hasPrefix(#"datafile: experiments[0].audienceConditions[2]: unknown audience "404""#))
+    #expect(problems(text) == config.warnings)
+}
+
+@Test func staleAudienceIdInAudienceIdsToo() throws {
+    let config = try compiled(datafile(experiments: "[\(experiment(audiences: #""audienceIds": ["404"]"#))]"))
+    #expect(config.warnings.map(\.place) == ["experiments[0].audienceIds[0]"])
+}
+
+@Test func rangesOutside0To10000AreClampedWithAWarning() throws {
+    let config = try compiled(datafile(experiments: "[\(experiment(ends: ["-5", "12000"]))]"))
+    #expect(config.experiments[0].traffic.map(\.endOfRange) == [0, 10_000])
+    #expect(config.warnings.map(\.place) == ["experiments[0].trafficAllocation[0].endOfRange",
+                                             "experiments[0].trafficAllocation[1].endOfRange"])
+    #expect(config.warnings.allSatisfy { $0.severity == .warning })
+}
+
+@Test func aNonIntegerRangeIsStillRefused() {
+    #expect(problems(datafile(experiments: "[\(experiment(ends: ["\"9\""]))]")).map(\.message)
+            == ["datafile: experiments[0].trafficAllocation[0].endOfRange: expected an integer, got a string"])
+}
+
+private let flagVariables = #"[{"id": "30", "key": "x", "type": "integer", "defaultValue": "1"}]"#
+
+@Test func variableUsageOfAnotherVariableIsIgnoredWithAWarning() throws {
+    let text = datafile(experiments: "[\(experiment(variables: #"[{"id": "31", "value": "7"}]"#))]",
+                        flags: #"[{"id": "40", "key": "f", "experimentIds": ["10"], "rolloutId": "", "variables": \#(flagVariables)}]"#)
+    let config = try compiled(text)
+    #expect(config.warnings.count == 1)
+    #expect(config.warnings[0].message.contains(#"variable id "31" is not a variable of flag "f""#))
+}
+
+@Test func unknownVariableTypeIsAString() throws {
+    let variables = #"[{"id": "30", "key": "x", "type": "float", "defaultValue": "1.5"}]"#
+    let config = try compiled(datafile(flags: #"[{"id": "40", "key": "f", "experimentIds": [], "rolloutId": "", "variables": \#(variables)}]"#))
+    #expect(config.flags[0].variables[0].type == .string)
+    #expect(config.warnings.map(\.place) == ["featureFlags[0].variables[0].type"])
+}
+
+@Test func nonStringAudienceIdRefusedWhereTheReferenceWritesConditionsOut() {
+    // An experiment's audienceConditions are written out by the reference's OptimizelyConfig: it raises.
+    let refused = problems(datafile(experiments: "[\(experiment(audiences: #""audienceIds": [], "audienceConditions": ["or", 5]"#))]"))
+    #expect(refused.map(\.severity) == [.error])
+    #expect(refused.first?.place == "experiments[0].audienceConditions[1]")
+}
+
+@Test func nonStringAudienceIdOfAnUnusedRolloutIsAWarning() throws {
+    let rule = experiment(id: "11", key: "r", audiences: #""audienceIds": [], "audienceConditions": ["or", true]"#)
+    let unused = try compiled(datafile(rollouts: #"[{"id": "50", "experiments": [\#(rule)]}]"#))
+    #expect(unused.warnings.map(\.place) == ["rollouts[0].experiments[0].audienceConditions[1]"])
+    // The same rollout used by a flag: refused.
+    let used = problems(datafile(rollouts: #"[{"id": "50", "experiments": [\#(rule)]}]"#,
+                                 flags: #"[{"id": "40", "key": "f", "experimentIds": [], "rolloutId": "50", "variables": []}]"#))
+    #expect(used.filter { $0.severity == .error }.map(\.place) == ["rollouts[0].experiments[0].audienceConditions[1]"])
+}
+
+@Test func whatTheReferenceRefusesKeepsTodaysMessage() {
+    let text = datafile(flags: #"[{"id": "40", "key": "f", "experimentIds": [], "rolloutId": "99", "variables": []}]"#)
+    #expect(problems(text).map(\.message) == [#"datafile: featureFlags[0].rolloutId: unknown rollout "99" (no such id in "rollouts")"#])
+    #expect(problems(text).map(\.severity) == [.error])
+}
+
+@Test func versionsTwoAndThreeAreAcceptedAsTheReferenceDoes() throws {
+    for version in ["2", "3"] {
+        let text = datafile().replacing(#""version": "4""#, with: #""version": "\#(version)""#)
+        #expect(try compiled(text).version == version)
+    }
+}
+
+@Test func aNullOptionalSectionIsRefused() {
+    let text = datafile().replacing(#""rollouts": []"#, with: #""rollouts": null"#)
+    #expect(problems(text).map(\.message) == ["datafile: rollouts: expected an array, got null"])
+}

@@ -1,0 +1,1103 @@
+"""A drop-in for optimizely-sdk 5.7.0's public Python API, over libexperiment.
+
+A program written for optimizely-sdk runs unchanged once its imports name this module::
+
+    from experiment.optimizely import Optimizely, OptimizelyDecideOption, NotificationTypes
+
+``Optimizely`` takes the reference's constructor arguments and has its methods (``activate``,
+``get_variation``, ``track``, ``is_feature_enabled``, ``get_enabled_features``, ``get_feature_variable*``,
+``get_all_feature_variables``, ``set_forced_variation`` / ``get_forced_variation``, ``get_optimizely_config``,
+``create_user_context``, ``close``) with its input checks and results: an invalid input is logged and gives
+None / False / ``{}``, never an exception. Decisions come from libexperiment; this module only translates.
+Event dispatchers receive :class:`LogEvent` objects (``url``, ``http_verb``, ``params``, ``headers``), and the
+notification center calls listeners with the reference's arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .client import Client
+from .errors import Error
+from .user_context import OptimizelyDecisionContext, OptimizelyForcedDecision, UserContext
+
+__all__ = ["Optimizely", "OptimizelyFactory", "OptimizelyDecideOption", "OptimizelyDecision",
+           "OptimizelyUserContext", "OptimizelyDecisionContext", "OptimizelyForcedDecision", "NotificationCenter",
+           "NotificationTypes", "DecisionNotificationTypes", "LogEvent", "OptimizelyConfig", "enums"]
+
+_INVALID_INPUT = 'Provided "{}" is in an invalid format.'
+_INVALID_OPTIMIZELY = 'Optimizely instance is not valid. Failing "{}".'
+_SDK_NOT_READY = "Optimizely SDK not configured properly yet."
+_FLAG_KEY_INVALID = 'No flag was found for key "{}".'
+
+
+class NotificationTypes:
+    """The notification types of :class:`NotificationCenter` (the reference's strings, which name the
+    arguments each listener receives)."""
+
+    ACTIVATE = "ACTIVATE:experiment, user_id, attributes, variation, event"
+    DECISION = "DECISION:type, user_id, attributes, decision_info"
+    OPTIMIZELY_CONFIG_UPDATE = "OPTIMIZELY_CONFIG_UPDATE"
+    TRACK = "TRACK:event_key, user_id, attributes, event_tags, event"
+    LOG_EVENT = "LOG_EVENT:log_event"
+
+
+class DecisionNotificationTypes:
+    """The ``type`` argument of DECISION notifications."""
+
+    AB_TEST = "ab-test"
+    ALL_FEATURE_VARIABLES = "all-feature-variables"
+    FEATURE = "feature"
+    FEATURE_TEST = "feature-test"
+    FEATURE_VARIABLE = "feature-variable"
+    FLAG = "flag"
+
+
+class _Enums:
+    """``enums.NotificationTypes`` / ``enums.DecisionNotificationTypes``, as ``optimizely.helpers.enums``."""
+
+    NotificationTypes = NotificationTypes
+    DecisionNotificationTypes = DecisionNotificationTypes
+
+
+enums = _Enums()
+_ALL_TYPES = (NotificationTypes.ACTIVATE, NotificationTypes.DECISION, NotificationTypes.OPTIMIZELY_CONFIG_UPDATE,
+              NotificationTypes.TRACK, NotificationTypes.LOG_EVENT)
+
+
+class OptimizelyDecideOption:
+    """The decide option names (plain strings, as the reference's)."""
+
+    DISABLE_DECISION_EVENT = "DISABLE_DECISION_EVENT"
+    ENABLED_FLAGS_ONLY = "ENABLED_FLAGS_ONLY"
+    IGNORE_USER_PROFILE_SERVICE = "IGNORE_USER_PROFILE_SERVICE"
+    INCLUDE_REASONS = "INCLUDE_REASONS"
+    EXCLUDE_VARIABLES = "EXCLUDE_VARIABLES"
+
+
+_OPTION_NAMES = frozenset(v for k, v in vars(OptimizelyDecideOption).items() if k.isupper())
+
+
+class LogEvent:
+    """One event as dispatchers receive it: ``url``, ``params`` (the event batch as a dict), ``http_verb``
+    and ``headers``."""
+
+    def __init__(self, url: str, params: Dict[str, Any], http_verb: Optional[str] = None,
+                 headers: Optional[Dict[str, str]] = None) -> None:
+        self.url = url
+        self.params = params
+        self.http_verb = http_verb or "GET"
+        self.headers = headers or {}
+
+    def __str__(self) -> str:
+        return "%s: %s" % (self.__class__, self.__dict__)
+
+
+class NotificationCenter:
+    """Listeners by notification type: ``add_notification_listener(type, callback)`` returns an id (-1 for
+    an unknown type or a callback already added), ``remove_notification_listener(id)``,
+    ``clear_notification_listeners(type)``, ``clear_all_notification_listeners()``."""
+
+    def __init__(self, logger: Any = None) -> None:
+        self.logger = logger if logger is not None else _null_logger()
+        self.listener_id = 1
+        self.notification_listeners: Dict[str, List[Tuple[int, Callable[..., None]]]] = {t: [] for t in _ALL_TYPES}
+
+    def add_notification_listener(self, notification_type: str, notification_callback: Callable[..., None]) -> int:
+        """Adds a listener; its id, or -1 (logged) for an unknown type or a callback already added."""
+        if notification_type not in self.notification_listeners:
+            self.logger.error("Invalid notification_type: %s provided. Not adding listener." % notification_type)
+            return -1
+        if any(callback == notification_callback for _, callback in self.notification_listeners[notification_type]):
+            self.logger.error("Listener has already been added. Not adding it again.")
+            return -1
+        listener_id = self.listener_id
+        self.listener_id += 1
+        self.notification_listeners[notification_type].append((listener_id, notification_callback))
+        return listener_id
+
+    def remove_notification_listener(self, notification_id: int) -> bool:
+        """Removes the listener with this id; True when there was one."""
+        for listeners in self.notification_listeners.values():
+            for entry in listeners:
+                if entry[0] == notification_id:
+                    listeners.remove(entry)
+                    return True
+        return False
+
+    def clear_notification_listeners(self, notification_type: str) -> None:
+        """Removes every listener of one type (an unknown type is logged)."""
+        if notification_type not in self.notification_listeners:
+            self.logger.error("Invalid notification_type: %s provided. Not removing any listener."
+                              % notification_type)
+        self.notification_listeners[notification_type] = []
+
+    clear_notifications = clear_notification_listeners
+
+    def clear_all_notification_listeners(self) -> None:
+        """Removes every listener."""
+        for notification_type in list(self.notification_listeners):
+            self.clear_notification_listeners(notification_type)
+
+    clear_all_notifications = clear_all_notification_listeners
+
+    def send_notifications(self, notification_type: str, *args: Any) -> None:
+        """Calls every listener of the type with ``args``; a listener's exception is logged and swallowed."""
+        if notification_type not in self.notification_listeners:
+            self.logger.error("Invalid notification_type: %s provided. Not triggering any notification."
+                              % notification_type)
+            return
+        for _, callback in list(self.notification_listeners[notification_type]):
+            try:
+                callback(*args)
+            except Exception as exc:
+                self.logger.exception("Unknown problem when sending \"%s\" type notification: %s"
+                                      % (notification_type, exc))
+
+
+def _null_logger() -> logging.Logger:
+    logger = logging.getLogger("experiment.optimizely")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+    return logger
+
+
+class _Entity:
+    """A datafile entity (experiment, variation) as the ACTIVATE listener receives it: its datafile fields
+    as attributes (``id``, ``key``, ...)."""
+
+    def __init__(self, fields: Dict[str, Any]) -> None:
+        self.__dict__.update(fields)
+
+    def __repr__(self) -> str:
+        return "Entity(%r)" % (self.__dict__,)
+
+
+_DEFAULT_EXPERIMENT: Dict[str, Any] = {"id": "", "key": "", "layerId": "", "status": "", "variations": [],
+                                       "trafficAllocation": [], "audienceIds": [], "audienceConditions": [],
+                                       "forcedVariations": {}}
+
+
+class _Project:
+    """What the facade needs from the datafile outside the decision path: flags' experiment keys and
+    variables, experiments, events (parsed once with json)."""
+
+    def __init__(self, datafile: Dict[str, Any]) -> None:
+        self.datafile = datafile
+        self.experiments: Dict[str, Dict[str, Any]] = {}
+        self.experiments_by_id: Dict[str, Dict[str, Any]] = {}
+        for experiment in list(datafile.get("experiments") or []) + [
+                e for g in datafile.get("groups") or [] for e in g.get("experiments") or []]:
+            self.experiments[experiment.get("key")] = experiment
+            self.experiments_by_id[experiment.get("id")] = experiment
+        self.features: Dict[str, Dict[str, Any]] = {f.get("key"): f for f in datafile.get("featureFlags") or []}
+        self.feature_experiment_ids = {i for f in self.features.values() for i in f.get("experimentIds") or []}
+        self.events = {e.get("key") for e in datafile.get("events") or []}
+
+    def variation(self, rule: Dict[str, Any], variation_key: Any,
+                  flag_key: Any = None) -> Optional[Dict[str, Any]]:
+        """The variation of a rule by key; else the everyone-else variation of the flag's rollout (optimizely-sdk
+        gives "fr" experiments that one); else one of any delivery rule."""
+        feature = self.features.get(flag_key) if flag_key is not None else None
+        if feature is None:  # the flag of an experiment
+            feature = next((f for f in self.features.values() if rule.get("id") in (f.get("experimentIds") or [])),
+                           None)
+        own = [r for r in self.datafile.get("rollouts") or [] if feature is not None
+               and r.get("id") == feature.get("rolloutId")]
+        for variation in rule.get("variations") or []:
+            if variation.get("key") == variation_key:
+                return dict(variation)
+        for rollout in own + list(self.datafile.get("rollouts") or []):
+            for other in rollout.get("experiments") or []:
+                for variation in other.get("variations") or []:
+                    if variation.get("key") == variation_key:
+                        return dict(variation)
+        return None
+
+    def rule_by_id(self, rule_id: Any) -> Optional[Dict[str, Any]]:
+        """A delivery rule or holdout by id."""
+        for rollout in self.datafile.get("rollouts") or []:
+            for rule in rollout.get("experiments") or []:
+                if rule.get("id") == rule_id:
+                    return dict(rule)
+        return next((dict(h) for h in self.holdouts() if h.get("id") == rule_id), None)
+
+    def holdout_keys(self) -> List[Any]:
+        """The keys of every holdout."""
+        return [h.get("key") for h in self.holdouts()]
+
+    def holdouts(self) -> List[Dict[str, Any]]:
+        """Global and local holdouts."""
+        return list(self.datafile.get("holdouts") or []) + list(self.datafile.get("localHoldouts") or [])
+
+    def variation_by_id(self, rule: Optional[Dict[str, Any]], variation_id: Any) -> Optional[Dict[str, Any]]:
+        """A variation by id: the rule's, else any delivery rule's."""
+        if not variation_id:
+            return None
+        for variation in (rule or {}).get("variations") or []:
+            if variation.get("id") == variation_id:
+                return dict(variation)
+        for rollout in self.datafile.get("rollouts") or []:
+            for other in rollout.get("experiments") or []:
+                for variation in other.get("variations") or []:
+                    if variation.get("id") == variation_id:
+                        return dict(variation)
+        for experiment in self.experiments_by_id.values():
+            for variation in experiment.get("variations") or []:
+                if variation.get("id") == variation_id:
+                    return dict(variation)
+        return None
+
+    def rule_of(self, flag_key: Any, rule_key: Any) -> Optional[Dict[str, Any]]:
+        """A flag's experiment or delivery rule by key (holdouts included)."""
+        feature = self.features.get(flag_key)
+        if feature is None or rule_key is None:
+            return None
+        candidates = [self.experiments_by_id[i] for i in feature.get("experimentIds") or []
+                      if i in self.experiments_by_id]
+        candidates += [r for rollout in self.datafile.get("rollouts") or [] if rollout.get("id") == feature.get("rolloutId")
+                       for r in rollout.get("experiments") or []]
+        candidates += self.holdouts()
+        return next((rule for rule in candidates if rule.get("key") == rule_key), None)
+
+    def decision_ids(self, flag_key: Any, rule_key: Any, variation_key: Any) -> Tuple[Optional[str], Optional[str]]:
+        """(experiment_id, variation_id) of a flag decision, as optimizely-sdk's DECISION notification
+        gives them: None without a variation; a flag-level forced decision has no experiment."""
+        if variation_key is None:
+            return None, None
+        rule = self.rule_of(flag_key, rule_key)
+        if rule is not None:
+            variation = self.variation(rule, variation_key, flag_key)
+            return rule.get("id"), variation.get("id") if variation is not None else None
+        feature = self.features.get(flag_key) or {}
+        for experiment_id in feature.get("experimentIds") or []:
+            experiment = self.experiments_by_id.get(experiment_id) or {}
+            for candidate in experiment.get("variations") or []:
+                if candidate.get("key") == variation_key:
+                    return None, candidate.get("id")
+        found = self.variation({}, variation_key)
+        return None, found.get("id") if found is not None else None
+
+    def sign_zeros(self, flag_key: Any, rule_key: Any, variation_key: Any, enabled: Any,
+                   variables: Dict[str, Any]) -> None:
+        """Gives double variables whose datafile text is a negative zero ("-0", "-0.0") the value -0.0, as
+        optimizely-sdk's float() does (the library's decisions carry 0.0). In place."""
+        feature = self.features.get(flag_key)
+        if feature is None or not variables:
+            return
+        values: Dict[Any, Any] = {}
+        if enabled and variation_key is not None:
+            rule = self.rule_of(flag_key, rule_key) or {}
+            variation = self.variation(rule, variation_key, flag_key) or {}
+            values = {v.get("id"): v.get("value") for v in variation.get("variables") or []}
+        for variable in feature.get("variables") or []:
+            key = variable.get("key")
+            if variable.get("type") != "double" or variables.get(key) != 0.0 or type(variables.get(key)) is not float:
+                continue
+            raw = values.get(variable.get("id"), variable.get("defaultValue"))
+            if isinstance(raw, str) and raw.strip().startswith("-"):
+                variables[key] = -0.0
+
+    def experiment_keys_of(self, feature: Dict[str, Any]) -> List[str]:
+        return [self.experiments_by_id[i]["key"] for i in feature.get("experimentIds") or []
+                if i in self.experiments_by_id]
+
+    @staticmethod
+    def variable_type(variable: Dict[str, Any]) -> str:
+        if variable.get("type") == "string" and variable.get("subType") == "json":
+            return "json"
+        return str(variable.get("type"))
+
+
+def _is_non_empty_string(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _attributes_valid(attributes: Any) -> bool:
+    return attributes is None or isinstance(attributes, dict)
+
+
+class OptimizelyDecision:
+    """The result of a user context's decide: ``variation_key``, ``enabled``, ``variables``, ``rule_key``,
+    ``flag_key``, ``user_context`` and ``reasons``."""
+
+    def __init__(self, variation_key: Optional[str] = None, enabled: bool = False,
+                 variables: Optional[Dict[str, Any]] = None, rule_key: Optional[str] = None,
+                 flag_key: Optional[str] = None, user_context: Optional["OptimizelyUserContext"] = None,
+                 reasons: Optional[List[str]] = None) -> None:
+        self.variation_key = variation_key
+        self.enabled = enabled
+        self.variables = variables or {}
+        self.rule_key = rule_key
+        self.flag_key = flag_key
+        self.user_context = user_context
+        self.reasons = reasons or []
+
+    def as_json(self) -> Dict[str, Any]:
+        """The decision as a dict (``user_context`` as its own ``as_json()``)."""
+        return {
+            "variation_key": self.variation_key,
+            "enabled": self.enabled,
+            "variables": self.variables,
+            "rule_key": self.rule_key,
+            "flag_key": self.flag_key,
+            "user_context": self.user_context.as_json() if self.user_context else None,
+            "reasons": self.reasons,
+        }
+
+
+class _CallAttributes:
+    """Names the attributes of the call in progress on this thread (for ACTIVATE notifications)."""
+
+    def __init__(self, owner: "Optimizely", attributes: Optional[Dict[str, Any]], options: List[str]) -> None:
+        self.owner = owner
+        self.attributes = attributes
+        self.options = options
+
+    def __enter__(self) -> None:
+        self.owner._local.events = []  # the impressions of this call, for its DECISION notifications
+        self.owner._local.attributes = dict(self.attributes) if self.attributes is not None else None
+        self.owner._local.exclude_variables = OptimizelyDecideOption.EXCLUDE_VARIABLES in self.options
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.owner._local.events = None
+        self.owner._local.attributes = None
+        self.owner._local.exclude_variables = False
+
+
+class OptimizelyUserContext:
+    """One user of an :class:`Optimizely` instance (``optimizely.create_user_context(user_id, attributes)``),
+    with the reference's methods. Forced decisions belong to the context (a copy keeps its own)."""
+
+    OptimizelyDecisionContext = OptimizelyDecisionContext
+    OptimizelyForcedDecision = OptimizelyForcedDecision
+
+    def __init__(self, optimizely_client: "Optimizely", user_id: str, attributes: Optional[Dict[str, Any]],
+                 context: Optional[UserContext]) -> None:
+        self.client = optimizely_client
+        self.user_id = user_id
+        self._context = context
+        self._attributes: Dict[str, Any] = dict(attributes or {})
+
+    def _clone(self) -> "OptimizelyUserContext":
+        copy = OptimizelyUserContext(self.client, self.user_id, self._attributes, None)
+        copy._context = self._context.copy() if self._context is not None else None
+        return copy
+
+    def get_user_attributes(self) -> Dict[str, Any]:
+        """A copy of the context's attributes."""
+        return dict(self._attributes)
+
+    def set_attribute(self, attribute_key: str, attribute_value: Any) -> None:
+        """Sets one attribute for later decisions and events of this context."""
+        self._attributes[attribute_key] = attribute_value
+        if self._context is not None:
+            try:
+                self._context.set_attribute(attribute_key, attribute_value)
+            except Error as exc:  # a value the library cannot take: the reference ignores it when deciding
+                self.client.logger.warning("attribute %r not used: %s" % (attribute_key, exc))
+
+    def as_json(self) -> Dict[str, Any]:
+        """``{"user_id", "attributes"}``."""
+        return {"user_id": self.user_id, "attributes": self.get_user_attributes()}
+
+    def _options(self, options: Optional[List[str]]) -> List[str]:
+        names = list(self.client.default_decide_options)
+        if options is not None:
+            if not isinstance(options, list):
+                self.client.logger.debug("Provided decide options is not an array. Using default decide options.")
+            else:
+                names.extend(o for o in options if o in _OPTION_NAMES)
+        return names
+
+    def _wrap(self, decision: Any, copy: "OptimizelyUserContext") -> OptimizelyDecision:
+        project = self.client._project
+        if project is not None:
+            project.sign_zeros(decision.flag_key, decision.rule_key, decision.variation_key, decision.enabled,
+                               decision.variables)
+        return OptimizelyDecision(decision.variation_key, decision.enabled, decision.variables, decision.rule_key,
+                                  decision.flag_key, copy, list(decision.reasons))
+
+    def decide(self, key: str, options: Optional[List[str]] = None) -> OptimizelyDecision:
+        """Decides flag ``key``; the reference's error decision for an unknown flag or an unusable instance."""
+        copy = self._clone()
+        if not isinstance(key, str):
+            return OptimizelyDecision(flag_key=key, user_context=copy, reasons=[_FLAG_KEY_INVALID.format(key)])
+        if self._context is None or not self.client._ready():
+            return OptimizelyDecision(flag_key=key, user_context=copy, reasons=[_SDK_NOT_READY])
+        names = self._options(options)
+        with _CallAttributes(self.client, self._attributes, names):
+            return self._wrap(self._context.decide(key, names), copy)
+
+    def decide_all(self, options: Optional[List[str]] = None) -> Dict[str, OptimizelyDecision]:
+        """Decides every flag (``{}`` when the instance is not usable)."""
+        if self._context is None or not self.client._ready():
+            return {}
+        copy = self._clone()
+        names = self._options(options)
+        with _CallAttributes(self.client, self._attributes, names):
+            decisions = self._context.decide_all(names)
+        return {k: self._wrap(d, copy) for k, d in decisions.items()}
+
+    def decide_for_keys(self, keys: List[str], options: Optional[List[str]] = None) -> Dict[str, OptimizelyDecision]:
+        """Decides the flags ``keys`` (``{}`` when the instance is not usable)."""
+        if self._context is None or not self.client._ready() or not isinstance(keys, list):
+            return {}
+        names = self._options(options)
+        enabled_only = OptimizelyDecideOption.ENABLED_FLAGS_ONLY in names
+        result: Dict[str, OptimizelyDecision] = {}
+        # optimizely-sdk answers the keys that name no flag first, then the flags, each in the given order.
+        features = self.client._project.features if self.client._project is not None else {}
+        for key in [k for k in keys if k not in features] + [k for k in keys if k in features]:
+            decision = self.decide(key, names)
+            if not enabled_only or decision.enabled:
+                result[key] = decision
+        return result
+
+    def track_event(self, event_key: str, event_tags: Optional[Dict[str, Any]] = None) -> None:
+        """Tracks ``event_key`` for this user with the context's attributes (as ``Optimizely.track``)."""
+        self.client.track(event_key, self.user_id, self.get_user_attributes(), event_tags)
+
+    def set_forced_decision(self, decision_context: Any,
+                            decision: Any) -> bool:
+        """Forces a variation for a flag (or one of its rules) in this context only. True when set."""
+        if self._context is None:
+            return False
+        try:
+            return self._context.set_forced_decision(decision_context, decision)
+        except Error as exc:
+            self.client.logger.error(str(exc))
+            return False
+
+    def get_forced_decision(self, decision_context: Any) -> Any:
+        """The forced decision for the decision context, or None."""
+        if self._context is None:
+            return None
+        try:
+            return self._context.get_forced_decision(decision_context)
+        except Error:
+            return None
+
+    def remove_forced_decision(self, decision_context: Any) -> bool:
+        """Removes one forced decision; True when there was one."""
+        if self._context is None:
+            return False
+        try:
+            return self._context.remove_forced_decision(decision_context)
+        except Error:
+            return False
+
+    def remove_all_forced_decisions(self) -> bool:
+        """Removes every forced decision of this context. True."""
+        if self._context is None:
+            return False
+        return self._context.remove_all_forced_decisions()
+
+    def get_qualified_segments(self) -> Optional[List[str]]:
+        """The context's qualified segments (None when never fetched or set)."""
+        return self._context.get_qualified_segments() if self._context is not None else None
+
+    def set_qualified_segments(self, segments: Optional[List[str]]) -> None:
+        """Replaces the context's qualified segments."""
+        if self._context is not None:
+            self._context.set_qualified_segments(segments)
+
+    def is_qualified_for(self, segment: str) -> bool:
+        """Whether ``segment`` is among the context's qualified segments."""
+        return self._context.is_qualified_for(segment) if self._context is not None else False
+
+    def fetch_qualified_segments(self, callback: Any = None, options: Optional[List[str]] = None) -> Any:
+        """Fetches the user's qualified segments from ODP into the context (see the binding's UserContext)."""
+        if self._context is None:
+            return False
+        return self._context.fetch_qualified_segments(callback, options)
+
+
+def _rule_type(log_event: LogEvent) -> Any:
+    """The rule_type of an impression's decision (None for a conversion)."""
+    try:
+        return log_event.params["visitors"][0]["snapshots"][0]["decisions"][0]["metadata"]["rule_type"]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+class _Dispatcher:
+    """The host dispatcher installed in the library: turns each Event into a LogEvent, fires LOG_EVENT,
+    hands it to the program's dispatcher and lets the facade see the events of its current call."""
+
+    def __init__(self, owner: "Optimizely", target: Any) -> None:
+        self.owner = owner
+        self.target = target
+
+    def dispatch_event(self, event: Any) -> None:
+        """Called by the library for every impression and conversion, on the caller's thread."""
+        log_event = LogEvent(event.url, event.params, event.http_verb, dict(event.headers))
+        if getattr(self.owner._local, "no_holdout_events", False) and _rule_type(log_event) == "holdout":
+            return  # optimizely-sdk's feature calls send no holdout impression (decide does)
+        captured = getattr(self.owner._local, "events", None)
+        if captured is not None:
+            captured.append(log_event)
+        center = self.owner.notification_center
+        center.send_notifications(NotificationTypes.LOG_EVENT, log_event)
+        try:
+            self.target.dispatch_event(log_event)
+        except Exception as exc:
+            self.owner.logger.exception("Error dispatching event: %s %s" % (log_event, exc))
+        if center.notification_listeners[NotificationTypes.ACTIVATE]:
+            self._activate_notification(log_event)
+
+    def _activate_notification(self, log_event: LogEvent) -> None:
+        """optimizely-sdk sends ACTIVATE for every impression (activate, is_feature_enabled, decide) with
+        the experiment and variation entities, the call's attributes and the event."""
+        project = self.owner._project
+        try:
+            visitor = log_event.params["visitors"][0]
+            decision = visitor["snapshots"][0]["decisions"][0]
+        except (KeyError, IndexError, TypeError):
+            return  # a conversion
+        if project is None:
+            return
+        experiment = project.experiments_by_id.get(decision.get("experiment_id"))
+        if experiment is None:
+            experiment = project.rule_by_id(decision.get("experiment_id"))
+        variation = project.variation_by_id(experiment, decision.get("variation_id"))
+        # A holdout's variation is a plain dict in optimizely-sdk's notification; others are entities.
+        is_holdout = experiment is not None and experiment.get("key") in project.holdout_keys()
+        variation_argument: Any = variation if is_holdout or variation is None else _Entity(variation)
+        self.owner.notification_center.send_notifications(
+            NotificationTypes.ACTIVATE, _Entity(experiment or _DEFAULT_EXPERIMENT), visitor.get("visitor_id"),
+            getattr(self.owner._local, "attributes", None), variation_argument, log_event.__dict__)
+
+
+class Optimizely:
+    """An optimizely-sdk ``Optimizely`` instance deciding through libexperiment.
+
+    ``Optimizely(datafile=None, event_dispatcher=None, logger=None, error_handler=None,
+    skip_json_validation=False, user_profile_service=None, sdk_key=None, config_manager=None,
+    notification_center=None, event_processor=None, datafile_access_token=None, default_decide_options=None,
+    event_processor_options=None, settings=None)``. With ``sdk_key`` and no datafile the datafile is fetched
+    in the background. ``event_dispatcher`` receives :class:`LogEvent` objects; without one, events go to
+    libexperiment's own pipeline. Each instance keeps its state (forced variations) in a private temporary
+    directory, removed by :meth:`close`, so nothing outlives the instance (as in the reference).
+    """
+
+    def __init__(self, datafile: Optional[str] = None, event_dispatcher: Any = None, logger: Any = None,
+                 error_handler: Any = None, skip_json_validation: Optional[bool] = False,
+                 user_profile_service: Any = None, sdk_key: Optional[str] = None, config_manager: Any = None,
+                 notification_center: Optional[NotificationCenter] = None, event_processor: Any = None,
+                 datafile_access_token: Optional[str] = None, default_decide_options: Optional[List[str]] = None,
+                 event_processor_options: Optional[Dict[str, Any]] = None, settings: Any = None) -> None:
+        self.logger = logger if logger is not None else _null_logger()
+        self.error_handler = error_handler
+        self.notification_center = (notification_center if isinstance(notification_center, NotificationCenter)
+                                    else NotificationCenter(self.logger))
+        self.event_dispatcher = event_dispatcher
+        self.user_profile_service = user_profile_service
+        self.is_valid = True
+        self._local = threading.local()
+        self._client: Optional[Client] = None
+        self._project: Optional[_Project] = None
+        self._datafile_text: Optional[str] = None
+        self._state_dir = tempfile.mkdtemp(prefix="experiment-optimizely-")
+        self.sdk_key = sdk_key
+        if default_decide_options is None:
+            self.default_decide_options: List[str] = []
+        elif isinstance(default_decide_options, list):
+            self.default_decide_options = [o for o in default_decide_options if o in _OPTION_NAMES]
+        else:
+            self.logger.debug("Provided default decide options is not a list.")
+            self.default_decide_options = []
+        if event_dispatcher is not None and not callable(getattr(event_dispatcher, "dispatch_event", None)):
+            self.logger.error(_INVALID_INPUT.format("event_dispatcher"))
+            self.is_valid = False
+            return
+        options: Dict[str, Any] = {"state_dir": self._state_dir,
+                                   "profile_store": user_profile_service if user_profile_service else "none"}
+        if isinstance(logger, logging.Logger):
+            options["logger"] = logger
+        if datafile_access_token:
+            options["datafile_access_token"] = datafile_access_token
+        dispatcher = _Dispatcher(self, event_dispatcher) if event_dispatcher is not None else None
+        try:
+            if datafile is not None:
+                self._client = Client(sdk_key, event_dispatcher=dispatcher, start="none", **options)
+                self._client.start(datafile)
+                self._set_project(datafile)
+            elif sdk_key is not None:
+                self._client = Client(sdk_key, event_dispatcher=dispatcher, start="async", **options)
+            else:
+                self.logger.error(_INVALID_INPUT.format("datafile"))
+                self.is_valid = False
+                return
+        except (Error, TypeError, ValueError) as exc:
+            self.logger.error('Provided "datafile" is in an invalid format. (%s)' % exc)
+            if self._client is not None:
+                self._client.close()
+            self._client = None
+            return
+        self._client.add_listener("decision", self._on_decision)
+        self._client.add_listener("config_update", self._on_config_update)
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def _set_project(self, datafile: Any) -> None:
+        text = datafile.decode("utf-8") if isinstance(datafile, (bytes, bytearray)) else str(datafile)
+        self._datafile_text = text
+        self._project = _Project(json.loads(text))
+
+    def _ready(self) -> bool:
+        client = self._client
+        return client is not None and not client.closed and client.ready
+
+    def _config(self, method: str) -> Optional[_Project]:
+        """The parsed datafile when the instance can serve ``method``, else None (logged)."""
+        if not self.is_valid:
+            self.logger.error(_INVALID_OPTIMIZELY.format(method))
+            return None
+        if not self._ready():
+            self.logger.error('Invalid config. Optimizely instance is not valid. Failing "%s".' % method)
+            return None
+        if self._project is None:  # fetched in the background: the library holds it
+            return None
+        return self._project
+
+    def _on_decision(self, payload: Dict[str, Any]) -> None:
+        # The library's decisions of user contexts; the facade makes every other DECISION notification itself.
+        if getattr(self._local, "quiet", False) or payload.get("type") != DecisionNotificationTypes.FLAG:
+            return
+        info = dict(payload["decision_info"])
+        if getattr(self._local, "exclude_variables", False):
+            info["variables"] = {}  # optimizely-sdk reports no variables when the decide excluded them
+        if self._project is not None and isinstance(info.get("variables"), dict):
+            self._project.sign_zeros(info.get("flag_key"), info.get("rule_key"), info.get("variation_key"),
+                                     info.get("enabled"), info["variables"])
+        if "experiment_id" not in info and self._project is not None:
+            info["experiment_id"], info["variation_id"] = self._project.decision_ids(
+                info.get("flag_key"), info.get("rule_key"), info.get("variation_key"))
+            # The impression just sent names the bucketed variation by id (a key can name two variations:
+            # an "fr" experiment's own and the everyone-else one optimizely-sdk appends to it).
+            for event in getattr(self._local, "events", None) or []:
+                try:
+                    sent = event.params["visitors"][0]["snapshots"][0]["decisions"][0]
+                except (KeyError, IndexError, TypeError):
+                    continue
+                metadata = sent.get("metadata") or {}
+                if metadata.get("flag_key") == info.get("flag_key") and metadata.get("rule_key") == info.get(
+                        "rule_key") and metadata.get("variation_key") == info.get("variation_key") \
+                        and info.get("variation_key") is not None:
+                    info["variation_id"] = sent.get("variation_id") or info["variation_id"]
+        # The context's own attributes: the library's JSON cannot carry every value (inf, nan).
+        attributes = getattr(self._local, "attributes", None)
+        if attributes is None:
+            attributes = payload.get("attributes") or {}
+        self.notification_center.send_notifications(NotificationTypes.DECISION, payload["type"], payload["user_id"],
+                                                    attributes, info)
+
+    def _on_config_update(self, _payload: Dict[str, Any]) -> None:
+        self.notification_center.send_notifications(NotificationTypes.OPTIMIZELY_CONFIG_UPDATE)
+
+    def _quiet_decide(self, flag_key: str, user_id: str, attributes: Optional[Dict[str, Any]],
+                      options: Tuple[str, ...]) -> Any:
+        """The library's decision without its DECISION notification (the caller sends the reference's)."""
+        assert self._client is not None
+        self._local.quiet = True
+        self._local.attributes = attributes
+        try:
+            return self._client.decide(user_id, flag_key, attributes, options)
+        finally:
+            self._local.quiet = False
+            self._local.attributes = None
+
+    def _capturing(self) -> List[LogEvent]:
+        events: List[LogEvent] = []
+        self._local.events = events
+        return events
+
+    # -- experiments --------------------------------------------------------------------------------
+
+    def get_variation(self, experiment_key: str, user_id: str,
+                      attributes: Optional[Dict[str, Any]] = None) -> Optional[str]:
+        """The variation key the user gets in the experiment, or None. No event; a DECISION notification."""
+        if not self.is_valid:
+            self.logger.error(_INVALID_OPTIMIZELY.format("get_variation"))
+            return None
+        if not _is_non_empty_string(experiment_key):
+            self.logger.error(_INVALID_INPUT.format("experiment_key"))
+            return None
+        if not isinstance(user_id, str):
+            self.logger.error(_INVALID_INPUT.format("user_id"))
+            return None
+        project = self._config("get_variation")
+        if project is None or self._client is None:
+            return None
+        experiment = project.experiments.get(experiment_key)
+        if experiment is None:
+            self.logger.info('Experiment key "%s" is invalid. Not activating user "%s".' % (experiment_key, user_id))
+            return None
+        if not _attributes_valid(attributes):
+            self.logger.error("Provided attributes are in an invalid format.")
+            return None
+        variation_key = self._client.get_variation(experiment_key, user_id, attributes)
+        kind = (DecisionNotificationTypes.FEATURE_TEST if experiment.get("id") in project.feature_experiment_ids
+                else DecisionNotificationTypes.AB_TEST)
+        self.notification_center.send_notifications(NotificationTypes.DECISION, kind, user_id, attributes or {},
+                                                    {"experiment_key": experiment_key, "variation_key": variation_key})
+        return variation_key
+
+    def activate(self, experiment_key: str, user_id: str, attributes: Optional[Dict[str, Any]] = None) -> Optional[str]:
+        """As :meth:`get_variation`, then sends an impression (and the ACTIVATE notification) when the user
+        gets a variation."""
+        if not self.is_valid:
+            self.logger.error(_INVALID_OPTIMIZELY.format("activate"))
+            return None
+        if not _is_non_empty_string(experiment_key):
+            self.logger.error(_INVALID_INPUT.format("experiment_key"))
+            return None
+        if not isinstance(user_id, str):
+            self.logger.error(_INVALID_INPUT.format("user_id"))
+            return None
+        project = self._config("activate")
+        if project is None or self._client is None:
+            return None
+        variation_key = self.get_variation(experiment_key, user_id, attributes)
+        if not variation_key:
+            self.logger.info('Not activating user "%s".' % user_id)
+            return None
+        self._local.quiet = True
+        self._local.attributes = attributes
+        try:
+            self._client.activate(experiment_key, user_id, attributes)
+        finally:
+            self._local.quiet = False
+            self._local.attributes = None
+        self.logger.info('Activating user "%s" in experiment "%s".' % (user_id, experiment_key))
+        return variation_key
+
+    # -- conversions --------------------------------------------------------------------------------
+
+    def track(self, event_key: str, user_id: str, attributes: Optional[Dict[str, Any]] = None,
+              event_tags: Optional[Dict[str, Any]] = None) -> None:
+        """Sends a conversion for ``event_key`` (an unknown event is logged) and the TRACK notification."""
+        if not self.is_valid:
+            self.logger.error(_INVALID_OPTIMIZELY.format("track"))
+            return
+        if not _is_non_empty_string(event_key):
+            self.logger.error(_INVALID_INPUT.format("event_key"))
+            return
+        if not isinstance(user_id, str):
+            self.logger.error(_INVALID_INPUT.format("user_id"))
+            return
+        if not _attributes_valid(attributes):
+            self.logger.error("Provided attributes are in an invalid format.")
+            return
+        if event_tags is not None and not isinstance(event_tags, dict):
+            self.logger.error("Provided event tags are in an invalid format.")
+            return
+        project = self._config("track")
+        if project is None or self._client is None:
+            return
+        if event_key not in project.events:
+            self.logger.info('Not tracking user "%s" for event "%s".' % (user_id, event_key))
+            return
+        events = self._capturing()
+        try:
+            self._client.track(event_key, user_id, attributes, event_tags)
+        except Error as exc:
+            self.logger.error("track(%r): %s" % (event_key, exc))
+            return
+        finally:
+            self._local.events = None
+        self.logger.info('Tracking event "%s" for user "%s".' % (event_key, user_id))
+        if self.notification_center.notification_listeners[NotificationTypes.TRACK]:
+            self.notification_center.send_notifications(NotificationTypes.TRACK, event_key, user_id, attributes,
+                                                        event_tags, events[0].__dict__ if events else None)
+
+    # -- features -----------------------------------------------------------------------------------
+
+    def _feature_decision(self, method: str, feature_key: str, user_id: str, attributes: Optional[Dict[str, Any]],
+                          send_event: bool) -> Optional[Tuple[Dict[str, Any], Any, str, Dict[str, Any]]]:
+        """(feature, decision, source, source_info) for the feature APIs, or None (logged) for bad inputs."""
+        if not self.is_valid:
+            self.logger.error(_INVALID_OPTIMIZELY.format(method))
+            return None
+        if not _is_non_empty_string(feature_key):
+            self.logger.error(_INVALID_INPUT.format("feature_key"))
+            return None
+        if not isinstance(user_id, str):
+            self.logger.error(_INVALID_INPUT.format("user_id"))
+            return None
+        if not _attributes_valid(attributes):
+            self.logger.error("Provided attributes are in an invalid format.")
+            return None
+        project = self._config(method)
+        if project is None:
+            return None
+        feature = project.features.get(feature_key)
+        if feature is None:
+            self.logger.error('Feature "%s" is not in datafile.' % feature_key)
+            return None
+        # Decided without an event first: optimizely-sdk's feature APIs send no impression for a holdout
+        # (decide does), so the event-sending decision is made only when the source is not a holdout.
+        decision = self._quiet_decide(feature_key, user_id, attributes, (OptimizelyDecideOption.DISABLE_DECISION_EVENT,))
+        source, source_info = "rollout", {}
+        if decision.variation_key is not None:
+            if decision.rule_key in project.experiment_keys_of(feature):
+                source = "feature-test"
+            elif decision.rule_key in project.holdout_keys():
+                source = "holdout"
+            if source != "rollout":
+                source_info = {"experiment_key": decision.rule_key, "variation_key": decision.variation_key}
+        if send_event and source != "holdout":
+            self._local.no_holdout_events = True
+            try:
+                decision = self._quiet_decide(feature_key, user_id, attributes, ())
+            finally:
+                self._local.no_holdout_events = False
+        project.sign_zeros(feature_key, decision.rule_key, decision.variation_key, decision.enabled,
+                           decision.variables)
+        return feature, decision, source, source_info
+
+    def is_feature_enabled(self, feature_key: str, user_id: str, attributes: Optional[Dict[str, Any]] = None) -> bool:
+        """Whether the feature is on for the user (sends the impression the reference sends)."""
+        found = self._feature_decision("is_feature_enabled", feature_key, user_id, attributes, True)
+        if found is None:
+            return False
+        _feature, decision, source, source_info = found
+        source_info = source_info if source == "feature-test" else {}
+        enabled = bool(decision.enabled)
+        self.logger.info('Feature "%s" is %s for user "%s".' % (feature_key, "enabled" if enabled else "not enabled",
+                                                                user_id))
+        self.notification_center.send_notifications(
+            NotificationTypes.DECISION, DecisionNotificationTypes.FEATURE, user_id, attributes or {},
+            {"feature_key": feature_key, "feature_enabled": enabled, "source": source, "source_info": source_info})
+        return enabled
+
+    def get_enabled_features(self, user_id: str, attributes: Optional[Dict[str, Any]] = None) -> List[str]:
+        """The keys of the features on for the user, in datafile order."""
+        if not self.is_valid:
+            self.logger.error(_INVALID_OPTIMIZELY.format("get_enabled_features"))
+            return []
+        if not isinstance(user_id, str):
+            self.logger.error(_INVALID_INPUT.format("user_id"))
+            return []
+        if not _attributes_valid(attributes):
+            self.logger.error("Provided attributes are in an invalid format.")
+            return []
+        project = self._config("get_enabled_features")
+        if project is None:
+            return []
+        return [key for key in project.features if self.is_feature_enabled(key, user_id, attributes)]
+
+    def get_feature_variable(self, feature_key: str, variable_key: str, user_id: str,
+                             attributes: Optional[Dict[str, Any]] = None) -> Any:
+        """A variable's value for the user, of the variable's own type (None when unknown)."""
+        return self._variable(feature_key, variable_key, None, user_id, attributes)
+
+    def get_feature_variable_boolean(self, feature_key: str, variable_key: str, user_id: str,
+                                     attributes: Optional[Dict[str, Any]] = None) -> Optional[bool]:
+        """A boolean variable's value (None when unknown or of another type)."""
+        value: Optional[bool] = self._variable(feature_key, variable_key, "boolean", user_id, attributes)
+        return value
+
+    def get_feature_variable_double(self, feature_key: str, variable_key: str, user_id: str,
+                                    attributes: Optional[Dict[str, Any]] = None) -> Optional[float]:
+        """A double variable's value (None when unknown or of another type)."""
+        value: Optional[float] = self._variable(feature_key, variable_key, "double", user_id, attributes)
+        return value
+
+    def get_feature_variable_integer(self, feature_key: str, variable_key: str, user_id: str,
+                                     attributes: Optional[Dict[str, Any]] = None) -> Optional[int]:
+        """An integer variable's value (None when unknown or of another type)."""
+        value: Optional[int] = self._variable(feature_key, variable_key, "integer", user_id, attributes)
+        return value
+
+    def get_feature_variable_string(self, feature_key: str, variable_key: str, user_id: str,
+                                    attributes: Optional[Dict[str, Any]] = None) -> Optional[str]:
+        """A string variable's value (None when unknown or of another type)."""
+        value: Optional[str] = self._variable(feature_key, variable_key, "string", user_id, attributes)
+        return value
+
+    def get_feature_variable_json(self, feature_key: str, variable_key: str, user_id: str,
+                                  attributes: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
+        """A json variable's value, parsed (None when unknown or of another type)."""
+        value: Optional[Dict[str, Any]] = self._variable(feature_key, variable_key, "json", user_id, attributes)
+        return value
+
+    def _variable(self, feature_key: str, variable_key: str, wanted: Optional[str], user_id: str,
+                  attributes: Optional[Dict[str, Any]]) -> Any:
+        if not _is_non_empty_string(feature_key):
+            self.logger.error(_INVALID_INPUT.format("feature_key"))
+            return None
+        if not _is_non_empty_string(variable_key):
+            self.logger.error(_INVALID_INPUT.format("variable_key"))
+            return None
+        project = self._project
+        feature = project.features.get(feature_key) if project is not None else None
+        if feature is not None:
+            variable = next((v for v in feature.get("variables") or [] if v.get("key") == variable_key), None)
+            if variable is None:
+                self.logger.error('Variable with key "%s" not found in the datafile.' % variable_key)
+                return None
+            variable_type = _Project.variable_type(variable)
+            if wanted is not None and wanted != variable_type:
+                self.logger.warning('Requested variable type "%s", but variable is of type "%s". Use correct API '
+                                    'to retrieve value. Returning None.' % (wanted, variable_type))
+                return None
+        found = self._feature_decision("get_feature_variable", feature_key, user_id, attributes, False)
+        if found is None:
+            return None
+        _feature, decision, source, source_info = found
+        value = decision.variables.get(variable_key)
+        self.notification_center.send_notifications(
+            NotificationTypes.DECISION, DecisionNotificationTypes.FEATURE_VARIABLE, user_id, attributes or {},
+            {"feature_key": feature_key, "feature_enabled": bool(decision.enabled), "source": source,
+             "variable_key": variable_key, "variable_value": value, "variable_type": variable_type,
+             "source_info": source_info})
+        return value
+
+    def get_all_feature_variables(self, feature_key: str, user_id: str,
+                                  attributes: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
+        """Every variable of the feature for the user, by key (None when the feature is unknown)."""
+        found = self._feature_decision("get_all_feature_variables", feature_key, user_id, attributes, False)
+        if found is None:
+            return None
+        _feature, decision, source, source_info = found
+        source_info = source_info if source == "feature-test" else {}
+        values = dict(decision.variables)
+        self.notification_center.send_notifications(
+            NotificationTypes.DECISION, DecisionNotificationTypes.ALL_FEATURE_VARIABLES, user_id, attributes or {},
+            {"feature_key": feature_key, "feature_enabled": bool(decision.enabled), "variable_values": values,
+             "source": source, "source_info": source_info})
+        return values
+
+    # -- forced variations ----------------------------------------------------------------------------
+
+    def set_forced_variation(self, experiment_key: str, user_id: str, variation_key: Optional[str]) -> bool:
+        """Forces the user into a variation of the experiment (None removes it). False (logged) when the
+        experiment or variation is unknown."""
+        if not self.is_valid:
+            self.logger.error(_INVALID_OPTIMIZELY.format("set_forced_variation"))
+            return False
+        if not _is_non_empty_string(experiment_key):
+            self.logger.error(_INVALID_INPUT.format("experiment_key"))
+            return False
+        if not isinstance(user_id, str):
+            self.logger.error(_INVALID_INPUT.format("user_id"))
+            return False
+        if self._config("set_forced_variation") is None or self._client is None:
+            return False
+        if variation_key is not None and not _is_non_empty_string(variation_key):
+            self.logger.debug("Variation key is invalid.")
+            return False
+        try:
+            self._client.set_forced_variation(experiment_key, user_id, variation_key)
+        except Error as exc:
+            self.logger.debug(str(exc))
+            return False
+        return True
+
+    def get_forced_variation(self, experiment_key: str, user_id: str) -> Optional[str]:
+        """The variation forced for the user in the experiment, or None."""
+        if not self.is_valid:
+            self.logger.error(_INVALID_OPTIMIZELY.format("get_forced_variation"))
+            return None
+        if not _is_non_empty_string(experiment_key):
+            self.logger.error(_INVALID_INPUT.format("experiment_key"))
+            return None
+        if not isinstance(user_id, str):
+            self.logger.error(_INVALID_INPUT.format("user_id"))
+            return None
+        if self._config("get_forced_variation") is None or self._client is None:
+            return None
+        try:
+            return self._client.get_forced_variation(experiment_key, user_id)
+        except Error:
+            return None
+
+    # -- user contexts, config, lifecycle -------------------------------------------------------------
+
+    def create_user_context(self, user_id: str,
+                            attributes: Optional[Dict[str, Any]] = None) -> Optional[OptimizelyUserContext]:
+        """A user context (None, logged, for a user id that is not a str or attributes that are not a dict)."""
+        if not isinstance(user_id, str):
+            self.logger.error(_INVALID_INPUT.format("user_id"))
+            return None
+        if attributes is not None and not isinstance(attributes, dict):
+            self.logger.error(_INVALID_INPUT.format("attributes"))
+            return None
+        context = None
+        if self._client is not None and not self._client.closed:
+            context = self._client.create_user_context(user_id, attributes)
+        return OptimizelyUserContext(self, user_id, attributes, context)
+
+    def get_optimizely_config(self) -> Optional["OptimizelyConfig"]:
+        """The project configuration as an :class:`OptimizelyConfig` (None when there is none)."""
+        project = self._config("get_optimizely_config")
+        if project is None or self._datafile_text is None:
+            return None
+        return OptimizelyConfig(project.datafile, self._datafile_text, self.sdk_key)
+
+    def close(self) -> None:
+        """Flushes and closes the client and removes the instance's state directory."""
+        if self._client is not None:
+            self._client.close()
+        shutil.rmtree(self._state_dir, ignore_errors=True)
+
+
+from ._optimizely_config import OptimizelyConfig  # noqa: E402  (uses nothing from this module)
+
+
+class OptimizelyFactory:
+    """The reference's factory: ``default_instance(sdk_key, datafile=None)``, ``custom_instance(...)`` and the
+    event-batching and polling setters (kept and returned; events here are handed on at once, so batch size
+    and flush interval have no effect)."""
+
+    max_event_batch_size: Optional[int] = None
+    max_event_flush_interval: Optional[int] = None
+    polling_interval: Optional[int] = None
+    blocking_timeout: Optional[int] = None
+
+    @staticmethod
+    def set_batch_size(batch_size: int) -> int:
+        """Records the event batch size (no effect: see the class) and returns it."""
+        OptimizelyFactory.max_event_batch_size = batch_size
+        return batch_size
+
+    @staticmethod
+    def set_flush_interval(flush_interval: int) -> int:
+        """Records the event flush interval (no effect: see the class) and returns it."""
+        OptimizelyFactory.max_event_flush_interval = flush_interval
+        return flush_interval
+
+    @staticmethod
+    def set_polling_interval(polling_interval: int) -> int:
+        """Records the datafile polling interval in seconds and returns it."""
+        OptimizelyFactory.polling_interval = polling_interval
+        return polling_interval
+
+    @staticmethod
+    def set_blocking_timeout(blocking_timeout: int) -> int:
+        """Records the blocking timeout in seconds and returns it."""
+        OptimizelyFactory.blocking_timeout = blocking_timeout
+        return blocking_timeout
+
+    @staticmethod
+    def default_instance(sdk_key: str, datafile: Optional[str] = None) -> Optimizely:
+        """An instance for ``sdk_key`` (the datafile, when given, is used at once)."""
+        return Optimizely(datafile=datafile, sdk_key=sdk_key)
+
+    @staticmethod
+    def custom_instance(sdk_key: str, datafile: Optional[str] = None, event_dispatcher: Any = None,
+                        logger: Any = None, error_handler: Any = None, skip_json_validation: Optional[bool] = None,
+                        user_profile_service: Any = None, config_manager: Any = None,
+                        notification_center: Optional[NotificationCenter] = None, settings: Any = None) -> Optimizely:
+        """An instance with the given parts (as the reference's ``custom_instance``)."""
+        return Optimizely(datafile=datafile, event_dispatcher=event_dispatcher, logger=logger,
+                          error_handler=error_handler, skip_json_validation=skip_json_validation,
+                          user_profile_service=user_profile_service, sdk_key=sdk_key,
+                          notification_center=notification_center, settings=settings)
