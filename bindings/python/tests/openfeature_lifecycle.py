@@ -243,9 +243,11 @@ def main() -> None:
         cached = ExperimentProvider(ready_timeout_s=WAIT_S, **options)
         api.set_provider(cached)
         index, ready = events.wait_for(ProviderEvent.PROVIDER_READY, 0, "from the cache")
-        wait_status(flags, ProviderStatus.READY, "from the cache")
-        assert served(flags, cached) == "2"
+        # The failed fetch may follow at once (how soon depends on the machine's load): READY comes first,
+        # then STALE, and the cached revision is served throughout.
         index, _ = events.wait_for(ProviderEvent.PROVIDER_STALE, index + 1, "cache, server failing")
+        wait_status(flags, ProviderStatus.STALE, "cache, server failing")
+        assert served(flags, cached) == "2"
         assert ProviderEvent.PROVIDER_ERROR not in [e for e, _ in events.seen], events.names()
         step("from the cache with the server failing: READY, then STALE on the next poll")
         api.shutdown()

