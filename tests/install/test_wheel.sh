@@ -63,8 +63,8 @@ elf_files=("$package"/libexperiment.so "$package"/_speedups*.so "$bundled"/*.so*
 for file in "${elf_files[@]}"; do check_links "$file"; done
 echo "wheel: $(basename "$wheel"), $(ls "$bundled" | wc -l) libraries bundled, run paths and ldd checked on ${#elf_files[@]} ELF files"
 
-# 2. The system files the wheel has its own copies of (auditwheel names a copy <name>-<8 hex>.<rest>), and
-# json-c (which the library must not need at all); minus what the interpreter itself maps before it imports
+# 2. The system files the wheel has its own copies of (auditwheel names a copy <name>-<8 hex>.<rest>), json-c
+# among them (the library's JSON reader); minus what the interpreter itself maps before it imports
 # the package (libffi for ctypes): hiding that would test Python, not the wheel.
 interpreter_maps=$("$work/venv/bin/python" -c '
 import ctypes, http.server, json, threading
