@@ -101,3 +101,19 @@ def test_reference_crashes_are_counted_not_compared():
     assert sum(tally.crashes.values()) == 1, tally.crashes
     assert next(iter(tally.crashes)).startswith("accept: TypeError"), tally.crashes
     assert tally.total_comparisons == 0 and not tally.differences
+
+
+def test_deliberate_refusals_of_datafiles_the_reference_accepts_are_only_the_readme_ones(slice_run):
+    """Reference inconsistency: it accepts a datafile with a scalar inside a typed audience's conditions or a
+    number as a rollout rule's traffic range, then raises once a decision reaches it. Ours refuses those when
+    loaded, naming the place (README "Deliberate differences"); the fuzzer counts them apart -- as the
+    reference's own failure when the case's users make it raise, else as a deliberate refusal -- and any
+    other refusal of a datafile the reference accepts stays a difference."""
+    tally = slice_run
+    apart = (tally.cases["reference accepts, then raises deciding: ours refuses on purpose"]
+             + tally.cases["deliberate refusal (README), reference accepts"])
+    assert apart >= 1, tally.cases
+    assert difffuzz.DELIBERATE_REFUSALS.match(
+        "datafile: typedAudiences[2].conditions[1]: expected a condition object or list, got a string")
+    assert not difffuzz.DELIBERATE_REFUSALS.match(
+        "datafile: rollouts[1].experiments[2].trafficAllocation[0].endOfRange: expected an integer, got a string")
