@@ -153,15 +153,20 @@ public func abiDecisionTextN(_ decision: UnsafePointer<exp_decision>?, _ field: 
         let text = try required(text, "text")
         let length = try required(length, "length")
         let owned = decision.internal.1.map { Unmanaged<ReasonStrings>.fromOpaque($0).takeUnretainedValue() }
+        // size_t arrives as a signed Int: 2^63 and up (an `int i = -1`) are negative, so compare unsigned.
+        let position = UInt(bitPattern: index)
         if field == EXP_DECISION_REASON {
-            guard index < decision.reason_count, let owned, index < owned.count else {
-                throw ClientError(.invalidArgument, "index \(index) is past the decision's \(decision.reason_count) reasons")
+            guard position < UInt(bitPattern: decision.reason_count), let owned, position < UInt(owned.count) else {
+                throw ClientError(.invalidArgument,
+                                  "index \(position) is past the decision's \(decision.reason_count) reasons")
             }
             text.pointee = owned.pointers[index]
             length.pointee = owned.lengths[index]
             return
         }
-        guard index == 0 else { throw ClientError(.invalidArgument, "index must be 0 for a field other than a reason") }
+        guard position == 0 else {
+            throw ClientError(.invalidArgument, "index \(position) must be 0 for a field other than a reason")
+        }
         let value: UnsafePointer<CChar>?
         switch field {
         case EXP_DECISION_FLAG_KEY: value = decision.flag_key

@@ -348,8 +348,22 @@ def walked() -> Dict[Tuple[str, str], Tuple[object, Callable[[Walk, int], int]]]
         MAX_DECISIONS, lambda w, n: decide_for_keys_n(w, n, 0, capacity=max(1, min(n, MAX_DECISIONS))))
     table[("exp_decide_all_n", "capacity")] = (None, lambda w, n: decide_all_n(w, 0, capacity=n))
     table[("exp_decide_for_keys_n", "capacity")] = (None, lambda w, n: decide_for_keys_n(w, 1, 0, capacity=n))
+    # An unknown flag's error decision holds exactly one reason, whatever the options: index 0 is the last
+    # valid one, and every larger index (SIZE_MAX and 2^63 included) is refused, never read.
+    table[("exp_decision_text_n", "index")] = (0, decision_text_index)
     table.update(context_walks())
     return table
+
+
+def decision_text_index(walk: Walk, n: int) -> int:
+    decision = ExpDecision()
+    status = lib.exp_decide(walk.handle, b"u1", b"no_such_flag", None, 0, 0, byref(decision))
+    assert status != OK and decision.reason_count == 1, (status, decision.reason_count)
+    try:
+        return lib.exp_decision_text_n(byref(decision), _native.EXP_DECISION_REASON, n, byref(c_void_p()),
+                                       byref(c_size_t()))
+    finally:
+        lib.exp_decision_release(byref(decision))
 
 
 # -------------------------------------------------------------------------------------------------
