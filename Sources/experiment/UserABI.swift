@@ -54,22 +54,7 @@ public func abiGetUserPropertiesJSON(_ handle: OpaquePointer?, _ userId: UnsafeP
         try client.ensureOpen()
         let out = try required(out, "out_json")
         let properties = client.properties.properties(of: try string(userId, "user_id"))
-        var writer = JSONWriter()
-        writer.beginObject()
-        for entry in properties.entries {
-            writer.key(String(decoding: entry.key, as: UTF8.self))
-            switch entry.owned {
-            case .null: writer.null()
-            case .bool(let b): writer.bool(b)
-            case .int(let n): writer.int(n)
-            case .double(let d): writer.double(d)
-            case .string(let bytes): writer.string(String(decoding: bytes, as: UTF8.self))
-            case .bigInteger(let digits): writer.raw(String(decoding: digits, as: UTF8.self))
-            case .unsupported: writer.null()
-            }
-        }
-        writer.endObject()
-        out.pointee = duplicate(writer.text)
+        out.pointee = duplicate(attributesJSON(properties))
     }
 }
 
@@ -119,4 +104,25 @@ private func track<Input: AttributeInput>(_ handle: OpaquePointer?, _ eventKey: 
             try client.track(config: config, event: event, userId: user, attributes: attributes, tags: tags)
         }
     }
+}
+
+/// A user's attributes as a JSON object (stored properties, a context's attributes): numbers beyond 64 bits as
+/// their digits, values conditions cannot use as null.
+func attributesJSON(_ attributes: OwnedAttributes) -> String {
+    var writer = JSONWriter()
+    writer.beginObject()
+    for entry in attributes.entries {
+        writer.key(String(decoding: entry.key, as: UTF8.self))
+        switch entry.owned {
+        case .null: writer.null()
+        case .bool(let b): writer.bool(b)
+        case .int(let n): writer.int(n)
+        case .double(let d): writer.double(d)
+        case .string(let bytes): writer.string(String(decoding: bytes, as: UTF8.self))
+        case .bigInteger(let digits): writer.raw(String(decoding: digits, as: UTF8.self))
+        case .unsupported: writer.null()
+        }
+    }
+    writer.endObject()
+    return writer.text
 }

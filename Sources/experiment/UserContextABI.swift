@@ -137,23 +137,7 @@ public func abiUserAttributesJSON(_ user: OpaquePointer?,
                                   _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
     api { () throws(ClientError) in
         let out = try required(out, "out_json")
-        let attributes = try context(user).takeUnretainedValue().attributes
-        var writer = JSONWriter()
-        writer.beginObject()
-        for entry in attributes.entries {
-            writer.key(String(decoding: entry.key, as: UTF8.self))
-            switch entry.owned {
-            case .null: writer.null()
-            case .bool(let b): writer.bool(b)
-            case .int(let n): writer.int(n)
-            case .double(let d): writer.double(d)
-            case .string(let bytes): writer.string(String(decoding: bytes, as: UTF8.self))
-            case .bigInteger(let digits): writer.raw(String(decoding: digits, as: UTF8.self))
-            case .unsupported: writer.null()
-            }
-        }
-        writer.endObject()
-        out.pointee = duplicate(writer.text)
+        out.pointee = duplicate(attributesJSON(try context(user).takeUnretainedValue().attributes))
     }
 }
 
