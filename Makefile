@@ -112,13 +112,19 @@ $(RELEASE_DIR)/concurrent_track: tests/events/concurrent_track.c include/experim
 $(RELEASE_DIR)/inputs_c: tests/abi/inputs.c include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ tests/abi/inputs.c $(LINK_LOCAL)
 
+# Kameleoon / Sigma calls: run-when-ready, delivery callbacks against a 127.0.0.1 endpoint, forced memberships
+# by key, an experiment's flag values (tests/abi/callbacks.c).
+$(RELEASE_DIR)/callbacks_c: tests/abi/callbacks.c tests/support/event_receiver.h include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -Itests/support -o $@ tests/abi/callbacks.c $(LINK_LOCAL) -lpthread
+
 test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma $(RELEASE_DIR)/concurrent_track \
-        $(RELEASE_DIR)/inputs_c
+        $(RELEASE_DIR)/inputs_c $(RELEASE_DIR)/callbacks_c
 	rm -rf $(TEST_STATE_HOME)
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
 	$(RELEASE_DIR)/sigma examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/inputs_c $$state > /dev/null && rm -rf $$state
+	state=$$(mktemp -d) && $(RELEASE_DIR)/callbacks_c examples/datafiles/demo.json $$state > /dev/null && rm -rf $$state
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
 	$(RELEASE_DIR)/concurrent_track examples/datafiles/demo.json
 

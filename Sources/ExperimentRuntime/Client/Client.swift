@@ -42,6 +42,9 @@ public final class Client: @unchecked Sendable {
     /// Real-time segments (ODP): per-user qualified segments, fetching, ODP events (see Client+ODP.swift).
     public let segments: QualifiedSegmentsStore
     public let odp: ODPManager
+    /// Threads running the host's asynchronous callbacks (run-when-ready, delivery completions, flushes):
+    /// close waits for them, so none runs after exp_client_close returned.
+    public let callbacks = AsyncCallbacks()
 
     private let current = ConfigSlot()
     /// Datafile lifecycle: readiness, the fetch/poll manager, the cache-TTL flag (Client+Datafile.swift).
@@ -54,7 +57,7 @@ public final class Client: @unchecked Sendable {
         self.logger = Logger(level: options.logLevel)
         let notifications = NotificationCenter()
         self.notifications = notifications
-        self.events = EventSink(logger: logger, options: options, notifications: notifications)
+        self.events = EventSink(logger: logger, options: options, notifications: notifications, callbacks: callbacks)
         self.segments = QualifiedSegmentsStore(capacity: options.userStoreCapacity)
         self.odp = ODPManager(options: options.odp, stateDir: options.stateDir, closeTimeoutMs: options.closeTimeoutMs,
                               logger: logger)
@@ -177,13 +180,18 @@ public final class Client: @unchecked Sendable {
 
     /// Closes the client: refuses further calls, stops the datafile poller and releases its tag, stops the ODP
     /// threads, and drains the event queue within close_timeout_ms (the rest stays on disk). Idempotent.
+    /// Then waits for the host's asynchronous callbacks, which the close has all ended (waiters for readiness
+    /// wake with EXP_ERR_CLOSED, completions of events still on disk get EXP_ERR_TIMEOUT), except one
+    /// running on the calling thread.
     /// Returns how many of this client's events were not delivered by then (0 when closed before).
     @discardableResult
     public func close() -> Int {
         isClosed.store(true, ordering: .releasing)
         closeDatafileLifecycle()
         odp.close()
-        return events.close(timeoutMs: options.closeTimeoutMs)
+        let left = events.close(timeoutMs: options.closeTimeoutMs)
+        callbacks.waitIdle()
+        return left
     }
 
     public var closed: Bool { isClosed.load(ordering: .acquiring) }

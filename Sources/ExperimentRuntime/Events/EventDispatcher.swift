@@ -43,6 +43,8 @@ final class EventDispatcher: @unchecked Sendable {
     private let notifications: NotificationCenter
     private let pool: SenderPool
     private var worker: BackgroundWorker?
+    /// Completion callbacks waiting for events' outcomes (nil: none can).
+    private let watch: DeliveryWatch?
 
     /// Flush generations: a flush asks for a pass that ignores backoff schedules and waits for it.
     private let flushRequested = Atomic<Int>(0)
@@ -55,7 +57,8 @@ final class EventDispatcher: @unchecked Sendable {
     private var lastSweepMs: Int64 = 0
 
     init(queue: EventQueue, journal: EventJournal?, settings: Settings, stats: EventStats, logger: Logger,
-         throttled: ThrottledLog, reserve: DiskReserve, notifications: NotificationCenter) {
+         throttled: ThrottledLog, reserve: DiskReserve, notifications: NotificationCenter, watch: DeliveryWatch? = nil) {
+        self.watch = watch
         self.queue = queue
         self.journal = journal
         self.settings = settings
@@ -297,6 +300,8 @@ final class EventDispatcher: @unchecked Sendable {
         let ids = group.map(\.id)
         switch HTTPClient.perform(request) {
         case .success(let response) where response.isSuccess:
+            stats.ownSent.add(group.reduce(0) { $0 + ($1.foreign ? 0 : 1) }, ordering: .relaxed)
+            watch?.settle(group.lazy.map(\.uuid), delivered: true)
             return settle(ids, journaled: journaled, shrinks: true) { () throws(SQLiteError) in
                 if !journaled { try queue.remove(ids) }
                 stats.sent.add(ids.count, ordering: .relaxed)
@@ -313,6 +318,7 @@ final class EventDispatcher: @unchecked Sendable {
                 return .delivered
             }
             let reason = "HTTP \(response.status) from \(url): " + Self.snippet(response.body)
+            watch?.settle(CollectionOfOne(first.uuid), delivered: false)
             return settle(ids, journaled: journaled, shrinks: !journaled) { () throws(SQLiteError) in
                 if journaled {
                     try queue.poisonNew(first, status: response.status, reason: reason, now: EventIdentity.timestampMillis())
@@ -355,6 +361,7 @@ final class EventDispatcher: @unchecked Sendable {
     /// Schedules another attempt, or, for events past event_max_attempts / event_max_age_s, moves them to
     /// the dead letters.
     private func retryLater(_ group: [QueuedEvent], reason: String, status: Int, journaled: Bool) {
+        watch?.settle(group.lazy.map(\.uuid), delivered: false)
         let now = EventIdentity.timestampMillis()
         let expired = group.filter { $0.attempts + 1 >= settings.maxAttempts || now - $0.createdMs >= settings.maxAgeMs }
         let retried = expired.isEmpty ? group : group.filter {

@@ -22,13 +22,17 @@ public final class EventSink: @unchecked Sendable {
     private let options: ClientOptions
     private let notifications: NotificationCenter
     public let stats = EventStats()
+    /// Completion callbacks waiting for single events (exp_track_conversion_with_callback, ...).
+    public let watch: DeliveryWatch
 
     private let logger: Logger
 
-    public init(logger: Logger, options: ClientOptions = ClientOptions(), notifications: NotificationCenter = NotificationCenter()) {
+    public init(logger: Logger, options: ClientOptions = ClientOptions(), notifications: NotificationCenter = NotificationCenter(),
+                callbacks: AsyncCallbacks = AsyncCallbacks()) {
         self.logger = logger
         self.options = options
         self.notifications = notifications
+        self.watch = DeliveryWatch(callbacks: callbacks)
         pipelineEnabled = options.eventEndpoint != ClientOptions.disabledEventEndpoint
         if pipelineEnabled, let directory = try? StateDirectory(option: options.stateDir),
            access(directory.databasePath, F_OK) == 0
@@ -65,13 +69,31 @@ public final class EventSink: @unchecked Sendable {
 
     /// Hands the batch to the host's dispatcher (outside the lock: the callback may take its time or
     /// re-enter), or appends it to the durable queue. Throws when the queue refuses it (full, store failure).
-    public func send(_ batch: EventBatch, uuid: String, eventCount: Int = 1) throws(ClientError) {
+    /// `completion` (when given and nothing is thrown) is called once with the event's first outcome: at once
+    /// on this thread for a host dispatcher (its answer) or when the event goes nowhere (delivery failed, none
+    /// sent); for the built-in pipeline on a callback thread once the event was POSTed (delivered, or failed
+    /// and kept for a retry / refused for good), or when the client closes with it still on disk (timeout).
+    public func send(_ batch: EventBatch, uuid: String, eventCount: Int = 1,
+                     completion: DeliveryWatch.Completion? = nil) throws(ClientError) {
         let current: DispatcherBox? = lock.withLock { dispatcher }
         guard let current else {
-            guard pipelineEnabled else { return countDropped() }
-            return try pipeline().enqueue(batch, uuid: uuid)
+            guard pipelineEnabled else {
+                countDropped()
+                completion?(.deliveryFailed, 0)
+                return
+            }
+            guard let completion else { return try pipeline().enqueue(batch, uuid: uuid) }
+            watch.watch(uuid, completion)
+            do {
+                try pipeline().enqueue(batch, uuid: uuid)
+            } catch {
+                watch.cancel(uuid)
+                throw error
+            }
+            return
         }
         let accepted = current.dispatch(batch)
+        defer { completion?(accepted ? nil : .deliveryFailed, accepted ? eventCount : 0) }
         if accepted {
             stats.sent.add(eventCount, ordering: .relaxed)
         } else {
@@ -100,7 +122,7 @@ public final class EventSink: @unchecked Sendable {
             if processorClosed { return .failure(ClientError(.closed, "the client is closed")) }
             do throws(ClientError) {
                 let opened = try EventProcessor(options: options, stats: stats, logger: logger,
-                                                notifications: notifications)
+                                                notifications: notifications, watch: watch)
                 processor = opened
                 return .success(opened)
             } catch {
@@ -128,7 +150,10 @@ public final class EventSink: @unchecked Sendable {
             defer { processor = nil }
             return processor
         }
-        return current?.close(timeoutMs: timeoutMs) ?? 0
+        let left = current?.close(timeoutMs: timeoutMs) ?? 0
+        // Events still waited for stay on disk: the next client on the state directory sends them.
+        watch.settleAll(.timeout)
+        return left
     }
 
     /// The counters as JSON (exp_client_stats).

@@ -11,6 +11,7 @@ package, the repository's .build/release directory, or the system library path (
 
 from ._native import library_path
 from .client import Client, library_version, validate_datafile
+from .callbacks import DeliveryResult
 from .decision import DecideOption, Decision, Event
 from .sigma import UserExperiment
 from .segments import SegmentOption
@@ -26,6 +27,7 @@ from .errors import (
     InvalidUserIdError,
     FetchFailedError,
     NotFoundError,
+    DeliveryFailedError,
     ClosedError,
     Error,
     InternalError,
@@ -90,6 +92,8 @@ __all__ = [
     "InvalidUserIdError",
     "FetchFailedError",
     "NotFoundError",
+    "DeliveryFailedError",
+    "DeliveryResult",
     "BufferTooSmallError",
     "InternalError",
 ]

@@ -153,6 +153,8 @@ EXP_LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 EXP_NOTIFICATION_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 #: typedef void (*exp_ready_fn)(int status, void *user_data);
 EXP_READY_FN = CFUNCTYPE(None, c_int, c_void_p)
+#: typedef void (*exp_delivery_fn)(exp_status status, size_t sent, void *user_data);
+EXP_DELIVERY_FN = CFUNCTYPE(None, c_int, c_size_t, c_void_p)
 #: typedef void (*exp_segments_fn)(exp_status status, const char *segments_json, const char *message,
 #:                                 void *user_data);
 EXP_SEGMENTS_FN = CFUNCTYPE(None, c_int, c_char_p, c_char_p, c_void_p)
@@ -299,6 +301,24 @@ _PROTOTYPES += [
     ("exp_track_conversion", c_int, [exp_client_p, c_char_p, c_int64, c_double]),
     ("exp_add_user_data", c_int, [exp_client_p, c_char_p, c_char_p]),
     ("exp_flush_user", c_int, [exp_client_p, c_char_p]),
+]
+
+# Kameleoon and Sigma: run-when-ready, completion callbacks, forced memberships by key, an experiment's
+# flag values.
+_PROTOTYPES += [
+    ("exp_client_run_when_ready", c_int, [exp_client_p, c_int64, EXP_READY_FN, c_void_p]),
+    ("exp_track_conversion_with_callback", c_int, [exp_client_p, c_char_p, c_int64, c_double, EXP_DELIVERY_FN,
+                                                   c_void_p]),
+    ("exp_flush_user_with_callback", c_int, [exp_client_p, c_char_p, EXP_DELIVERY_FN, c_void_p]),
+    ("exp_client_flush_async", c_int, [exp_client_p, EXP_DELIVERY_FN, c_void_p]),
+    ("exp_force_include_key", c_int, [exp_client_p, c_char_p, c_char_p, c_int]),
+    ("exp_force_exclude_key", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_force_clear_key", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_experiment_flag_bool", c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_int), POINTER(c_int)]),
+    ("exp_experiment_flag_int", c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_int64), POINTER(c_int)]),
+    ("exp_experiment_flag_double", c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_double), POINTER(c_int)]),
+    ("exp_experiment_flag_string", c_int, [c_void_p, c_char_p, c_char_p, c_char_pp, POINTER(c_int)]),
+    ("exp_experiment_flag_json", c_int, [c_void_p, c_char_p, c_char_p, c_char_pp, POINTER(c_int)]),
 ]
 
 # Stored profiles (sticky bucketing), by user id.
