@@ -1037,13 +1037,16 @@ exp_status exp_client_wait_ready(exp_client *client, int64_t timeout_ms);
  * callback), EXP_ERR_CLOSED, EXP_ERR_INTERNAL (no thread could be started). Thread-safe.
  *
  *     static void on_ready(int status, void *user_data) {
- *         const char *variation = user_data;   // e.g. a buffer the application reads later
- *         if (status == EXP_OK) puts("ready: trigger the experiment");
- *         else printf("reference variation (%s): %s\n", exp_status_str(status), exp_last_error());
- *         (void)variation;
+ *         exp_client *c = user_data;
+ *         char *variation = NULL;
+ *         if (status == EXP_OK && exp_trigger_experiment(c, "user-1", "75253", NULL, 0, &variation) == EXP_OK)
+ *             printf("variation %s\n", variation);
+ *         else
+ *             puts("reference");   // not ready within the timeout (or not in the experiment)
+ *         exp_free(variation);
  *     }
  *     exp_client_start_async(c, NULL, 0, NULL, NULL);
- *     exp_client_run_when_ready(c, 1000, on_ready, NULL);
+ *     exp_client_run_when_ready(c, 1000, on_ready, c);
  */
 exp_status exp_client_run_when_ready(exp_client *client, int64_t timeout_ms, exp_ready_fn callback,
                                      void *user_data);

@@ -301,7 +301,8 @@ final class EventDispatcher: @unchecked Sendable {
         switch HTTPClient.perform(request) {
         case .success(let response) where response.isSuccess:
             stats.ownSent.add(group.reduce(0) { $0 + ($1.foreign ? 0 : 1) }, ordering: .relaxed)
-            watch?.settle(group.lazy.map(\.uuid), delivered: true)
+            // Completion callbacks run once the queue and the counters say what they report.
+            defer { watch?.settle(group.lazy.map(\.uuid), delivered: true) }
             return settle(ids, journaled: journaled, shrinks: true) { () throws(SQLiteError) in
                 if !journaled { try queue.remove(ids) }
                 stats.sent.add(ids.count, ordering: .relaxed)
@@ -318,7 +319,7 @@ final class EventDispatcher: @unchecked Sendable {
                 return .delivered
             }
             let reason = "HTTP \(response.status) from \(url): " + Self.snippet(response.body)
-            watch?.settle(CollectionOfOne(first.uuid), delivered: false)
+            defer { watch?.settle(CollectionOfOne(first.uuid), delivered: false) }
             return settle(ids, journaled: journaled, shrinks: !journaled) { () throws(SQLiteError) in
                 if journaled {
                     try queue.poisonNew(first, status: response.status, reason: reason, now: EventIdentity.timestampMillis())
@@ -361,7 +362,7 @@ final class EventDispatcher: @unchecked Sendable {
     /// Schedules another attempt, or, for events past event_max_attempts / event_max_age_s, moves them to
     /// the dead letters.
     private func retryLater(_ group: [QueuedEvent], reason: String, status: Int, journaled: Bool) {
-        watch?.settle(group.lazy.map(\.uuid), delivered: false)
+        defer { watch?.settle(group.lazy.map(\.uuid), delivered: false) }
         let now = EventIdentity.timestampMillis()
         let expired = group.filter { $0.attempts + 1 >= settings.maxAttempts || now - $0.createdMs >= settings.maxAgeMs }
         let retried = expired.isEmpty ? group : group.filter {

@@ -166,9 +166,10 @@ def _goal_id(value: Any) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise UnsupportedTypeError("goal_id: expected an int (or a str of digits), got %s" % type(value).__name__)
-    if not -(1 << 63) <= value < (1 << 63):
-        raise InvalidArgumentError("goal_id: %d is out of range" % value)
-    return value
+    goal: int = value
+    if not -(1 << 63) <= goal < (1 << 63):
+        raise InvalidArgumentError("goal_id: %d is out of range" % goal)
+    return goal
 
 
 def _group_index(group_index: Any) -> int:
