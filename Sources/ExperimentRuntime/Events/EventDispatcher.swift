@@ -42,6 +42,7 @@ final class EventDispatcher: @unchecked Sendable {
     private let reserve: DiskReserve
     private let notifications: NotificationCenter
     private let pool: SenderPool
+    /// Set once in init and never changed (stop() stops it; a flush may read it on any thread meanwhile).
     private var worker: BackgroundWorker?
     /// Completion callbacks waiting for events' outcomes (nil: none can).
     private let watch: DeliveryWatch?
@@ -81,7 +82,8 @@ final class EventDispatcher: @unchecked Sendable {
         let generation = flushRequested.add(1, ordering: .acquiringAndReleasing).newValue
         worker?.wake()
         while flushCompleted.load(ordering: .acquiring) < generation {
-            if monotonicMillis() >= deadline { return false }
+            // Stopped (the client closed during the flush): no pass will come.
+            if monotonicMillis() >= deadline || isStopped { return false }
             usleep(1_000)
         }
         return true
@@ -97,9 +99,11 @@ final class EventDispatcher: @unchecked Sendable {
     /// Stops the thread (after `beginClosing` and the last forced passes).
     func stop() {
         worker?.stop()
-        worker = nil
         pool.stop()
     }
+
+    /// True once stop() was called.
+    var isStopped: Bool { worker?.isStopping ?? true }
 
     // MARK: the thread
 

@@ -257,7 +257,7 @@ public final class EventProcessor: @unchecked Sendable {
             _ = dispatcher.flush(until: deadline)
             let left = ownPending
             let remaining = deadline - monotonicMillis()
-            if left == 0 || remaining <= 0 { return left }
+            if left == 0 || remaining <= 0 || dispatcher.isStopped { return left }
             // Backoff between passes, never past the deadline (half of what is left, at most).
             let wait = min(pause, max(1, remaining / 2))
             usleep(UInt32(min(wait, 2_000) * 1000))
