@@ -172,7 +172,7 @@ static void test_deliveries(const char *datafile, size_t length, const char *sta
     char options[1024];
     snprintf(options, sizeof options,
              "{\"state_dir\": \"%s\", \"event_endpoint\": \"http://127.0.0.1:%d/v1/events\","
-             " \"event_flush_interval_ms\": 20, \"close_timeout_ms\": 3000}",
+             " \"event_flush_interval_ms\": 20, \"close_timeout_ms\": 3000, \"log_level\": \"error\"}",
              state_dir, port);
     exp_client *c = make_client(options, datafile, length);
 
@@ -250,7 +250,7 @@ static int refusing_dispatcher(const exp_event *event, void *user_data) {
 }
 
 static void test_host_dispatcher_and_none(const char *datafile, size_t length) {
-    exp_client *c = make_client("{\"event_endpoint\": \"none\"}", datafile, length);
+    exp_client *c = make_client("{\"event_endpoint\": \"none\", \"log_level\": \"error\"}", datafile, length);
     outcome o;
     /* event_endpoint "none", no dispatcher: nowhere to go. */
     outcome_init(&o);
