@@ -167,7 +167,7 @@ public enum EventPayloads {
         writer.literal(",\"revision\":"); writer.string(config.revision)
         writer.literal(",\"client_name\":"); writer.string(client.name)
         writer.literal(",\"client_version\":"); writer.string(client.version)
-        writer.literal(",\"anonymize_ip\":"); writer.bool(config.anonymizeIP)
+        writer.literal(",\"anonymize_ip\":"); writer.raw(config.anonymizeIPJSON)
         writer.literal(",\"enrich_decisions\":true,\"visitors\":[")
     }
 
@@ -188,7 +188,8 @@ public enum EventPayloads {
                 } else {
                     id = key.starts(with: "$opt_".utf8) ? String(decoding: key, as: UTF8.self) : nil
                 }
-                guard let id else { return }
+                // An empty id is false to the reference's `if attribute_id:`: the attribute is left out.
+                guard let id, !id.isEmpty else { return }
                 writer.literal(first ? "{\"entity_id\":" : ",{\"entity_id\":"); writer.string(id)
                 writer.literal(",\"key\":"); writer.string(utf8: key)
             } else {
@@ -220,7 +221,7 @@ public enum EventPayloads {
         writer.field(literal: "revision", config.revision)
         writer.field(literal: "client_name", client.name)
         writer.field(literal: "client_version", client.version)
-        writer.field(literal: "anonymize_ip", config.anonymizeIP)
+        writer.key(literal: "anonymize_ip"); writer.raw(config.anonymizeIPJSON)
         writer.field(literal: "enrich_decisions", true)
         writer.key(literal: "visitors"); writer.beginArray()
         return writer
@@ -358,6 +359,23 @@ extension FlagDecision {
         }
         if experiment >= 0 && variation >= 0 { return config.experiments[Int(experiment)].variations[Int(variation)].key.cString }
         if flagVariation >= 0 { return config.flags[Int(flag)].flagVariations[Int(flagVariation)].key.cString }
+        return nil
+    }
+
+    /// The id of the deciding rule or holdout (the reference's `flag_decision.experiment.id`), or nil.
+    public func experimentId(in config: ProjectConfig) -> String? {
+        if holdout >= 0 { return config.holdouts[Int(holdout)].id.text }
+        if experiment >= 0 { return config.experiments[Int(experiment)].id.text }
+        return nil
+    }
+
+    /// The id of the decided variation (the one `variationKeyCString` names), or nil.
+    public func variationId(in config: ProjectConfig) -> String? {
+        if holdout >= 0 {
+            return variation >= 0 ? config.holdouts[Int(holdout)].variations[Int(variation)].id.text : nil
+        }
+        if experiment >= 0 && variation >= 0 { return config.experiments[Int(experiment)].variations[Int(variation)].id.text }
+        if flagVariation >= 0 { return config.flags[Int(flag)].flagVariations[Int(flagVariation)].id }
         return nil
     }
 

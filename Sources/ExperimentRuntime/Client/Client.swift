@@ -302,7 +302,8 @@ public final class Client: @unchecked Sendable {
             let result = DecideResult(decision: decision, reasons: reasons?.messages ?? [],
                                       forcedDecisionReasonCount: reasons?.forcedDecisionCount ?? 0)
             if notifications.hasListeners(.decision) {
-                notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, dispatched: dispatched)
+                notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, options: options,
+                                   dispatched: dispatched)
             }
             body(result)
         }
