@@ -56,9 +56,13 @@ public enum EventPayloads {
             subject.ruleKey = holdout.key.text
             if decision.variation >= 0 {
                 let variation = holdout.variations[Int(decision.variation)]
-                subject.variationId = variation.id.text
-                subject.variationKey = variation.key.text
                 subject.enabled = variation.featureEnabled
+                // The reference re-reads a holdout's variation by holdout id and variation id, and finds
+                // none when either is empty (false to its `elif variation_id and experiment_id`).
+                if !holdout.id.text.isEmpty && !variation.id.text.isEmpty {
+                    subject.variationId = variation.id.text
+                    subject.variationKey = variation.key.text
+                }
             }
             return subject
         }
@@ -71,10 +75,13 @@ public enum EventPayloads {
         if decision.flagVariation >= 0 {
             // The reference re-reads the variation among the flag's variations by id.
             let decided = flag.flagVariations[Int(decision.flagVariation)]
-            let variation = flag.flagVariations.first { $0.id == decided.id } ?? decided
-            subject.variationId = variation.id
-            subject.variationKey = variation.key.text
             subject.enabled = decision.enabled(in: config)
+            // An empty id finds nothing (false to its `if variation_id and ...`): no variation, key "".
+            if !decided.id.isEmpty {
+                let variation = flag.flagVariations.first { $0.id == decided.id } ?? decided
+                subject.variationId = variation.id
+                subject.variationKey = variation.key.text
+            }
         }
         return subject
     }
@@ -98,8 +105,11 @@ public enum EventPayloads {
         var subject = ImpressionSubject()
         subject.experimentId = experiment.id.text
         subject.layerId = experiment.layerId
-        subject.variationId = chosen.id.text
-        subject.variationKey = chosen.key.text
+        // Then by experiment id and variation id, which finds nothing when either is empty: no variation.
+        if !experiment.id.text.isEmpty && !chosen.id.text.isEmpty {
+            subject.variationId = chosen.id.text
+            subject.variationKey = chosen.key.text
+        }
         subject.ruleKey = experiment.key.text
         subject.ruleType = .experiment
         subject.enabled = true
