@@ -190,3 +190,41 @@ def test_negative_zero_double_variable_and_raw_anonymize_ip() -> None:
     finally:
         ours.close()
         reference.close()
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_forced_decision_notifications_equal_the_reference(seed: int) -> None:
+    """Flag-level forced decisions (no rule: experiment_id None) and rule-level ones, through user contexts."""
+    from optimizely.optimizely_user_context import OptimizelyUserContext as Reference
+
+    df = generate_datafile(seed)
+    pair = Pair(json.dumps(df))
+    try:
+        rules: List[Tuple[str, Optional[str], str]] = []
+        experiments_by_id = {e["id"]: e for e in df["experiments"]}
+        experiments_by_id.update({e["id"]: e for g in df["groups"] for e in g["experiments"]})
+        rollouts = {r["id"]: r for r in df["rollouts"]}
+        for flag in df["featureFlags"]:
+            candidates = [experiments_by_id[i] for i in flag["experimentIds"] if i in experiments_by_id]
+            candidates += rollouts.get(flag["rolloutId"], {}).get("experiments", [])
+            for rule in candidates[:2]:
+                for variation in rule["variations"][:1]:
+                    rules.append((flag["key"], None, variation["key"]))
+                    rules.append((flag["key"], rule["key"], variation["key"]))
+            rules.append((flag["key"], None, "no_such_variation"))
+        assert rules
+        for index, (flag_key, rule_key, variation_key) in enumerate(rules):
+            user_id = "forced_%d" % index
+            reference = pair.reference.create_user_context(user_id, {})
+            reference.set_forced_decision(Reference.OptimizelyDecisionContext(flag_key, rule_key),
+                                          Reference.OptimizelyForcedDecision(variation_key))
+            ours = pair.ours.create_user_context(user_id, {})
+            ours.set_forced_decision(experiment.OptimizelyDecisionContext(flag_key, rule_key),
+                                     experiment.OptimizelyForcedDecision(variation_key))
+            for options in (["INCLUDE_REASONS"], ["EXCLUDE_VARIABLES"]):
+                reference.decide(flag_key, options)
+                ours.decide(flag_key, options)
+                pair.check(f"seed {seed} forced {flag_key}/{rule_key} -> {variation_key} {options}", {})
+        assert pair.compared >= len(rules)
+    finally:
+        pair.close()
