@@ -94,7 +94,8 @@ def on_decision(kind, user_id, attributes, decision_info):
 def on_track(event_key, user_id, attributes, event_tags, event):
     show("notify-track %s %s" % (event_key, user_id), [attributes, event_tags])
     if event is not None:
-        print("notify-track-event", event["url"], normalized(event["params"]))
+        print("notify-track-event", event["url"], event["http_verb"], json.dumps(event["headers"], sort_keys=True),
+              normalized(event["params"]))
 
 
 def entity(value):
