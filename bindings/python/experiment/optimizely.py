@@ -284,11 +284,9 @@ class _Project:
             for raw in _by(group.get("experiments"), "id").values():
                 experiments[raw.get("id")] = _experiment_fields(raw, group)
         for feature in self.features.values():
-            rules = (rollouts.get(feature.get("rolloutId")) or {}).get("experiments") or []
-            variations = (rules[-1].get("variations") or []) if rules and isinstance(rules[-1], dict) else []
-            if not variations or not isinstance(variations[0], dict):
+            everyone_else = self.everyone_else_variation(feature)
+            if everyone_else is None:
                 continue
-            everyone_else = variations[0]
             for experiment_id in feature.get("experimentIds") or []:
                 experiment = experiments.get(experiment_id)
                 if experiment is not None and experiment["type"] == "fr":
@@ -336,12 +334,23 @@ class _Project:
         for variation in rule.get("variations") or []:
             if variation.get("key") == variation_key:
                 return dict(variation)
+        if rule.get("type") == "fr" and feature is not None:  # the one optimizely-sdk appends: not any rule's
+            everyone_else = self.everyone_else_variation(feature)
+            if everyone_else is not None and everyone_else.get("key") == variation_key:
+                return dict(everyone_else)
         for rollout in own + list(self.datafile.get("rollouts") or []):
             for other in rollout.get("experiments") or []:
                 for variation in other.get("variations") or []:
                     if variation.get("key") == variation_key:
                         return dict(variation)
         return None
+
+    def everyone_else_variation(self, feature: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """The first variation of the last rule of the flag's rollout (optimizely-sdk appends it to the flag's
+        "fr" experiments), or None."""
+        rules = (_by(self.datafile.get("rollouts"), "id").get(feature.get("rolloutId")) or {}).get("experiments") or []
+        variations = (rules[-1].get("variations") or []) if rules and isinstance(rules[-1], dict) else []
+        return variations[0] if variations and isinstance(variations[0], dict) else None
 
     def holdout_keys(self) -> List[Any]:
         """The keys of every holdout."""

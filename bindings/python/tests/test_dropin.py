@@ -3,7 +3,7 @@ optimizely-sdk, runs once with the reference's imports and once with experiment.
 it prints (variations, features, variables, decisions with reasons, dispatched events with their params,
 every notification type's arguments: DECISION, TRACK and ACTIVATE with their events, LOG_EVENT with url, verb,
 headers and params, OPTIMIZELY_CONFIG_UPDATE; forced variations, the OptimizelyConfig) must be identical,
-line for line, over eleven generated datafiles and 40 users each, once with a datafile and a dispatcher of
+line for line, over twelve generated datafiles and 40 users each, once with a datafile and a dispatcher of
 the script's own, once with an sdk_key only (the datafile from a local server) and the default dispatcher."""
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ import experiment  # noqa: E402
 from experiment import optimizely as dropin  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "dropin_script.py")
-SEEDS = [int(s) for s in os.environ.get("DROPIN_SEEDS", "1,2,3,4,5,6,7,8,9,10,11").split(",")]
+# Seed 40: an "fr" experiment whose everyone-else variation's key is also a variation key of another rule of
+# the flag's rollout (the facade once named that other variation's id in the DECISION notification).
+SEEDS = [int(s) for s in os.environ.get("DROPIN_SEEDS", "1,2,3,4,5,6,7,8,9,10,11,40").split(",")]
 USERS = int(os.environ.get("DROPIN_USERS", "40"))
 SDK_KEY_SEEDS = [int(s) for s in os.environ.get("DROPIN_SDK_KEY_SEEDS", "1,7,11").split(",")]
 DEMO = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "examples", "datafiles", "demo.json")
