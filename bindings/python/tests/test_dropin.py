@@ -22,7 +22,6 @@ sys.path.insert(0, HERE)
 from datafile_generator import generate_datafile, generate_users  # noqa: E402
 from test_datafile_lifecycle import Answer, new_key, server  # noqa: E402,F401  (server: a fixture)
 
-import experiment  # noqa: E402
 from experiment import optimizely as dropin  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "dropin_script.py")
@@ -85,25 +84,10 @@ def test_same_output_with_an_sdk_key_only_and_the_default_dispatcher(tmp_path: A
     assert lines > USERS * 5
 
 
-def _engine_reports_variation_ids() -> bool:
-    """Whether libexperiment's flag DECISION notification names the decided variation by id (the work of the
-    engine's notification fields, branch `events`): the drop-in then takes the ids from it."""
-    with open(DEMO) as f:
-        client = experiment.Client(datafile=f.read(), event_endpoint="none")
-    seen: List[Dict[str, Any]] = []
-    client.add_listener("decision", seen.append)
-    client.decide("probe", "free_shipping", options=["DISABLE_DECISION_EVENT"])
-    client.close()
-    return bool(seen) and "variation_id" in seen[0]["decision_info"]
-
-
-# Cause: in an "fr" experiment whose own variation has the key of the everyone-else variation optimizely-sdk
-# appends to it, a decision sent without an impression (decide_all with DISABLE_DECISION_EVENT, here from a
-# sticky profile) is reported by libexperiment with its variation key only; the two variations share it, so
-# the facade cannot tell which one's id the DECISION notification must carry. Only the engine knows: its
-# DECISION notification gets experiment_id / variation_id (branch `events`), which the facade uses as given.
-@pytest.mark.xfail(not _engine_reports_variation_ids(), strict=True,
-                   reason="libexperiment's DECISION notification does not carry variation_id yet (branch events)")
+# Seeds 12 (and 44, 45, 60, 72 in longer runs): an "fr" experiment whose own variation shares its key with the
+# everyone-else variation optimizely-sdk appends to it. A decision made without an impression (decide_all with
+# DISABLE_DECISION_EVENT, here from a sticky profile) names its variation by key only, which names two
+# variations: the DECISION notification's variation_id comes from the library, which reports the bucketed one.
 def test_same_output_with_a_variation_key_shared_by_two_variations(tmp_path: Any) -> None:
     datafile = generate_datafile(12)
     users = [[user_id, attributes] for user_id, attributes in generate_users(12, datafile, USERS)]
