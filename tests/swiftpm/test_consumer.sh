@@ -42,7 +42,7 @@ block main.swift > "$consumer/Sources/my-app/main.swift"
 for file in "$consumer/Package.swift" "$consumer/Sources/my-app/main.swift"; do
     [ -s "$file" ] || { echo "test-swiftpm: README.md has no block for $(basename "$file")" >&2; exit 1; }
 done
-grep -q 'unsafeFlags' "$work/libexperiment/Package.swift" && { echo "test-swiftpm: Package.swift has unsafeFlags" >&2; exit 1; }
+grep -q '\.unsafeFlags(' "$work/libexperiment/Package.swift" && { echo "test-swiftpm: Package.swift has unsafeFlags" >&2; exit 1; }
 # The dependency by version, from the clone (the README names the published repository).
 sed -i -E "s|\.package\(url: \"[^\"]*\", from: \"[^\"]*\"\)|.package(url: \"file://$work/libexperiment\", from: \"$version\")|" \
     "$consumer/Package.swift"
