@@ -50,9 +50,12 @@ grep -q "from: \"$version\"" "$consumer/Package.swift" || { echo "test-swiftpm: 
 
 # --- build and run -----------------------------------------------------------------------------------
 start=$(date +%s)
-(cd "$consumer" && swift build -c "$configuration" 2>&1 | tail -3) || true
+if ! (cd "$consumer" && swift build -c "$configuration") > "$work/build.log" 2>&1; then
+    echo "test-swiftpm: the consumer did not build (swift build -c $configuration):" >&2
+    grep -E 'error|unsafe' "$work/build.log" | head -20 >&2
+    exit 1
+fi
 binary="$consumer/.build/$configuration/my-app"
-[ -x "$binary" ] || { echo "test-swiftpm: the consumer did not build:"; (cd "$consumer" && swift build -c "$configuration" 2>&1 | grep -E 'error|unsafe' | head -20); exit 1; }
 resolved=$(grep -A6 '"identity" : "libexperiment"' "$consumer/Package.resolved" | grep '"version"' | tr -d ' ",' || true)
 echo "consumer built ($configuration) in $(( $(date +%s) - start )) s against libexperiment $resolved"
 [ "$resolved" = "version:$version" ] || { echo "test-swiftpm: resolved '$resolved', expected version:$version" >&2; exit 1; }
