@@ -264,13 +264,18 @@ private func fetchingSettings() -> ClientSettings {
 
     let missing = try ExperimentClient(sdkKey: "no-such-datafile", settings: fetchingSettings())
     defer { missing.close() }
-    await #expect(throws: ExperimentError.self) { try await missing.start() }
+    let messages = Collected<String>()
+    missing.setLogger { _, message in messages.append(message) }
+    let failure = await #expect(throws: ExperimentError.self) { try await missing.start() }
+    #expect(failure?.code == .fetchFailed)
     #expect(!missing.isReady)
+    #expect(messages.all.contains { $0.contains("datafile fetch failed") })
 }
 
 @Test func synchronousStartWithAnSDKKeyUsesTheBundledDatafile() throws {
     let client = try ExperimentClient(sdkKey: "no-such-datafile", settings: fetchingSettings())
     defer { client.close() }
+    client.setLogger { _, _ in }  // the background fetch of the next start's datafile fails: no such file
     try client.start(datafile: demoDatafile)
     #expect(client.isReady)
     #expect(client.createUserContext(userId: "alice", attributes: ["plan": "premium", "country": "NL"])
