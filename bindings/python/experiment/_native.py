@@ -373,7 +373,7 @@ def find_library() -> str:
         return found
     tried.append('ctypes.util.find_library("experiment")')
     raise LibraryNotFoundError(
-        "libexperiment.so not found. Set %s to its path, or build it (make / swift build -c release). "
+        "libexperiment.so not found. Set %s to its path, or build it with `make lib` in the repository. "
         "Tried: %s" % (ENV_VAR, "; ".join(tried)))
 
 
