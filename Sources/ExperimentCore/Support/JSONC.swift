@@ -40,10 +40,15 @@ public final class JSONDocument {
     /// The string value this document was read from, when it is nested in another document's string
     /// (for the places of its values in messages, see `DatafileReader.path(of:)`).
     var enclosingField: JSONValue? = nil
+    /// For one element of a datafile's top-level array parsed on its own (see `StreamedDatafile`): the
+    /// array's name and the element's position, where the places of its values start ("experiments[3]").
+    var section: String? = nil
+    var sectionIndex = 0
 
     public var root: JSONValue { JSONValue(document: self, object: tree) }
 
-    private init(tree: OpaquePointer?) {
+    /// Takes ownership of `tree` (json_object_put when the document goes).
+    init(tree: OpaquePointer?) {
         self.tree = tree
     }
 
