@@ -43,6 +43,8 @@ private func fingerprint(_ config: ProjectConfig) -> String {
     return out
 }
 
+private func elements<S: Sequence>(of sequence: S) -> [Any] { sequence.map { $0 as Any } }
+
 private func describe(_ value: Any, into out: inout String, depth: Int) {
     guard depth < 40 else { return }
     switch value {
@@ -56,7 +58,7 @@ private func describe(_ value: Any, into out: inout String, depth: Int) {
     let mirror = Mirror(reflecting: value)
     if let sequence = value as? any Sequence, mirror.displayStyle != .collection {
         out += "["
-        for element in AnySequence(sequence.lazy.map { $0 as Any }) {
+        for element in elements(of: sequence) {
             describe(element, into: &out, depth: depth + 1)
             out += ","
         }
