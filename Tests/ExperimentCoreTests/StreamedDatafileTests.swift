@@ -48,6 +48,7 @@ private func elements<S: Sequence>(of sequence: S) -> [Any] { sequence.map { $0 
 private func describe(_ value: Any, into out: inout String, depth: Int) {
     guard depth < 40 else { return }
     switch value {
+    case let text as String: out += "\"\(text)\""; return
     case let text as ConfigString: out += "\"\(text.text)\""; return
     case let text as UnsafePointer<CChar>: out += "\"\(String(cString: text))\""; return
     case let bytes as UTF8Text: out += "\"\(String(decoding: bytes, as: UTF8.self))\""; return
@@ -113,7 +114,7 @@ private let corpus: [String] = {
 }()
 
 private let rule = #"{"id": "10", "key": "e", "status": "Running", "layerId": "1", "forcedVariations": {"u": "v"}, "audienceIds": ["5"], "variations": [{"id": "20", "key": "v", "featureEnabled": true, "variables": [{"id": "30", "value": "7"}]}], "trafficAllocation": [{"entityId": "20", "endOfRange": 10000}]}"#
-private let groupRule = #"{"id": "11", "key": "g", "status": "Running", "layerId": "2", "forcedVariations": {}, "audienceIds": [], "audienceConditions": ["or", 5], "variations": [{"id": "21", "key": "w"}], "trafficAllocation": [{"entityId": "21", "endOfRange": 20000}]}"#
+private let groupRule = #"{"id": "11", "key": "g", "status": "Running", "layerId": "2", "forcedVariations": {}, "audienceIds": [], "audienceConditions": ["or", "5"], "variations": [{"id": "21", "key": "w"}], "trafficAllocation": [{"entityId": "21", "endOfRange": 20000}]}"#
 private let rolloutRule = #"{"id": "12", "key": "r", "status": "Running", "layerId": "3", "forcedVariations": {}, "audienceIds": [], "audienceConditions": ["and", "5", "404", null], "variations": [{"id": "22", "key": "x", "featureEnabled": 1}], "trafficAllocation": [{"entityId": "22", "endOfRange": 5000}]}"#
 
 /// A datafile with one of everything, its members in `order` (names of the dictionary below).
@@ -131,18 +132,21 @@ private let members: [(String, String)] = [
     ("experiments", "[\(rule)]"),
     ("groups", #"[{"id": "60", "policy": "random", "experiments": ["# + groupRule + #"], "trafficAllocation": [{"entityId": "11", "endOfRange": 10000}]}]"#),
     ("rollouts", #"[{"id": "70", "experiments": ["# + rolloutRule + #"]}, {"id": "71", "experiments": []}]"#),
-    ("featureFlags", #"[{"id": "80", "key": "f", "experimentIds": ["10"], "rolloutId": "71", "variables": [{"id": "30", "key": "n", "type": "integer", "defaultValue": "1"}]}, {"id": "81", "key": "h", "experimentIds": [], "rolloutId": "70", "variables": []}]"#),
+    ("featureFlags", #"[{"id": "80", "key": "f", "experimentIds": ["10"], "rolloutId": "71", "variables": [{"id": "30", "key": "n", "type": "integer", "defaultValue": "1"}]}, {"id": "81", "key": "h", "experimentIds": [], "rolloutId": "", "variables": []}]"#),
     ("holdouts", #"[{"id": "90", "key": "ho", "status": "Running", "audienceIds": [], "variations": [{"id": "91", "key": "off"}], "trafficAllocation": [{"entityId": "91", "endOfRange": 100}]}]"#),
 ]
 
 @Test func everyCorpusDatafileCompilesTheSameStreamedAndWhole() {
     #expect(corpus.count > 20)
     for text in corpus { expectSame(text) }
+    // The valid ones were read element by element.
+    #expect(corpus.filter(streamedAlone).count >= 10)
 }
 
 @Test func sectionsInAnyOrderAndWarningsWithTheirPlaces() throws {
     let text = datafile(members)
     expectSame(text, streamedAlone: true)
+    #expect(outcome(text, streamed: true).contains(#"key:"buy""#))
     // The warnings name elements of the streamed arrays ("rollouts[0].experiments[0]...").
     var copy = text
     let config = try copy.withUTF8 { buffer throws(DatafileError) in try DatafileCompiler.compile(UnsafeRawBufferPointer(buffer)) }
@@ -164,13 +168,14 @@ private let members: [(String, String)] = [
     expectSame(datafile(members + [("version", #""3""#), ("version", #""4""#)]), streamedAlone: true)
     // Names written with escapes are the same names; json-c ends a name at an escaped NUL.
     expectSame(datafile(members.map { $0.0 == "experiments" ? ("exp\\u0065riments", $0.1) : $0 }), streamedAlone: true)
-    expectSame(datafile(members + [("experiments\\u0000x", "[]")]), streamedAlone: true)
+    expectSame(datafile(members + [("experiments\\u0000x", "[\(rule)]")]), streamedAlone: true)
 }
 
 @Test func whitespaceAndShapesTheWalkMeets() {
     let compact = "{" + members.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     expectSame(compact, streamedAlone: true)
-    expectSame(" \r\n\t" + compact.replacingOccurrences(",", "\t,\r\n ") + "\n\t ", streamedAlone: true)
+    let spaced = " \r\n\t{ " + members.map { "\"\($0.0)\"\t:\r\n\($0.1)" }.joined(separator: "\t,\r\n ") + "\n}\n\t "
+    expectSame(spaced, streamedAlone: true)
     expectSame(datafile(members + [("events", "[ ]"), ("attributes", "[\n]")]), streamedAlone: true)
     expectSame(datafile(members + [("unknownList", #"[1, "x", {"a": [true, null]}]"#), ("n", "-1.5e3")]),
                streamedAlone: true)
@@ -208,9 +213,13 @@ private let members: [(String, String)] = [
             + String(repeating: "]", count: lists)
         return datafile(members.map { $0.0 == "typedAudiences" ? ($0.0, #"[{"id": "5", "name": "t", "conditions": "# + conditions + "}]") : $0 })
     }
-    for lists in 58...62 { expectSame(nested(lists)) }
-    #expect(outcome(nested(59), streamed: true).hasPrefix("error: ") == false)
-    #expect(outcome(nested(61), streamed: true).hasPrefix("error: datafile: nesting deeper than 64 levels"))
+    let outcomes = (54...62).map { outcome(nested($0), streamed: true) }
+    for lists in 54...62 { expectSame(nested(lists)) }
+    // The limit falls inside the range: accepted below it, refused for the depth above it.
+    let firstRefused = outcomes.firstIndex { $0.hasPrefix("error: ") }
+    #expect(firstRefused != nil && firstRefused! > 0)
+    #expect(outcomes[firstRefused ?? 0].contains("nesting deeper than 64 levels"))
+    #expect(outcomes[(firstRefused ?? 0)...].allSatisfy { $0.hasPrefix("error: ") })
 }
 
 @Test func mutatedDatafilesCompileTheSameStreamedAndWhole() {

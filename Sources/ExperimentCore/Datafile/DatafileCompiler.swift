@@ -570,6 +570,8 @@ private struct Compilation {
             rolloutRulesById[id] = rules
         }
         var groupEntries: [(reader: DatafileReader, id: String, experiments: [Int])] = []
+        // A streamed group's tree is freed when the loop moves on unless kept (until this function returns).
+        var groupDocuments: [JSONDocument] = []
         for entry in try requiredSection("groups") {
             let id = try entry.requiredString("id")
             let policy = try entry.requiredString("policy")
@@ -584,7 +586,7 @@ private struct Compilation {
                     try record(error)
                 }
             }
-            pin(entry)  // its "trafficAllocation" is read once every group experiment is known
+            groupDocuments.append(entry.value.document)  // its "trafficAllocation" is read below
             groupEntries.append((entry, id, members))
         }
         let experimentIndexById = self.experimentIndexById
@@ -594,6 +596,7 @@ private struct Compilation {
             }
             groups.append(Group(id: ConfigString(id, in: strings), traffic: ranges))
         }
+        withExtendedLifetime(groupDocuments) {}
         // A flag's rollout rules are the reference's experiments by id: the last definition of each id
         // (a repeated rule, or a group experiment with the same id) serves every place that names it.
         for (id, rules) in rolloutRulesById {
