@@ -248,6 +248,9 @@ typedef struct exp_client exp_client;
  *                                      level passed to the logger (see exp_client_set_logger).
  *   "bucket_by_profile_id"    bool     Sigma: exp_set/edit_user_properties also store profile_id as
  *                                      "$opt_bucketing_id" (see exp_set_user_properties). Default false.
+ *   "keep_datafile"           bool     keep the text of the datafile in use beside its compiled config, for
+ *                                      exp_client_datafile_json. Default false (it costs memory equal to
+ *                                      the datafile's size).
  *
  * On success *out_client receives a new client, not yet ready: give it a datafile with exp_client_start.
  * Errors: EXP_ERR_INVALID_ARGUMENT (out_client NULL), EXP_ERR_INVALID_JSON ("options: not valid JSON (...)"),
@@ -291,6 +294,26 @@ exp_status exp_client_is_ready(exp_client *client, int *out_ready);
  * Free *out_json with exp_free(). Errors: EXP_ERR_NOT_READY, EXP_ERR_CLOSED. Thread-safe. Example: exp_free.
  */
 exp_status exp_client_config_json(exp_client *client, char **out_json);
+
+/*
+ * The text of the datafile in use, byte for byte as it was given (exp_client_start, the bundled datafile of
+ * an asynchronous or synchronous start), fetched or read from the cache: after a poll swaps in a new revision
+ * it is the new one. Needs the option "keep_datafile": true. The text and the config decisions use are
+ * swapped together, so the text is always the one the current config was compiled from.
+ *
+ * Ownership: *out_json receives a NUL-terminated copy the caller frees with exp_free(); *out_length (may be
+ * NULL) its length in bytes, without the NUL (a datafile holds no NUL byte: JSON escapes it). On error
+ * *out_json and *out_length are left unchanged.
+ * Errors: EXP_ERR_INVALID_ARGUMENT (NULL client or out_json), EXP_ERR_NOT_READY (no datafile yet),
+ * EXP_ERR_NOT_FOUND (the client was created without "keep_datafile": true), EXP_ERR_CLOSED. Thread-safe:
+ * it may run while another thread swaps the datafile (it returns the old text or the new one, whole).
+ *
+ *     char *text = NULL;
+ *     size_t length = 0;
+ *     if (exp_client_datafile_json(c, &text, &length) == EXP_OK) fwrite(text, 1, length, cache_file);
+ *     exp_free(text);
+ */
+exp_status exp_client_datafile_json(exp_client *client, char **out_json, size_t *out_length);
 
 /*
  * Closes the client: later calls on it fail with EXP_ERR_CLOSED. Idempotent (closing twice is EXP_OK).
@@ -871,7 +894,14 @@ typedef enum exp_notification_type {
        "rejected", "ready" (the client has a datafile), "revision" (the one in use, or null), "error_code",
        "error" (null unless failed or rejected)}. A client serving its datafile after "failed" or
        "rejected" serves a stale one until the next "updated" or "not_modified". */
-    EXP_NOTIFY_DATAFILE_FETCH = 5
+    EXP_NOTIFY_DATAFILE_FETCH = 5,
+    /* an event (impression, conversion) was built and is now handed on, to the host's dispatcher or the
+       built-in pipeline's queue (or, with "event_endpoint": "none", nowhere): {"url", "http_verb", "params"
+       (the event batch: the JSON body as it is sent)}. One per event, on the thread that caused it, before
+       it is handed on: what the reference SDK's LOG_EVENT listeners receive with its default dispatcher,
+       while the pipeline still batches and delivers. With a listener of this type, events are built even
+       when nothing else would receive them. */
+    EXP_NOTIFY_EVENT = 6
 } exp_notification_type;
 
 /* Receives one notification: `payload_json` (a JSON object, borrowed for the call) and the `user_data`

@@ -754,6 +754,17 @@ public:
         return detail::take(json);
     }
 
+    /* The datafile in use, byte for byte as given or fetched (exp_client_datafile_json; needs the option
+       "keep_datafile": true, else an Error with code EXP_ERR_NOT_FOUND; NotReadyError before the first
+       datafile). */
+    std::string datafile_json() const {
+        char *json = nullptr;
+        size_t length = 0;
+        detail::check(exp_client_datafile_json(client_, &json, &length));
+        detail::LibraryString owned(json);
+        return owned ? std::string(owned.get(), length) : std::string();
+    }
+
     /* Closes the client: later calls throw ClosedError. Idempotent. Waits up to close_timeout_ms for this
        client's queued events; false when some were not delivered (they stay on disk for the next client). */
     bool close() {

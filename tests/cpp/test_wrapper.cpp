@@ -372,6 +372,34 @@ void user_contexts(const std::string &datafile) {
     expect_error(EXP_ERR_CLOSED, [&] { user.decide("checkout_redesign"); });
 }
 
+/* The datafile text a client keeps ("keep_datafile"), and each event as it is built (EXP_NOTIFY_EVENT). */
+void datafile_text_and_events(const std::string &datafile) {
+    experiment::Client plain;
+    plain.start(datafile);
+    expect_error(EXP_ERR_NOT_FOUND, [&] { (void)plain.datafile_json(); });  // not kept by default
+
+    experiment::Client client(R"({"keep_datafile": true, "event_endpoint": "none"})");
+    expect_error(EXP_ERR_NOT_READY, [&] { (void)client.datafile_json(); });
+    client.start(datafile);
+    CHECK(client.datafile_json() == datafile);
+    std::string other = datafile;
+    other.replace(other.find("\"revision\""), 10, "\"revision\":\"77\", \"x\"");  // a second revision
+    client.start(other);
+    CHECK(client.datafile_json() == other);
+    expect_error(EXP_ERR_INVALID_JSON, [&] { client.start("{not json"); });
+    CHECK(client.datafile_json() == other);  // a refused datafile changes nothing
+
+    std::vector<std::string> events;
+    client.add_listener(EXP_NOTIFY_EVENT, [&](exp_notification_type, std::string_view payload) {
+        events.emplace_back(payload);
+    });
+    client.track("purchase", "u1");  // no dispatcher and no endpoint: announced all the same
+    CHECK(events.size() == 1 && events[0].find(R"("http_verb":"POST","params":{)") != std::string::npos);
+    CHECK(events.size() == 1 && events[0].find(R"("key":"purchase")") != std::string::npos);
+    client.close();
+    expect_error(EXP_ERR_CLOSED, [&] { (void)client.datafile_json(); });
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -387,6 +415,7 @@ int main(int argc, char **argv) {
         remaining_calls(datafile);
         async_start(argv[1]);
         user_contexts(datafile);
+        datafile_text_and_events(datafile);
     } catch (const experiment::Error &error) {
         std::cerr << "unexpected " << error.status_name() << ": " << error.what() << "\n";
         return 1;

@@ -12,7 +12,9 @@ mkdir -p "$out"
 for sanitizer in thread address; do
     scratch=.build-$sanitizer
     echo "== libexperiment.so with -sanitize=$sanitizer ($scratch)"
-    swift build -c release --product experiment --scratch-path "$scratch" -Xswiftc -sanitize=$sanitizer \
+    # The shipping build's flags (Sources/experiment/shipping.flags), without the static Swift stdlib.
+    swift build -c release --product experiment --scratch-path "$scratch" $(sed 's/#.*//' Sources/experiment/shipping.flags) \
+        -Xswiftc -sanitize=$sanitizer \
         2>&1 | tail -1
     lib=$repo/$scratch/release
     ln -sf libexperiment.so "$lib/libexperiment.so.0"

@@ -109,7 +109,9 @@ public final class Client: @unchecked Sendable {
         }
         // The previous config is released after the lock: freeing a large one must not hold up decisions.
         // (Threads still holding a lease on it release their share when they next decide.)
-        let (installed, previous) = current.install(compiled) { old in
+        // The text is copied only for a client that keeps it, after it compiled (a refused one costs nothing).
+        let text = options.keepDatafile ? Array(datafile) : nil
+        let (installed, previous) = current.install(compiled, text: text) { old in
             !(requireSameProject && old != nil && old!.projectId != compiled.projectId)
         }
         if !installed, let foreignProject = previous?.projectId {
@@ -179,6 +181,19 @@ public final class Client: @unchecked Sendable {
     }
 
     public var isReady: Bool { current.current != nil }
+
+    /// The text of the datafile in use, byte for byte as given or fetched (exp_client_datafile_json).
+    public func datafileText() throws(ClientError) -> [UInt8] {
+        try ensureOpen()
+        let (config, text) = current.currentWithDatafile
+        guard config != nil else {
+            throw ClientError(.notReady, "the client has no datafile yet (not started, or its first datafile is still being fetched)")
+        }
+        guard let text else {
+            throw ClientError(.notFound, "the client does not keep its datafile's text: create it with the option \"keep_datafile\": true")
+        }
+        return text
+    }
 
     /// The warnings of the datafile in use (empty when not ready): what it has that the reference accepts.
     public var datafileWarnings: [DatafileError] { current.current?.warnings ?? [] }

@@ -54,8 +54,12 @@ public final class EventSink: @unchecked Sendable {
 
     public var hasDispatcher: Bool { lock.withLock { dispatcher != nil } }
 
-    /// Whether an event built now goes anywhere (else it is only counted, and not worth building).
-    public var accepting: Bool { lock.withLock { dispatcher != nil || (pipelineEnabled && !processorClosed) } }
+    /// Whether an event built now goes anywhere, or is listened for (else it is only counted, and not worth
+    /// building).
+    public var accepting: Bool {
+        notifications.hasListeners(.event)
+            || lock.withLock { dispatcher != nil || (pipelineEnabled && !processorClosed) }
+    }
 
     /// Counts an event that had nowhere to go.
     public func countDropped() {
@@ -66,6 +70,7 @@ public final class EventSink: @unchecked Sendable {
     /// Hands the batch to the host's dispatcher (outside the lock: the callback may take its time or
     /// re-enter), or appends it to the durable queue. Throws when the queue refuses it (full, store failure).
     public func send(_ batch: EventBatch, uuid: String, eventCount: Int = 1) throws(ClientError) {
+        announce(batch)
         let current: DispatcherBox? = lock.withLock { dispatcher }
         guard let current else {
             guard pipelineEnabled else { return countDropped() }
@@ -90,6 +95,22 @@ public final class EventSink: @unchecked Sendable {
                 writer.endObject()
                 return writer.text
             }
+        }
+    }
+
+    /// EXP_NOTIFY_EVENT: the event as built, before it is handed on (to the host's dispatcher, the built-in
+    /// pipeline's queue, or nowhere with event_endpoint "none"). Hosts that let the pipeline deliver still see
+    /// every event's params, as the reference SDK's LOG_EVENT listeners do with its default dispatcher.
+    private func announce(_ batch: EventBatch) {
+        guard notifications.hasListeners(.event) else { return }
+        notifications.notify(.event) {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("url", batch.url)
+            writer.field("http_verb", batch.httpVerb)
+            writer.key("params"); writer.raw(batch.body)
+            writer.endObject()
+            return writer.text
         }
     }
 

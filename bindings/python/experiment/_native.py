@@ -178,6 +178,7 @@ _PROTOTYPES: List[Tuple[str, object, List[Any]]] = [
     ("exp_client_start", c_int, [exp_client_p, c_char_p, c_size_t]),
     ("exp_client_is_ready", c_int, [exp_client_p, POINTER(c_int)]),
     ("exp_client_config_json", c_int, [exp_client_p, c_char_pp]),
+    ("exp_client_datafile_json", c_int, [exp_client_p, c_char_pp, POINTER(c_size_t)]),
     ("exp_client_close", c_int, [exp_client_p]),
     ("exp_client_free", None, [exp_client_p]),
     ("exp_validate_datafile", c_int, [c_char_p, c_size_t]),
@@ -372,7 +373,7 @@ def find_library() -> str:
         return found
     tried.append('ctypes.util.find_library("experiment")')
     raise LibraryNotFoundError(
-        "libexperiment.so not found. Set %s to its path, or build it (make / swift build -c release). "
+        "libexperiment.so not found. Set %s to its path, or build it with `make lib` in the repository. "
         "Tried: %s" % (ENV_VAR, "; ".join(tried)))
 
 

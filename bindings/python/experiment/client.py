@@ -665,7 +665,8 @@ def _make_log_callback(logger: logging.Logger) -> Any:
     return EXP_LOG_FN(on_log)
 
 
-_NOTIFICATION_TYPES = {"decision": 1, "track": 2, "log_event": 3, "config_update": 4, "datafile_fetch": 5}
+_NOTIFICATION_TYPES = {"decision": 1, "track": 2, "log_event": 3, "config_update": 4, "datafile_fetch": 5,
+                       "event": 6}
 
 
 def _make_notification_callback(listener: Any) -> Any:
@@ -926,6 +927,22 @@ class Client(SegmentsMixin, UserContextMixin):
         if status:
             _raise(status)
         return _json_dict(_take_string(out) or "null")
+
+    @property
+    def datafile_json(self) -> str:
+        """The datafile in use, byte for byte as it was given or fetched (decoded as UTF-8); it changes when a
+        newer datafile is swapped in. Needs the option ``keep_datafile=True`` (else :class:`NotFoundError`);
+        :class:`NotReadyError` before the client has a datafile."""
+        handle = self._live()
+        out = c_char_p()
+        length = c_size_t()
+        status = _lib.exp_client_datafile_json(handle, byref(out), byref(length))
+        if status:
+            _raise(status)
+        try:
+            return string_at(out, length.value).decode("utf-8")
+        finally:
+            _exp_free(out)
 
     @property
     def closed(self) -> bool:
