@@ -86,3 +86,14 @@ private func ruleKeys(_ config: ProjectConfig, flag: Int = 0) -> [String] {
     #expect(featureRollout.variations.last?.id.text == "60")
     #expect(featureRollout.variations.last?.featureEnabled == true)
 }
+
+@Test func decideAllDecidesARepeatedFlagKeyOncePerEntryThroughItsLastFlag() throws {
+    let flags = #"[{"id": "40", "key": "f", "experimentIds": [], "rolloutId": "", "variables": []}, "#
+        + #"{"id": "41", "key": "g", "experimentIds": [], "rolloutId": "", "variables": []}, "#
+        + #"{"id": "42", "key": "f", "experimentIds": [], "rolloutId": "", "variables": []}]"#
+    let config = try DatafileCompiler.compile(datafile(flags: flags))
+    // "f" at its first place, decided twice as the last entry; then "g" once.
+    #expect(config.repeatedFlagKeys == [RepeatedFlagKey(flag: 2, entries: 2), RepeatedFlagKey(flag: 1, entries: 1)])
+    let distinct = try DatafileCompiler.compile(datafile(flags: flag(rolloutId: "")))
+    #expect(distinct.repeatedFlagKeys == nil)
+}

@@ -21,6 +21,37 @@ public struct DecideResult {
         self.reasons = reasons
         self.forcedDecisionReasonCount = forcedDecisionReasonCount
     }
+
+    /// The reference's one answer for a flag key that decide_all decided several times (a key repeated
+    /// in "featureFlags"): the last decision, with the last flag-level forced decision's reasons followed by
+    /// every decision's own reasons.
+    init(merging results: [DecideResult]) {
+        let last = results[results.count - 1]
+        var reasons = Array(last.reasons.prefix(last.forcedDecisionReasonCount))
+        for result in results { reasons += result.reasons.dropFirst(result.forcedDecisionReasonCount) }
+        self.init(decision: last.decision, reasons: reasons, forcedDecisionReasonCount: last.forcedDecisionReasonCount)
+    }
+}
+
+/// decide_all's walk over the flags: each once in datafile order, or, when a flag key repeats, each key
+/// as often as "featureFlags" has it (`ProjectConfig.repeatedFlagKeys`), answered once. `decide` decides
+/// a range of flags, sending each decision's impression.
+func decideEveryFlag(_ config: ProjectConfig, _ decide: (Range<Int>, (DecideResult) -> Void) -> Void,
+                     _ body: (DecideResult) -> Void) {
+    // Not escaping in fact: `decide` calls it before returning (the compiler cannot see that `decide` does
+    // not call `body` re-entrantly, so it wants an escapable closure to hand it).
+    withoutActuallyEscaping(body) { body in
+        guard let plan = config.repeatedFlagKeys else { return decide(config.flags.indices, body) }
+        for key in plan {
+            guard key.entries > 1 else {
+                decide(key.flag..<(key.flag + 1), body)
+                continue
+            }
+            var results: [DecideResult] = []
+            for _ in 0..<key.entries { decide(key.flag..<(key.flag + 1)) { results.append($0) } }
+            body(DecideResult(merging: results))
+        }
+    }
 }
 
 /// A client: the current compiled config, the user stores, and the event path.
@@ -230,8 +261,9 @@ public final class Client: @unchecked Sendable {
                                              options callOptions: DecideOptions, _ body: (DecideResult) -> Void)
     {
         let options = callOptions.union(self.options.defaultDecideOptions)
-        decideAll(config: config, flags: config.flags.indices, userId: userId, attributes: attributes,
-                  options: options) { result in
+        decideEveryFlag(config, { flags, each in
+            decideAll(config: config, flags: flags, userId: userId, attributes: attributes, options: options, each)
+        }) { result in
             if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
             body(result)
         }

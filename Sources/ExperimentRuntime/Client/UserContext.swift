@@ -157,8 +157,10 @@ extension Client {
     public func decideAll(config: ProjectConfig, context: UserContext, options callOptions: DecideOptions,
                           _ body: (DecideResult) -> Void) {
         let options = callOptions.union(self.options.defaultDecideOptions)
-        decide(config: config, flags: config.flags.indices, context: context, snapshot: context.snapshot,
-               options: options) { result in
+        let snapshot = context.snapshot
+        decideEveryFlag(config, { flags, each in
+            decide(config: config, flags: flags, context: context, snapshot: snapshot, options: options, each)
+        }) { result in
             if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
             body(result)
         }

@@ -36,6 +36,8 @@ SEEDS = {
     265: "a rule repeats a variation id (event metadata.variation_key)",
     376: "an everyone-else rule repeats a variation key (the fr experiment's appended variation)",
     1469: "a holdout repeats a variation key (holdout bucketing, decide, decide_all, events)",
+    3193: "featureFlags repeats a flag (decide_all decides it twice: its reasons twice, two impressions)",
+    3356: "featureFlags repeats a flag key with another flag (decide_all decides the last one twice)",
 }
 
 
