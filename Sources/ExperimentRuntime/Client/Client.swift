@@ -33,23 +33,21 @@ public struct DecideResult {
     }
 }
 
-/// decide_all's walk over the flags: each once in datafile order, or, when a flag key repeats, each key
-/// as often as "featureFlags" has it (`ProjectConfig.repeatedFlagKeys`), answered once. `decide` decides
-/// a range of flags, sending each decision's impression.
-func decideEveryFlag(_ config: ProjectConfig, _ decide: (Range<Int>, (DecideResult) -> Void) -> Void,
-                     _ body: (DecideResult) -> Void) {
+/// decide_all for a datafile that repeats a flag key (`ProjectConfig.repeatedFlagKeys`): each key decided
+/// as often as "featureFlags" lists it and answered once, at its first entry's place. `decide` decides a
+/// range of flags, sending each decision's impression; ENABLED_FLAGS_ONLY filters the answers.
+func decideEveryFlag(_ config: ProjectConfig, enabledFlagsOnly: Bool,
+                     _ decide: (Range<Int>, (DecideResult) -> Void) -> Void, _ body: (DecideResult) -> Void) {
     // Not escaping in fact: `decide` calls it before returning (the compiler cannot see that `decide` does
     // not call `body` re-entrantly, so it wants an escapable closure to hand it).
     withoutActuallyEscaping(body) { body in
-        guard let plan = config.repeatedFlagKeys else { return decide(config.flags.indices, body) }
-        for key in plan {
-            guard key.entries > 1 else {
-                decide(key.flag..<(key.flag + 1), body)
-                continue
-            }
+        let answer = { (result: DecideResult) in
+            if !enabledFlagsOnly || result.decision.enabled(in: config) { body(result) }
+        }
+        for key in config.repeatedFlagKeys ?? [] {
             var results: [DecideResult] = []
             for _ in 0..<key.entries { decide(key.flag..<(key.flag + 1)) { results.append($0) } }
-            body(DecideResult(merging: results))
+            answer(results.count == 1 ? results[0] : DecideResult(merging: results))
         }
     }
 }
@@ -260,13 +258,29 @@ public final class Client: @unchecked Sendable {
     public func decideAll<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A,
                                              options callOptions: DecideOptions, _ body: (DecideResult) -> Void)
     {
+        if config.repeatedFlagKeys != nil {
+            return decideAllRepeatingKeys(config: config, userId: userId, attributes: attributes,
+                                          options: callOptions, body)
+        }
         let options = callOptions.union(self.options.defaultDecideOptions)
-        decideEveryFlag(config, { flags, each in
-            decideAll(config: config, flags: flags, userId: userId, attributes: attributes, options: options, each)
-        }) { result in
+        decideAll(config: config, flags: config.flags.indices, userId: userId, attributes: attributes,
+                  options: options) { result in
             if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
             body(result)
         }
+    }
+
+    /// decideAll for a datafile that repeats a flag key (see `decideEveryFlag`). Kept out of line, so the
+    /// common path above stays as it was.
+    @inline(never)
+    private func decideAllRepeatingKeys<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A,
+                                                           options callOptions: DecideOptions,
+                                                           _ body: (DecideResult) -> Void)
+    {
+        let options = callOptions.union(self.options.defaultDecideOptions)
+        decideEveryFlag(config, enabledFlagsOnly: options.contains(.enabledFlagsOnly), { flags, each in
+            decideAll(config: config, flags: flags, userId: userId, attributes: attributes, options: options, each)
+        }, body)
     }
 
     /// Looks the user's qualified segments, stored properties and overrides up once, then decides `flags`.
