@@ -37,6 +37,10 @@ public final class ProjectConfig: @unchecked Sendable {
     public let globalHoldouts: [Int32]
 
     public let flagIndex: KeyIndex
+    /// What decide_all decides when a flag key repeats in "featureFlags" (nil when none does: every flag
+    /// once, in datafile order). The reference decides every entry's key, through its map by key (the last
+    /// entry), and answers once per key at its first entry's place: see `RepeatedFlagKey`.
+    public let repeatedFlagKeys: [RepeatedFlagKey]?
     public let experimentKeyIndex: KeyIndex
     public let experimentIdIndex: KeyIndex
     public let eventKeyIndex: KeyIndex
@@ -80,6 +84,7 @@ public final class ProjectConfig: @unchecked Sendable {
         self.holdouts = holdouts
         self.globalHoldouts = globalHoldouts
         flagIndex = indexes.flags
+        repeatedFlagKeys = RepeatedFlagKey.plan(flags, index: indexes.flags)
         experimentKeyIndex = indexes.experimentKeys
         experimentIdIndex = indexes.experimentIds
         eventKeyIndex = indexes.events
@@ -103,6 +108,27 @@ public final class ProjectConfig: @unchecked Sendable {
         var flags = KeyIndex(capacity: 8), experimentKeys = KeyIndex(capacity: 8)
         var experimentIds = KeyIndex(capacity: 8), events = KeyIndex(capacity: 8)
         var attributes = KeyIndex(capacity: 8)
+    }
+}
+
+/// One key of decide_all when a flag key repeats: the flag it names (its last entry) and how many
+/// "featureFlags" entries have the key (the reference decides it that many times).
+public struct RepeatedFlagKey: Sendable, Equatable {
+    public let flag: Int
+    public var entries: Int
+
+    static func plan(_ flags: [Flag], index: KeyIndex) -> [RepeatedFlagKey]? {
+        var place: [String: Int] = [:]
+        var plan: [RepeatedFlagKey] = []
+        for flag in flags {
+            if let at = place[flag.key.text] {
+                plan[at].entries += 1
+            } else {
+                place[flag.key.text] = plan.count
+                plan.append(RepeatedFlagKey(flag: index.find(flag.key.text) ?? plan.count, entries: 1))
+            }
+        }
+        return plan.count == flags.count ? nil : plan
     }
 }
 

@@ -157,7 +157,13 @@ private struct Compilation {
     var rolloutIds: [String] = []
     var rolloutScalarLeaves: [[DatafileReader]] = []
     var groups: [Group] = []
+    /// Per rollout id, its rules as the reference's decisions walk them (see `readExperiments`).
     var rolloutRulesById: [String: [Int32]] = [:]
+    /// Per rollout id, its rules as written (the last rollout with that id), one experiment per entry.
+    var writtenRolloutRules: [String: [Int32]] = [:]
+    /// Each experiment's first variation as written (before a repeated key folds it), parallel to
+    /// `experiments`: the reference serves a rollout's everyone-else variation from it.
+    var firstWrittenVariations: [Variation?] = []
     var holdouts: [Holdout] = []
     var globalHoldouts: [Int32] = []
     var holdoutsByRuleId: [String: [Int32]] = [:]
@@ -550,6 +556,7 @@ private struct Compilation {
     // MARK: experiments, groups, rollouts
 
     mutating func readExperiments() throws(DatafileError) {
+        var rolloutOrder: [String] = []
         for entry in try requiredSection("experiments") {
             do throws(DatafileError) {
                 try addExperiment(entry, kind: .experiment, group: -1, groupId: "", context: .experiment)
@@ -565,12 +572,19 @@ private struct Compilation {
             for entry in try rollout.requiredArray("experiments") {
                 do throws(DatafileError) {
                     rules.append(Int32(try addExperiment(entry, kind: .rolloutRule, group: -1, groupId: "",
-                                                         context: .rolloutRule(position: position))))
+                                                         context: .rolloutRule(position: position),
+                                                         registersId: false)))
                 } catch {
                     try record(error)
                 }
             }
-            rolloutRulesById[id] = rules
+            if writtenRolloutRules[id] == nil { rolloutOrder.append(id) }
+            writtenRolloutRules[id] = rules
+        }
+        // The reference keeps one rollout per id (the last, at the first one's place) and only its rules
+        // enter its experiments by id: a rollout repeating an id is shadowed entirely.
+        for id in rolloutOrder {
+            for rule in writtenRolloutRules[id]! { register(Int(rule)) }
         }
         var groupEntries: [(reader: DatafileReader, id: String, experiments: [Int])] = []
         // A streamed group's tree is freed when the loop moves on unless kept (until this function returns).
@@ -602,8 +616,12 @@ private struct Compilation {
         withExtendedLifetime(groupDocuments) {}
         // A flag's rollout rules are the reference's experiments by id: the last definition of each id
         // (a repeated rule, or a group experiment with the same id) serves every place that names it.
-        for (id, rules) in rolloutRulesById {
+        // The reference walks a rollout's rules through a map by id too, so a repeated rule id is one rule,
+        // at its first place: the rules after it move up (their number, and which is "Everyone Else").
+        for (id, rules) in writtenRolloutRules {
+            var seen = Set<Int32>()
             rolloutRulesById[id] = rules.map { Int32(experimentIndexById[experiments[Int($0)].id.text] ?? Int($0)) }
+                .filter { seen.insert($0).inserted }
         }
         for id in experimentIdOrder {
             let index = experimentIndexById[id]!
@@ -614,14 +632,15 @@ private struct Compilation {
 
     @discardableResult
     mutating func addExperiment(_ entry: DatafileReader, kind: RuleKind, group: Int32, groupId: String,
-                                context: RuleContext)
+                                context: RuleContext, registersId: Bool = true)
         throws(DatafileError) -> Int
     {
         let id = try entry.requiredString("id")
         let key = try entry.requiredKey()
         let status = try entry.requiredString("status")
         let layerId = try entry.requiredString("layerId")
-        let variations = try readVariations(entry.requiredArray("variations"))
+        let written = try readWrittenVariations(entry.requiredArray("variations"))
+        let variations = Compilation.byKey(written)
         // The reference's JSON schema checks the ranges of experiments, not those of rollout rules.
         var schemaChecked = true
         if case .rolloutRule = context { schemaChecked = false }
@@ -637,9 +656,16 @@ private struct Compilation {
         let index = experiments.count
         experiments.append(experiment)
         whitelists.append(whitelist)
+        firstWrittenVariations.append(written.first)
+        if registersId { register(index) }
+        return index
+    }
+
+    /// The experiment becomes the one its id names (the last registered wins, at the id's first place).
+    mutating func register(_ index: Int) {
+        let id = experiments[index].id.text
         if experimentIndexById[id] == nil { experimentIdOrder.append(id) }
         experimentIndexById[id] = index
-        return index
     }
 
     /// A rule's "type" ("fr" marks a feature rollout); the reference only compares it with "fr", so
@@ -684,7 +710,8 @@ private struct Compilation {
         return truth
     }
 
-    mutating func readVariations(_ entries: [DatafileReader]) throws(DatafileError) -> [Variation] {
+    /// The variations as written, every entry kept (a holdout's: the reference indexes those by id only).
+    mutating func readWrittenVariations(_ entries: [DatafileReader]) throws(DatafileError) -> [Variation] {
         var variations: [Variation] = []
         for entry in entries {
             var values: [VariableValue] = []
@@ -710,12 +737,19 @@ private struct Compilation {
                     values.append(VariableValue(id: id, value: "", literal: VariableLiteral(valueField.value)))
                 }
             }
-            let variation = Variation(id: ConfigString(try entry.requiredString("id"), in: strings),
-                                      key: ConfigString(try entry.requiredKey(), in: strings),
-                                      featureEnabled: featureEnabled(entry),
-                                      variableValues: values)
-            // The reference indexes variations by key: a repeated key keeps its first position and its
-            // last definition, and the shadowed variation is unreachable (even by id).
+            variations.append(Variation(id: ConfigString(try entry.requiredString("id"), in: strings),
+                                        key: ConfigString(try entry.requiredKey(), in: strings),
+                                        featureEnabled: featureEnabled(entry),
+                                        variableValues: values))
+        }
+        return variations
+    }
+
+    /// An experiment's variations as the reference indexes them, by key: a repeated key keeps its first
+    /// position and its last definition, and the shadowed variation is unreachable (even by id).
+    static func byKey(_ written: [Variation]) -> [Variation] {
+        var variations: [Variation] = []
+        for variation in written {
             if let existing = variations.firstIndex(where: { $0.key.text == variation.key.text }) {
                 variations[existing] = variation
             } else {
@@ -849,7 +883,9 @@ private struct Compilation {
         } else {
             variationEntries = try variationsField.array()
         }
-        let variations = try readVariations(variationEntries)
+        // The reference buckets a holdout through a map by variation id built from every entry as written:
+        // a repeated key shadows nothing there (the last entry with an id wins, as the traffic lookup does).
+        let variations = try readWrittenVariations(variationEntries)
         return Holdout(
             id: ConfigString(try entry.requiredString("id"), in: strings),
             key: ConfigString(try entry.requiredKey(), in: strings),
@@ -890,7 +926,8 @@ private struct Compilation {
                                           variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules,
                                           rollout: rolloutId.isEmpty ? .none
                                               : rolloutRulesById[rolloutId] == nil ? .missing : .found(id: rolloutId)))
-                appendEveryoneElse(toFeatureRolloutsOf: experimentRules, rolloutRules: rolloutRules)
+                appendEveryoneElse(toFeatureRolloutsOf: experimentRules,
+                                   writtenRolloutRules: rolloutId.isEmpty ? [] : writtenRolloutRules[rolloutId] ?? [])
             } catch {
                 try record(error)
             }
@@ -937,9 +974,10 @@ private struct Compilation {
     }
 
     /// A flag's "fr" (feature rollout) experiments also serve the everyone-else variation to users
-    /// outside their traffic: the reference appends it with a range ending at 10000.
-    mutating func appendEveryoneElse(toFeatureRolloutsOf experimentRules: [Int32], rolloutRules: [Int32]) {
-        guard let last = rolloutRules.last, let everyoneElse = experiments[Int(last)].variations.first else { return }
+    /// outside their traffic: the reference appends it with a range ending at 10000. It is the first
+    /// variation as written of the rollout's last rule as written (no map by id or key in between).
+    mutating func appendEveryoneElse(toFeatureRolloutsOf experimentRules: [Int32], writtenRolloutRules: [Int32]) {
+        guard let last = writtenRolloutRules.last, let everyoneElse = firstWrittenVariations[Int(last)] else { return }
         for rule in experimentRules where experiments[Int(rule)].type == "fr" {
             let experiment = experiments[Int(rule)]
             experiments[Int(rule)] = experiment.with(
@@ -981,9 +1019,12 @@ private struct Compilation {
                     flagVariationOf.append(Int32(existing))
                     continue
                 }
-                let json = variablesJSON(variables, overrides: usages[variation.id.text] ?? [])
-                flagVariations.append(FlagVariation(id: variation.id.text, key: variation.key,
-                                                    featureEnabled: variation.featureEnabled,
+                // The reference collects a rule's variations from its map by id: a repeated id stands at
+                // its first place with its last definition.
+                let definition = experiment.variations[experiment.variationIndex(id: variation.id.text) ?? position]
+                let json = variablesJSON(variables, overrides: usages[definition.id.text] ?? [])
+                flagVariations.append(FlagVariation(id: definition.id.text, key: definition.key,
+                                                    featureEnabled: definition.featureEnabled,
                                                     variablesJSON: strings.store(json)))
                 flagVariationOf.append(Int32(flagVariations.count - 1))
             }

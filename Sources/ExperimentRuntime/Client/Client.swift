@@ -41,6 +41,35 @@ public struct DecideResult {
         self.reasons = reasons
         self.forcedDecisionReasonCount = forcedDecisionReasonCount
     }
+
+    /// The reference's one answer for a flag key that decide_all decided several times (a key repeated
+    /// in "featureFlags"): the last decision, with the last flag-level forced decision's reasons followed by
+    /// every decision's own reasons.
+    init(merging results: [DecideResult]) {
+        let last = results[results.count - 1]
+        var reasons = Array(last.reasons.prefix(last.forcedDecisionReasonCount))
+        for result in results { reasons += result.reasons.dropFirst(result.forcedDecisionReasonCount) }
+        self.init(decision: last.decision, reasons: reasons, forcedDecisionReasonCount: last.forcedDecisionReasonCount)
+    }
+}
+
+/// decide_all for a datafile that repeats a flag key (`ProjectConfig.repeatedFlagKeys`): each key decided
+/// as often as "featureFlags" lists it and answered once, at its first entry's place. `decide` decides a
+/// range of flags, sending each decision's impression; ENABLED_FLAGS_ONLY filters the answers.
+func decideEveryFlag(_ config: ProjectConfig, enabledFlagsOnly: Bool,
+                     _ decide: (Range<Int>, (DecideResult) -> Void) -> Void, _ body: (DecideResult) -> Void) {
+    // Not escaping in fact: `decide` calls it before returning (the compiler cannot see that `decide` does
+    // not call `body` re-entrantly, so it wants an escapable closure to hand it).
+    withoutActuallyEscaping(body) { body in
+        let answer = { (result: DecideResult) in
+            if !enabledFlagsOnly || result.decision.enabled(in: config) { body(result) }
+        }
+        for key in config.repeatedFlagKeys ?? [] {
+            var results: [DecideResult] = []
+            for _ in 0..<key.entries { decide(key.flag..<(key.flag + 1)) { results.append($0) } }
+            answer(results.count == 1 ? results[0] : DecideResult(merging: results))
+        }
+    }
 }
 
 /// A client: the current compiled config, the user stores, and the event path.
@@ -287,12 +316,29 @@ public final class Client: @unchecked Sendable {
     public func decideAll<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A,
                                              options callOptions: DecideOptions, _ body: (DecideResult) -> Void)
     {
+        if config.repeatedFlagKeys != nil {
+            return decideAllRepeatingKeys(config: config, userId: userId, attributes: attributes,
+                                          options: callOptions, body)
+        }
         let options = callOptions.union(self.options.defaultDecideOptions)
         decideAll(config: config, flags: config.flags.indices, userId: userId, attributes: attributes,
                   options: options) { result in
             if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
             body(result)
         }
+    }
+
+    /// decideAll for a datafile that repeats a flag key (see `decideEveryFlag`). Kept out of line, so the
+    /// common path above stays as it was.
+    @inline(never)
+    private func decideAllRepeatingKeys<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A,
+                                                           options callOptions: DecideOptions,
+                                                           _ body: (DecideResult) -> Void)
+    {
+        let options = callOptions.union(self.options.defaultDecideOptions)
+        decideEveryFlag(config, enabledFlagsOnly: options.contains(.enabledFlagsOnly), { flags, each in
+            decideAll(config: config, flags: flags, userId: userId, attributes: attributes, options: options, each)
+        }, body)
     }
 
     /// Looks the user's qualified segments, stored properties and overrides up once, then decides `flags`.

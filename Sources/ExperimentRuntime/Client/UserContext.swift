@@ -153,15 +153,22 @@ extension Client {
         }
     }
 
-    /// Every flag in datafile order for a context (ENABLED_FLAGS_ONLY filters).
+    /// Every flag in datafile order for a context (ENABLED_FLAGS_ONLY filters). A datafile that repeats a
+    /// flag key has each key decided as often as it is listed, answered once (see `decideEveryFlag`).
     public func decideAll(config: ProjectConfig, context: UserContext, options callOptions: DecideOptions,
                           _ body: (DecideResult) -> Void) {
         let options = callOptions.union(self.options.defaultDecideOptions)
-        decide(config: config, flags: config.flags.indices, context: context, snapshot: context.snapshot,
-               options: options) { result in
-            if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
-            body(result)
+        guard config.repeatedFlagKeys != nil else {
+            return decide(config: config, flags: config.flags.indices, context: context, snapshot: context.snapshot,
+                          options: options) { result in
+                if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
+                body(result)
+            }
         }
+        let snapshot = context.snapshot
+        decideEveryFlag(config, enabledFlagsOnly: options.contains(.enabledFlagsOnly), { flags, each in
+            decide(config: config, flags: flags, context: context, snapshot: snapshot, options: options, each)
+        }, body)
     }
 
     /// A conversion for a context: its attributes (over the user's stored properties).
