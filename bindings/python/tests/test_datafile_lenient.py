@@ -67,6 +67,10 @@ ACCEPTED = [
     (2456, _set(["rollouts", 0, "experiments", 0, "audienceConditions", 2, 1, 2], None),
      "rollouts[0].experiments[0].audienceConditions[2][1][2]"),
     (3401, _set(["audiences", 6, "conditions"], "[]"), "audiences[6].conditions"),
+    (1650, _set(["audiences", 7, "conditions"],
+                '["AND", {"match": "exists", "name": "browser_20fef", "type": "custom_attribute"}]'),
+     "audiences[7].conditions[0]"),
+    (20, _set(["typedAudiences", 0, "conditions"], [["not"], "and", None, 2.5]), "typedAudiences[0].conditions[1]"),
     (1310, _set(["audiences", 4, "conditions"],
                 '["and", ["or", {"match": "exact", "name": "$opt_dummy_attribute", "type": "custom_attribute", '
                 '"value": "$opt_dummy_value"}], []]'), "audiences[4].conditions[2]"),
@@ -86,6 +90,15 @@ REFUSED = [
     (616, _set(["featureFlags", 1, "variables", 2, "key"], [1]), r"variables\[2\]\.key: .*cannot hash a list"),
 ]
 
+# What the reference accepts and we refuse on purpose (difffuzz.DELIBERATE_REFUSALS): an integer or boolean
+# inside an audience's condition list, which the reference takes for the index of another condition.
+DELIBERATE = [
+    (1650, _set(["audiences", 7, "conditions"], '["or", 0, {"match": "exists", "name": "b", "type": "custom_attribute"}]'),
+     r"audiences\[7\]\.conditions\[1\]: expected a condition object or list, got an integer"),
+    (20, _set(["typedAudiences", 0, "conditions"], ["or", True]),
+     r"typedAudiences\[0\]\.conditions\[1\]: expected a condition object or list, got a boolean"),
+]
+
 
 def _case(seed, mutation):
     tally = difffuzz.Tally()
@@ -99,7 +112,9 @@ def test_accepted_and_decided_as_the_reference(seed, mutation, place):
     case.run()
     assert tally.cases.get("mutated datafile, reference accepts") == 1, dict(tally.cases)
     assert not tally.differences, {s: tally.examples[s] for s in tally.differences}
-    assert sum(tally.comparisons.values()) > 1   # decisions were compared, not only the acceptance
+    # Decisions were compared, not only the acceptance; or the reference raised on every call that reached
+    # the odd value (its crashes are skipped: any answer of ours is as good as none).
+    assert sum(tally.comparisons.values()) > 1 or tally.crashes, dict(tally.comparisons)
     if place is not None:
         experiment.validate_datafile(case.text)   # warnings only: valid
         with experiment.Client(datafile=case.text, profile_store="none") as client:
@@ -112,6 +127,15 @@ def test_accepted_and_decided_as_the_reference(seed, mutation, place):
         assert client.get_optimizely_config() is not None
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("seed,mutation,message", DELIBERATE, ids=["audiences", "typedAudiences"])
+def test_refused_on_purpose_and_counted_apart_by_the_fuzzer(seed, mutation, message):
+    text = json.dumps(difffuzz.apply_mutations(generate_datafile(seed), [mutation]))
+    assert difffuzz.reference_accepts(difffuzz.make_reference(text, difffuzz.RecordingDispatcher()))
+    with pytest.raises(experiment.InvalidDatafileError, match=message) as refused:
+        experiment.Client(datafile=text, profile_store="none")
+    assert difffuzz.DELIBERATE_REFUSALS.match(str(refused.value))
 
 
 @pytest.mark.parametrize("seed,mutation,message", REFUSED, ids=[r[2][:40] for r in REFUSED])
