@@ -354,8 +354,16 @@ private struct Compilation {
             var children: [ConditionNode] = []
             for operand in parsed.operands { children.append(try conditionTree(operand)) }
             return Compilation.combine(parsed.op, children)
+        case .int, .bool:
+            // The reference reads an integer (True is 1) as the index of one of the audience's condition
+            // objects and evaluates that one: refused rather than guessed (difffuzz.DELIBERATE_REFUSALS).
+            throw node.fail("expected a condition object or list, got \(node.value.kindName): the reference takes it "
+                            + "for the index of another condition")
         default:
-            throw node.fail("expected a condition object or list, got \(node.value.kindName)")
+            // It indexes its condition list with a string, float or None: it raises when a decision gets here.
+            warn(node.warning("expected a condition object or list, got \(node.value.kindName): the reference raises "
+                              + "when a decision evaluates it; here it evaluates to unknown"))
+            return .not(nil)
         }
     }
 
