@@ -190,9 +190,12 @@ wheel-from-source: deps
 test-sdist: lib wheel-from-source
 	PYTHON=$(PYTHON) bash tests/install/test_wheel.sh $(SOURCE_DIST_DIR)
 
-# The documentation tells the truth: every code block of README.md and bindings/*/README* runs as written
-# (blocks that cannot are marked <!-- doc-check: fragment|skip: why -->), no file names a machine's absolute
-# path, the Python package passes mypy --strict, and every public Python member has a docstring (make docs).
+# The documentation tells the truth: every code block of README.md and bindings/*/README* runs as written, as a
+# new user runs it: after the README's own install steps (make install into a temporary HOME, a virtual
+# environment with pip install ./bindings/python), from a temporary directory outside the repository (see
+# tools/check_doc_blocks.py; blocks that cannot run are marked <!-- doc-check: fragment|skip: why -->), no file
+# names a machine's absolute path, the Python package passes mypy --strict, and every public Python member has
+# a docstring (make docs).
 test-docs: test-deps lib cli python-speedups
 	$(PYTHON) tools/check_doc_blocks.py
 	cd bindings/python && $(PYTHON) -m mypy --strict -p experiment
@@ -225,11 +228,13 @@ test-python: test-deps lib python-speedups
 #   lib/pkgconfig/experiment.pc       ${prefix}-relative
 #   lib/cmake/experiment/             find_package(experiment CONFIG) -> experiment::experiment (relocatable)
 #   bin/experiment-cli                stripped
+#   share/libexperiment/demo.json     the demo datafile the README's quick starts use (pkg-config's pkgdatadir)
 #   share/doc/libexperiment/          LICENSE, NOTICE, CHANGELOG.md, README.md, the API reference (make docs)
 # `make uninstall` with the same variables removes exactly these files.
 BINDIR      ?= $(PREFIX)/bin
 DATAROOTDIR ?= $(PREFIX)/share
 DOCDIR      ?= $(DATAROOTDIR)/doc/libexperiment
+PKGDATADIR  ?= $(DATAROOTDIR)/libexperiment
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 CMAKEDIR    ?= $(LIBDIR)/cmake/experiment
 DEBUGDIR    := $(LIBDIR)/.debug
@@ -240,8 +245,8 @@ API_DOCS    := api-c.md api-python.md
 INSTALLED_FILES := $(LIBDIR)/libexperiment.so.$(VERSION) $(LIBDIR)/libexperiment.so.$(MAJOR) $(LIBDIR)/libexperiment.so \
 	$(DEBUGDIR)/libexperiment.so.$(VERSION).debug $(INCLUDEDIR)/experiment.h $(INCLUDEDIR)/experiment.hpp \
 	$(PKGCONFIGDIR)/experiment.pc $(CMAKEDIR)/experimentConfig.cmake $(CMAKEDIR)/experimentConfigVersion.cmake \
-	$(BINDIR)/experiment-cli $(addprefix $(DOCDIR)/,$(DOC_FILES) $(API_DOCS))
-INSTALLED_DIRS := $(DEBUGDIR) $(CMAKEDIR) $(DOCDIR)
+	$(BINDIR)/experiment-cli $(addprefix $(DOCDIR)/,$(DOC_FILES) $(API_DOCS)) $(PKGDATADIR)/demo.json
+INSTALLED_DIRS := $(DEBUGDIR) $(CMAKEDIR) $(DOCDIR) $(PKGDATADIR)
 
 # A path under $(PREFIX) as ${prefix}/..., any other path as it is (pkg-config).
 prefixed = $(if $(filter $(PREFIX)/%,$(1)),$${prefix}/$(patsubst $(PREFIX)/%,%,$(1)),$(1))
@@ -252,7 +257,7 @@ docs:
 
 install: lib cli docs
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DEBUGDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
-	  $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
+	  $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(PKGDATADIR)
 	@# Debug info apart, then a stripped copy that points at it; the build's RUNPATH ($$ORIGIN) is not kept.
 	objcopy --only-keep-debug $(LIB) $(DESTDIR)$(DEBUGDIR)/libexperiment.so.$(VERSION).debug
 	chmod 0644 $(DESTDIR)$(DEBUGDIR)/libexperiment.so.$(VERSION).debug
@@ -266,17 +271,20 @@ install: lib cli docs
 	ln -sf libexperiment.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libexperiment.so
 	install -m 0644 include/experiment.h bindings/cpp/experiment.hpp $(DESTDIR)$(INCLUDEDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR_PC@|$(call prefixed,$(LIBDIR))|; s|@INCLUDEDIR_PC@|$(call prefixed,$(INCLUDEDIR))|' \
-	  -e 's|@VERSION@|$(VERSION)|' experiment.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/experiment.pc
+	  -e 's|@PKGDATADIR_PC@|$(call prefixed,$(PKGDATADIR))|; s|@VERSION@|$(VERSION)|' experiment.pc.in \
+	  > $(DESTDIR)$(PKGCONFIGDIR)/experiment.pc
 	@# The CMake package finds the prefix from its own place: ../.. per level of CMAKEDIR below PREFIX.
 	@up=$$(echo "$(patsubst $(PREFIX)/%,%,$(CMAKEDIR))" | awk -F/ '{ for (i = 1; i <= NF; i++) printf "%s..", (i > 1 ? "/" : "") }'); \
 	  rel() { case "$$1" in $(PREFIX)/*) echo "\$${_experiment_prefix}/$${1#$(PREFIX)/}";; *) echo "$$1";; esac; }; \
 	  for f in experimentConfig experimentConfigVersion; do \
 	    sed -e "s|@CMAKE_TO_PREFIX@|$$up|; s|@LIBDIR_FROM_PREFIX@|$$(rel $(LIBDIR))|g; s|@INCLUDEDIR_FROM_PREFIX@|$$(rel $(INCLUDEDIR))|g" \
+	        -e "s|@PKGDATADIR_FROM_PREFIX@|$$(rel $(PKGDATADIR))|g" \
 	        -e 's|@VERSION@|$(VERSION)|g; s|@MAJOR@|$(MAJOR)|g; s|@MINOR@|$(MINOR)|g' \
 	        cmake/$$f.cmake.in > $(DESTDIR)$(CMAKEDIR)/$$f.cmake || exit 1; \
 	  done
 	install -m 0755 -s $(CLI) $(DESTDIR)$(BINDIR)/experiment-cli
 	install -m 0644 $(DOC_FILES) $(addprefix $(DOCS_DIR)/,$(API_DOCS)) $(DESTDIR)$(DOCDIR)/
+	install -m 0644 examples/datafiles/demo.json $(DESTDIR)$(PKGDATADIR)/demo.json
 	@echo "installed libexperiment $(VERSION) under $(DESTDIR)$(PREFIX)"
 
 uninstall:

@@ -916,6 +916,15 @@ exp_status exp_remove_notification_listener(exp_client *client, int64_t id);
  *   "state_dir"              string   the last good datafile per SDK key is kept in its state file
  *   "tag"                    string   names the client in the process (see exp_client_find); a second
  *                                     open client with the same tag fails with EXP_ERR_TAG_IN_USE
+ *   "ca_file"                string   a PEM file of the CA certificates HTTPS requests of this client trust
+ *                                     (datafile fetches, event posts, ODP), instead of the default: the
+ *                                     environment's SSL_CERT_FILE (and SSL_CERT_DIR, a hashed directory),
+ *                                     else libcurl's compiled-in bundle when that file exists, else the first
+ *                                     existing of the usual places (/etc/ssl/certs/ca-certificates.crt,
+ *                                     /etc/pki/tls/certs/ca-bundle.crt, /etc/pki/ca-trust/extracted/pem/
+ *                                     tls-ca-bundle.pem, /etc/ssl/ca-bundle.pem, /etc/ssl/cert.pem, ...), so
+ *                                     a libcurl built on one distribution (the Python wheel's) verifies
+ *                                     servers on another
  *
  * Polling, retries and cache-TTL refreshes run only for clients started with exp_client_start_async or
  * exp_client_start_sync (EXP_SYNC_UPDATE_NOW); a client started with exp_client_start keeps the datafile it

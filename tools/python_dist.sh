@@ -33,7 +33,8 @@ mkdir -p "$work"
 stage="$work/stage"
 rm -rf "$stage" "$work/raw"
 mkdir -p "$stage/Sources" "$work/raw"
-(cd "$repo/bindings/python" && cp -r pyproject.toml setup.py README.md experiment "$stage/")
+# -L: experiment/demo.json is a link to examples/datafiles/demo.json in the repository; the sdist holds the file.
+(cd "$repo/bindings/python" && cp -rL pyproject.toml setup.py README.md experiment "$stage/")
 rm -rf "$stage/experiment/__pycache__" "$stage"/experiment/*.so
 # The library's targets only (Package.swift keeps to them under EXPERIMENT_LIBRARY_ONLY=1): no CLI, no tests.
 for target in $(cd "$repo/Sources" && ls); do

@@ -29,4 +29,15 @@ static inline CURLcode exp_curl_setopt_progress(CURL *handle, exp_curl_progress_
 static inline CURLcode exp_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }
+/* The CA bundle file this libcurl was built to use (CURLINFO_CAINFO, libcurl 7.84 and later; NULL before, or
+   when it was built without one). A static string of the library: not freed. */
+static inline const char *exp_curl_default_cainfo(CURL *handle) {
+    char *path = NULL;
+#if LIBCURL_VERSION_NUM >= 0x075400
+    if (curl_easy_getinfo(handle, CURLINFO_CAINFO, &path) != CURLE_OK) path = NULL;
+#else
+    (void)handle;
+#endif
+    return path;
+}
 #endif

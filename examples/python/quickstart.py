@@ -1,6 +1,9 @@
 """A first look at the Python binding: decisions, experiments, conversions and events on the demo datafile.
 
-    PYTHONPATH=bindings/python python3 examples/python/quickstart.py [examples/datafiles/demo.json]
+    PYTHONPATH=bindings/python python3 examples/python/quickstart.py [DATAFILE]
+
+Without a DATAFILE it uses the demo datafile shipped in the package (experiment.demo_datafile()), so it runs
+from any directory.
 
 (or `pip install ./bindings/python` and run it with that Python).
 """
@@ -23,9 +26,9 @@ class PrintingDispatcher:
         print("  event -> %s %s (%s for %s)" % (event.http_verb, event.url, kind, visitor["visitor_id"]))
 
 
-def main(path):
+def main(datafile):
     dispatcher = PrintingDispatcher()
-    with open(path) as datafile, experiment.Client(datafile=datafile.read(), event_dispatcher=dispatcher) as client:
+    with experiment.Client(datafile=datafile, event_dispatcher=dispatcher) as client:
         print("datafile revision", client.config["revision"], "flags:", ", ".join(client.config["flags"]))
 
         # A user context, as optimizely-sdk's: the id and attributes once, then decide / track for that user.
@@ -73,4 +76,9 @@ def main(path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "examples/datafiles/demo.json"))
+    if len(sys.argv) > 1:
+        with open(sys.argv[1]) as handle:
+            text = handle.read()
+    else:
+        text = experiment.demo_datafile()
+    sys.exit(main(text))

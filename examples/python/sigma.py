@@ -1,7 +1,10 @@
 """Sigma-style calls from Python: user properties, typed flag values, and a user's flags, experiments and
 holdouts on the demo datafile.
 
-    PYTHONPATH=bindings/python python3 examples/python/sigma.py [examples/datafiles/demo.json]
+    PYTHONPATH=bindings/python python3 examples/python/sigma.py [DATAFILE]
+
+Without a DATAFILE it uses the demo datafile shipped in the package (experiment.demo_datafile()), so it runs
+from any directory.
 """
 import json
 import sys
@@ -30,9 +33,9 @@ def show_user(client, user_id, attributes=None):
     print("  in q4_global_holdout:", client.get_holdout(user_id, "q4_global_holdout", attributes))
 
 
-def main(path):
-    with open(path) as datafile, experiment.Client(datafile=datafile.read(), bucket_by_profile_id=True,
-                                                   default_decide_options=["DISABLE_DECISION_EVENT"]) as client:
+def main(datafile):
+    with experiment.Client(datafile=datafile, bucket_by_profile_id=True,
+                           default_decide_options=["DISABLE_DECISION_EVENT"]) as client:
         # Standard keys and custom.<name>; audiences see them under these names.
         client.set_user_properties("anon-1", {"profile_id": "profile-42", "email": "ann@demo-shop.example",
                                               "app_version": "3.1.0", "custom.isAuthorized": True})
@@ -50,4 +53,9 @@ def main(path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "examples/datafiles/demo.json"))
+    if len(sys.argv) > 1:
+        with open(sys.argv[1]) as handle:
+            text = handle.read()
+    else:
+        text = experiment.demo_datafile()
+    sys.exit(main(text))

@@ -9,8 +9,9 @@
 # ${prefix}-relative; build examples/c/quickstart.c and examples/cpp/quickstart.cpp with the flags pkg-config
 # gives for $tmp (the installed experiment.hpp, no repository include path); check that the installed headers
 # were the ones compiled and that ldd resolves libexperiment.so.<major> from $tmp/lib; build the C++ quickstart
-# again with CMake (find_package(experiment CONFIG), target experiment::experiment); run all three on the demo
-# datafile; run the installed experiment-cli. Then stage a second install with DESTDIR (same files, a
+# again with CMake (find_package(experiment CONFIG), target experiment::experiment, experiment_DATA_DIR); run
+# all three on the installed demo datafile (share/libexperiment/demo.json, named by pkg-config's pkgdatadir, as
+# the README's quick starts find it); run the installed experiment-cli. Then stage a second install with DESTDIR (same files, a
 # relocatable CMake package and pkg-config file) and `make uninstall` both: nothing of libexperiment is left.
 # The temporary prefix is removed on exit. Last line on success: "install test: OK".
 #
@@ -60,6 +61,7 @@ expected_files=(
     bin/experiment-cli
     share/doc/libexperiment/LICENSE share/doc/libexperiment/NOTICE share/doc/libexperiment/CHANGELOG.md
     share/doc/libexperiment/README.md share/doc/libexperiment/api-c.md share/doc/libexperiment/api-python.md
+    share/libexperiment/demo.json
 )
 for f in "${expected_files[@]}"; do
     [[ -f $prefix/$f && ! -L $prefix/$f ]] || fail "missing regular file $f"
@@ -76,6 +78,7 @@ done
 [[ -x $libdir/libexperiment.so.$version ]] || fail "libexperiment.so.$version is not executable (mode 0755)"
 grep -q "Library soname: \[libexperiment.so.$major\]" <<<"$(readelf -d "$libdir/libexperiment.so.$version")" \
     || fail "installed library's SONAME is not libexperiment.so.$major"
+cmp -s examples/datafiles/demo.json "$prefix/share/libexperiment/demo.json" || fail "installed demo.json differs from examples/datafiles/demo.json"
 cmp -s include/experiment.h "$prefix/include/experiment.h" || fail "installed header differs from include/experiment.h"
 cmp -s bindings/cpp/experiment.hpp "$prefix/include/experiment.hpp" || fail "installed experiment.hpp differs from bindings/cpp/experiment.hpp"
 # Stripped, debug info apart (gdb finds it through the debuglink), no run path, only the libraries it needs.
@@ -99,6 +102,7 @@ grep -qx 'libdir=${prefix}/lib' "$libdir/pkgconfig/experiment.pc" || fail 'exper
 grep -qx 'includedir=${prefix}/include' "$libdir/pkgconfig/experiment.pc" || fail 'experiment.pc: includedir is not ${prefix}/include'
 grep -q "$prefix/" "$libdir/pkgconfig/experiment.pc" && fail "experiment.pc repeats the prefix outside prefix="
 grep -qx 'License: Apache-2.0' "$libdir/pkgconfig/experiment.pc" || fail "experiment.pc has no License field"
+grep -qx 'pkgdatadir=${prefix}/share/libexperiment' "$libdir/pkgconfig/experiment.pc" || fail 'experiment.pc: pkgdatadir is not ${prefix}/share/libexperiment'
 for f in "lib/libexperiment.so" "lib/libexperiment.so.$major" "lib/libexperiment.so.$version" \
          include/experiment.h lib/pkgconfig/experiment.pc; do
     echo "    $f$( [[ -L $prefix/$f ]] && echo " -> $(readlink "$prefix/$f")" )"
@@ -112,6 +116,10 @@ pkg-config --exists experiment || fail "pkg-config does not find experiment in $
     || fail "pkg-config version $(pkg-config --modversion experiment), expected $version"
 [[ $(pkg-config --variable=libdir experiment) == "$libdir" ]] || fail "pkg-config libdir is not $libdir"
 [[ $(pkg-config --variable=includedir experiment) == "$prefix/include" ]] || fail "pkg-config includedir is not $prefix/include"
+# The README's quick starts find the demo datafile through pkg-config; the programs below run on that copy.
+[[ $(pkg-config --variable=pkgdatadir experiment) == "$prefix/share/libexperiment" ]] \
+    || fail "pkg-config pkgdatadir is not $prefix/share/libexperiment"
+datafile=$(pkg-config --variable=pkgdatadir experiment)/demo.json
 cflags=$(pkg-config --cflags experiment)
 libs=$(pkg-config --libs experiment)
 echo "    cflags: $cflags"
@@ -181,6 +189,9 @@ add_executable(quickstart-cmake "$repo/examples/cpp/quickstart.cpp")
 target_compile_features(quickstart-cmake PRIVATE cxx_std_17)
 target_compile_options(quickstart-cmake PRIVATE -Wall -Wextra -Werror -pedantic)
 target_link_libraries(quickstart-cmake PRIVATE experiment::experiment)
+if(NOT EXISTS "\${experiment_DATA_DIR}/demo.json")
+    message(FATAL_ERROR "experiment_DATA_DIR (\${experiment_DATA_DIR}) has no demo.json")
+endif()
 EOF
 cmake -S "$build/cmake-project" -B "$build/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
     > "$build/cmake.log" 2>&1 || { cat "$build/cmake.log"; fail "cmake could not configure against $prefix"; }

@@ -12,7 +12,8 @@ trap 'rm -rf "$tmp"' EXIT
 "$tmp/venv/bin/python" -m pip install -q wheel
 # pip builds a local directory in place; build a copy so the checkout stays clean, shipping the library
 # this repository built (the copy has no repository beside it to build one).
-cp -r "$repo/bindings/python" "$tmp/package"
+# (-L: experiment/demo.json is a link to examples/datafiles/demo.json; the package ships the file)
+cp -rL "$repo/bindings/python" "$tmp/package"
 rm -rf "$tmp/package/tests" "$tmp/package/experiment/"*.so "$tmp/package/experiment/__pycache__"
 EXPERIMENT_LIBRARY="$repo/.build/release/libexperiment.so" EXPERIMENT_INCLUDE="$repo/include" \
     "$tmp/venv/bin/python" -m pip install -q --no-build-isolation "$tmp/package"
@@ -24,7 +25,9 @@ import experiment
 from experiment import _native
 loaded = _native.lib._name
 assert "site-packages" in loaded and loaded.endswith("libexperiment.so"), loaded
-with experiment.Client(datafile=open(sys.argv[1]).read()) as client:
+# The demo datafile is package data: found from any directory, equal to the repository's.
+assert experiment.demo_datafile() == open(sys.argv[1], encoding="utf-8").read()
+with experiment.Client(datafile=experiment.demo_datafile()) as client:
     decision = client.decide("user-1", "free_shipping", {"country": "NL"})
     assert decision.flag_key == "free_shipping", decision
 from experiment import client as client_module

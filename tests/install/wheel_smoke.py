@@ -110,6 +110,8 @@ def mapped_from():
 def main():
     with open(DATAFILE) as handle:
         datafile = handle.read()
+    # The wheel carries the demo datafile the README's quick starts use (package data, not a link).
+    assert experiment.demo_datafile() == datafile, "experiment.demo_datafile() differs from the repository's demo.json"
     loaded = _native.lib._name
     package = os.path.dirname(os.path.abspath(experiment.__file__))
     assert loaded == os.path.join(package, "libexperiment.so"), loaded

@@ -56,7 +56,9 @@ public final class Client: @unchecked Sendable {
         self.notifications = notifications
         self.events = EventSink(logger: logger, options: options, notifications: notifications)
         self.segments = QualifiedSegmentsStore(capacity: options.userStoreCapacity)
-        self.odp = ODPManager(options: options.odp, stateDir: options.stateDir, closeTimeoutMs: options.closeTimeoutMs,
+        var odpOptions = options.odp
+        odpOptions.caFile = options.caFile
+        self.odp = ODPManager(options: odpOptions, stateDir: options.stateDir, closeTimeoutMs: options.closeTimeoutMs,
                               logger: logger)
         let state = Self.openStateDirectory(options, logger: logger)
         self.overrides = OverrideStore(state: state, logger: logger, capacity: options.userStoreCapacity)

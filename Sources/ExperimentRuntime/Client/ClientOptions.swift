@@ -39,6 +39,8 @@ public struct ODPOptions: Sendable {
     public var eventFlushIntervalMs = 1_000
     /// ODP events that may wait for delivery before new ones are refused (EXP_ERR_QUEUE_FULL).
     public var eventQueueCapacity = 10_000
+    /// The client's `ca_file` option (not a key of the `odp` object): ODP requests trust what the client's do.
+    public var caFile: String? = nil
 }
 
 /// The options a client is created with (one JSON object in C; keyword arguments in Python).
@@ -89,6 +91,10 @@ public struct ClientOptions: Sendable {
 
     public var odp = ODPOptions()
 
+    /// The CA bundle (PEM) HTTPS requests of this client trust, instead of the process default (see
+    /// `CACertificates`: SSL_CERT_FILE, libcurl's compiled-in bundle, the usual places).
+    public var caFile: String? = nil
+
     /// Sigma: exp_set/edit_user_properties also store profile_id as $opt_bucketing_id.
     public var bucketByProfileId = false
 
@@ -101,7 +107,7 @@ public struct ClientOptions: Sendable {
         "cache_ttl_s", "state_dir", "profile_store", "event_endpoint", "event_batch_size", "event_flush_interval_ms",
         "event_queue_capacity", "event_queue_full_policy", "close_timeout_ms",
         "event_max_attempts", "event_max_age_s", "event_max_inflight", "odp",
-        "bucket_by_profile_id",
+        "bucket_by_profile_id", "ca_file",
     ]
 
     public init() {}
@@ -187,6 +193,7 @@ public struct ClientOptions: Sendable {
         case "event_max_inflight": eventMaxInflight = try field.integer(in: 1...64)
         case "odp": odp = try Self.odpOptions(value)
         case "bucket_by_profile_id": bucketByProfileId = try field.bool()
+        case "ca_file": caFile = try field.string(nonEmpty: true, controlFree: true)
         default:
             throw ClientError(.invalidOption,
                               "options: unknown option \"\(key)\" (known: \(Self.knownKeys.joined(separator: ", ")))")

@@ -21,6 +21,7 @@ struct DatafileFetcher: Sendable {
     let timeoutMs: Int
     let retryCount: Int
     let maxBytes: Int
+    let caFile: String?
 
     /// Back-off before retry n (1-based): 200 ms doubled each time, at most 5 s.
     static func backoffMs(retry: Int) -> Int64 { min(5_000, 200 << Int64(min(retry - 1, 10))) }
@@ -31,6 +32,7 @@ struct DatafileFetcher: Sendable {
         accessToken = options.datafileAccessToken
         timeoutMs = options.requestTimeoutMs
         retryCount = options.retryCount
+        caFile = options.caFile
         self.maxBytes = maxBytes
     }
 
@@ -90,6 +92,7 @@ struct DatafileFetcher: Sendable {
         var request = HTTPRequest(url: url, headers: headers, timeoutMs: timeoutMs)
         request.maxResponseBytes = maxBytes
         request.isCancelled = isCancelled
+        request.caFile = caFile
         switch HTTPClient.perform(request) {
         case .failure(let error):
             // An oversized body is the server's answer, not a passing fault: retrying cannot help.

@@ -31,6 +31,8 @@ final class EventDispatcher: @unchecked Sendable {
         var maxInflight: Int = 4
         var backoffBaseMs: Int64 = 200
         var backoffCapMs: Int64 = 60_000
+        /// The client option ca_file (nil: the process default).
+        var caFile: String? = nil
     }
 
     private let queue: EventQueue
@@ -287,6 +289,7 @@ final class EventDispatcher: @unchecked Sendable {
         if deadline != 0 { timeout = max(1, min(timeout, Int(deadline - monotonicMillis()))) }
         var request = HTTPRequest(method: "POST", url: url, headers: ["Content-Type: application/json"],
                                   body: Array(body.utf8), timeoutMs: timeout)
+        request.caFile = settings.caFile
         if !forced {
             // A background POST of other programs' events must not hold up this client's close; one with
             // this client's events may finish (cut at the close deadline), as cancelling a POST the server

@@ -101,7 +101,7 @@ public final class EventProcessor: @unchecked Sendable {
                                                 endpoint: options.eventEndpoint,
                                                 maxAttempts: options.eventMaxAttempts,
                                                 maxAgeMs: Int64(options.eventMaxAgeSeconds) * 1000,
-                                                maxInflight: options.eventMaxInflight)
+                                                maxInflight: options.eventMaxInflight, caFile: options.caFile)
         dispatcher = EventDispatcher(queue: queue, journal: journal, settings: settings, stats: stats, logger: logger,
                                      throttled: throttled, reserve: DiskReserve(directory: directory.path),
                                      notifications: notifications)

@@ -14,6 +14,8 @@ public struct HTTPRequest: Sendable {
     /// Polled during the transfer (at least once a second): true aborts it, so a closing client need not
     /// wait out a slow server.
     public var isCancelled: (@Sendable () -> Bool)? = nil
+    /// The CA bundle trusted for HTTPS (the client option `ca_file`); nil: `CACertificates.processDefault`.
+    public var caFile: String? = nil
 
     public init(method: String = "GET", url: String, headers: [String] = [], body: [UInt8] = [],
                 timeoutMs: Int = 10_000)
@@ -79,6 +81,9 @@ public enum HTTPClient {
             _ = exp_curl_setopt_progress(handle, ResponseSink.progress)
             _ = exp_curl_setopt_pointer(handle, CURLOPT_XFERINFODATA, sinkPointer)
         }
+        let trust = CACertificates.processDefault
+        if let file = request.caFile ?? trust.file { _ = exp_curl_setopt_string(handle, CURLOPT_CAINFO, file) }
+        if let directory = trust.directory { _ = exp_curl_setopt_string(handle, CURLOPT_CAPATH, directory) }
         if request.method != "GET" { _ = exp_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method) }
 
         let code: CURLcode = request.body.withUnsafeBytes { body in

@@ -21,6 +21,7 @@ final class ODPEventQueue: @unchecked Sendable {
     private let lock: Lock
     private let pending = Atomic<Int>(0)
     private let timeoutMs: Int
+    private let caFile: String?
     private let logger: Logger
     private let endpoint: @Sendable () -> ODPEndpoint?
     private var worker: BackgroundWorker? = nil
@@ -31,6 +32,7 @@ final class ODPEventQueue: @unchecked Sendable {
         self.database = database
         self.lock = lock
         self.timeoutMs = options.eventTimeoutMs
+        self.caFile = options.caFile
         self.batchSize = options.eventBatchSize
         self.flushIntervalMs = Int64(options.eventFlushIntervalMs)
         self.capacity = options.eventQueueCapacity
@@ -207,9 +209,10 @@ final class ODPEventQueue: @unchecked Sendable {
             body.append(contentsOf: event)
         }
         body.append(UInt8(ascii: "]"))
-        let request = HTTPRequest(method: "POST", url: endpoint.host + "/v3/events",
+        var request = HTTPRequest(method: "POST", url: endpoint.host + "/v3/events",
                                   headers: ["content-type: application/json", "x-api-key: \(endpoint.apiKey)"],
                                   body: body, timeoutMs: timeoutMs)
+        request.caFile = caFile
         switch HTTPClient.perform(request) {
         case .failure(let error):
             logger.log(.warning, "ODP event send failed (network error: \(error.message)); will retry")

@@ -106,7 +106,7 @@ public final class ODPManager: @unchecked Sendable {
             return .success(cached)
         }
         let result = SegmentFetcher.fetch(endpoint, userKey: userKey, userValue: userId, segments: segments,
-                                          timeoutMs: options.fetchTimeoutMs)
+                                          timeoutMs: options.fetchTimeoutMs, caFile: options.caFile)
         switch result {
         case .success(let fetched):
             if !ignoreCache { cache.save(fetched, for: cacheKey) }

@@ -31,12 +31,13 @@ enum SegmentFetcher {
 
     /// Asks ODP which of `segments` the user qualifies for. Blocking: run it off the decision path.
     static func fetch(_ endpoint: ODPEndpoint, userKey: String, userValue: String, segments: [String],
-                      timeoutMs: Int) -> Result<[String], ClientError>
+                      timeoutMs: Int, caFile: String? = nil) -> Result<[String], ClientError>
     {
-        let request = HTTPRequest(method: "POST", url: url(endpoint),
+        var request = HTTPRequest(method: "POST", url: url(endpoint),
                                   headers: ["content-type: application/json", "x-api-key: \(endpoint.apiKey)"],
                                   body: body(userKey: userKey, userValue: userValue, segments: segments),
                                   timeoutMs: timeoutMs)
+        request.caFile = caFile
         switch HTTPClient.perform(request) {
         case .failure(let error):
             return .failure(failed(error.timedOut ? "network error: timed out" : "network error: \(error.message)"))

@@ -1,8 +1,9 @@
 """libexperiment for Python: feature flags and experiments decided in-process by libexperiment.so.
 
     import experiment
-    with experiment.Client(datafile=open("datafile.json").read()) as client:
-        decision = client.decide("user-123", "checkout_flow", {"country": "NL", "age": 31})
+    with experiment.Client(datafile=experiment.demo_datafile()) as client:   # or your project's datafile
+        user = client.create_user_context("user-123", {"country": "NL", "age": 31})
+        decision = user.decide("free_shipping")
         print(decision.enabled, decision.variation_key, decision.variables)
 
 The shared library is found through the environment variable EXPERIMENT_LIBRARY, a copy inside this
@@ -11,6 +12,7 @@ package, the repository's .build/release directory, or the system library path (
 
 from ._native import library_path
 from .client import Client, library_version, validate_datafile
+from .demo import demo_datafile
 from .decision import DecideOption, Decision, Event
 from .sigma import UserExperiment
 from .segments import SegmentOption
@@ -57,6 +59,7 @@ __all__ = [
     "library_version",
     "library_path",
     "validate_datafile",
+    "demo_datafile",
     "Client",
     "Decision",
     "UserExperiment",
