@@ -534,7 +534,8 @@ exp_status exp_get_variation(exp_client *client, const char *experiment_key, con
                              char **out_variation_key);
 
 /* As exp_get_variation (ownership, errors, thread-safety and example alike), and when the user gets a
- * variation an impression event is sent. */
+ * variation an impression event is sent. A variation whose key is "" activates nobody, as in the
+ * reference (it tests the key for truth): no impression, and *out_variation_key is NULL. */
 exp_status exp_activate(exp_client *client, const char *experiment_key, const char *user_id,
                         const exp_attribute *attributes, size_t attribute_count, char **out_variation_key);
 
@@ -853,9 +854,12 @@ exp_status exp_client_set_log_level(exp_client *client, int level);
 /* What a listener hears about. */
 typedef enum exp_notification_type {
     /* a decision: {"type": "flag", "user_id", "attributes", "decision_info": {"flag_key", "enabled",
-       "variables", "variation_key", "rule_key", "reasons", "decision_event_dispatched"}} from decide, or
-       {"type": "ab-test", ..., "decision_info": {"experiment_key", "experiment_id", "variation_key",
-       "variation_id"}} from get_variation / activate / trigger_experiment */
+       "variables", "variation_key", "rule_key", "reasons", "decision_event_dispatched", "experiment_id",
+       "variation_id"}} from decide, or
+       {"type": "ab-test" (or "feature-test" for an experiment a flag lists), ..., "decision_info":
+       {"experiment_key", "variation_key"}} from get_variation / activate / trigger_experiment, as
+       optimizely-sdk's DECISION notifications; decide's also has "experiment_id" and "variation_id"
+       (null without a rule or variation) and "variables" {} under EXCLUDE_VARIABLES */
     EXP_NOTIFY_DECISION = 1,
     EXP_NOTIFY_TRACK = 2,          /* a tracked conversion: {"event_key", "user_id", "attributes", "event_tags"} */
     /* an event batch was handed on: {"url", "http_verb", "status" (HTTP status; 0 for a transport error;

@@ -31,9 +31,11 @@ private func variationKey<Input: AttributeInput>(_ handle: OpaquePointer?, _ exp
         let experiment = try experimentIndex(key: key, in: config)
         let outcome = try attributes.with { (attributes) throws(ClientError) in
             client.experimentOutcome(config: config, experiment: experiment, userId: user, attributes: attributes,
-                                     sendImpression: activate)
+                                     call: activate ? .activate : .getVariation)
         }
-        if case .variation(let variation) = outcome {
+        // activate gives no variation where it activates nobody (a variation whose key is "").
+        if case .variation(let variation) = outcome,
+           !activate || ExperimentCall.activate.sendsImpression(variationKey: config.experiments[experiment].variations[Int(variation)].key.text) {
             out.pointee = duplicate(config.experiments[experiment].variations[Int(variation)].key.text)
         } else {
             out.pointee = nil
@@ -107,7 +109,7 @@ public func abiTriggerExperiment(_ handle: OpaquePointer?, _ userId: UnsafePoint
         let key = config.experiments[experiment].key.text
         let outcome = try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
             client.experimentOutcome(config: config, experiment: experiment, userId: user, attributes: attributes,
-                                     sendImpression: true)
+                                     call: .trigger)
         }
         switch outcome {
         case .variation(let variation):

@@ -11,6 +11,10 @@ public final class ProjectConfig: @unchecked Sendable {
     public let environmentKey: String?
     public let sdkKey: String?
     public let anonymizeIP: Bool
+    /// The datafile's "anonymizeIP" as the reference sends it in events (`anonymize_ip`): its JSON value
+    /// whatever the type (the reference does not check it), written as Python's json.dumps writes it;
+    /// "false" when absent.
+    public let anonymizeIPJSON: String
     public let sendFlagDecisions: Bool
     public let botFiltering: Bool?
     public let region: String
@@ -59,6 +63,7 @@ public final class ProjectConfig: @unchecked Sendable {
         environmentKey = header.environmentKey
         sdkKey = header.sdkKey
         anonymizeIP = header.anonymizeIP
+        anonymizeIPJSON = header.anonymizeIPJSON
         sendFlagDecisions = header.sendFlagDecisions
         botFiltering = header.botFiltering
         region = header.region
@@ -88,6 +93,7 @@ public final class ProjectConfig: @unchecked Sendable {
         var version = "4", revision = "", projectId = "", accountId = ""
         var environmentKey: String? = nil, sdkKey: String? = nil
         var anonymizeIP = false, sendFlagDecisions = false
+        var anonymizeIPJSON = "false"
         var botFiltering: Bool? = nil
         var region = "US"
         var odpIntegration: ODPIntegration? = nil
@@ -306,8 +312,22 @@ public struct FlagVariation: Sendable {
 }
 
 extension ProjectConfig {
+    /// Whether a flag lists the experiment with this id among its "experimentIds" (the reference's
+    /// is_feature_experiment). Scans the flags: for notifications only, never on a decision's path.
+    public func isFeatureExperiment(id: String) -> Bool {
+        flags.contains { flag in
+            flag.rules.prefix(flag.experimentRuleCount).contains { experiments[Int($0.experiment)].id.text == id }
+        }
+    }
+
+    /// The entity_id an event gives the attribute `key`, or nil when the event leaves it out: the datafile's
+    /// attribute (the last one with that key) unless its id is empty (false to the reference's
+    /// `if attribute_id:`), else a key with the reserved "$opt_" prefix names itself.
     public func attributeId(forKey key: String) -> String? {
-        if let index = attributeKeyIndex.find(key) { return attributes[index].id }
+        if let index = attributeKeyIndex.find(key) {
+            let id = attributes[index].id
+            return id.isEmpty ? nil : id
+        }
         return key.hasPrefix("$opt_") ? key : nil
     }
 }

@@ -184,10 +184,13 @@ private struct Compilation {
         header.revision = try root.requiredString("revision")
         header.environmentKey = optionalText(root, "environmentKey")
         header.sdkKey = optionalText(root, "sdkKey")
-        // Outside the reference's schema: it tests them for truth (events carry our booleans).
+        // Outside the reference's schema. It tests "sendFlagDecisions" for truth; it sends "anonymizeIP" in
+        // events as the datafile has it, whatever its type; it sends "botFiltering" only when it is a boolean.
         header.anonymizeIP = truth(root, "anonymizeIP") ?? false
+        // (null included: `config.get('anonymizeIP', False)` is None then, sent as null.)
+        if let field = root.member("anonymizeIP") { header.anonymizeIPJSON = PythonJSONText.dumps(field.value) }
         header.sendFlagDecisions = truth(root, "sendFlagDecisions") ?? false
-        header.botFiltering = truth(root, "botFiltering")
+        header.botFiltering = boolean(root, "botFiltering")
         header.region = readRegion()
         header.odpIntegration = try readODPIntegration()
         return header
@@ -659,6 +662,15 @@ private struct Compilation {
 
     /// An optional boolean the reference tests for truth as Python does: a value that is no boolean
     /// ("yes", 1, "", []) counts as that truth, with a warning. Nil when absent or null.
+    /// A field the reference uses only when it is a JSON boolean (`isinstance(value, bool)`): anything
+    /// else counts as absent, with a warning.
+    mutating func boolean(_ entry: DatafileReader, _ name: String) -> Bool? {
+        guard let field = entry.optional(name) else { return nil }
+        if let flag = field.value.bool { return flag }
+        warn(field.warning("expected a boolean, got \(field.value.kindName): taken as absent, as in the reference"))
+        return nil
+    }
+
     mutating func truth(_ entry: DatafileReader, _ name: String) -> Bool? {
         guard let field = entry.optional(name) else { return nil }
         if let flag = field.value.bool { return flag }

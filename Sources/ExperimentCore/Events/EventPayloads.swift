@@ -56,9 +56,13 @@ public enum EventPayloads {
             subject.ruleKey = holdout.key.text
             if decision.variation >= 0 {
                 let variation = holdout.variations[Int(decision.variation)]
-                subject.variationId = variation.id.text
-                subject.variationKey = variation.key.text
                 subject.enabled = variation.featureEnabled
+                // The reference re-reads a holdout's variation by holdout id and variation id, and finds
+                // none when either is empty (false to its `elif variation_id and experiment_id`).
+                if !holdout.id.text.isEmpty && !variation.id.text.isEmpty {
+                    subject.variationId = variation.id.text
+                    subject.variationKey = variation.key.text
+                }
             }
             return subject
         }
@@ -71,10 +75,13 @@ public enum EventPayloads {
         if decision.flagVariation >= 0 {
             // The reference re-reads the variation among the flag's variations by id.
             let decided = flag.flagVariations[Int(decision.flagVariation)]
-            let variation = flag.flagVariations.first { $0.id == decided.id } ?? decided
-            subject.variationId = variation.id
-            subject.variationKey = variation.key.text
             subject.enabled = decision.enabled(in: config)
+            // An empty id finds nothing (false to its `if variation_id and ...`): no variation, key "".
+            if !decided.id.isEmpty {
+                let variation = flag.flagVariations.first { $0.id == decided.id } ?? decided
+                subject.variationId = variation.id
+                subject.variationKey = variation.key.text
+            }
         }
         return subject
     }
@@ -98,8 +105,11 @@ public enum EventPayloads {
         var subject = ImpressionSubject()
         subject.experimentId = experiment.id.text
         subject.layerId = experiment.layerId
-        subject.variationId = chosen.id.text
-        subject.variationKey = chosen.key.text
+        // Then by experiment id and variation id, which finds nothing when either is empty: no variation.
+        if !experiment.id.text.isEmpty && !chosen.id.text.isEmpty {
+            subject.variationId = chosen.id.text
+            subject.variationKey = chosen.key.text
+        }
         subject.ruleKey = experiment.key.text
         subject.ruleType = .experiment
         subject.enabled = true
@@ -167,7 +177,7 @@ public enum EventPayloads {
         writer.literal(",\"revision\":"); writer.string(config.revision)
         writer.literal(",\"client_name\":"); writer.string(client.name)
         writer.literal(",\"client_version\":"); writer.string(client.version)
-        writer.literal(",\"anonymize_ip\":"); writer.bool(config.anonymizeIP)
+        writer.literal(",\"anonymize_ip\":"); writer.raw(config.anonymizeIPJSON)
         writer.literal(",\"enrich_decisions\":true,\"visitors\":[")
     }
 
@@ -188,7 +198,8 @@ public enum EventPayloads {
                 } else {
                     id = key.starts(with: "$opt_".utf8) ? String(decoding: key, as: UTF8.self) : nil
                 }
-                guard let id else { return }
+                // An empty id is false to the reference's `if attribute_id:`: the attribute is left out.
+                guard let id, !id.isEmpty else { return }
                 writer.literal(first ? "{\"entity_id\":" : ",{\"entity_id\":"); writer.string(id)
                 writer.literal(",\"key\":"); writer.string(utf8: key)
             } else {
@@ -220,7 +231,7 @@ public enum EventPayloads {
         writer.field(literal: "revision", config.revision)
         writer.field(literal: "client_name", client.name)
         writer.field(literal: "client_version", client.version)
-        writer.field(literal: "anonymize_ip", config.anonymizeIP)
+        writer.key(literal: "anonymize_ip"); writer.raw(config.anonymizeIPJSON)
         writer.field(literal: "enrich_decisions", true)
         writer.key(literal: "visitors"); writer.beginArray()
         return writer
@@ -358,6 +369,23 @@ extension FlagDecision {
         }
         if experiment >= 0 && variation >= 0 { return config.experiments[Int(experiment)].variations[Int(variation)].key.cString }
         if flagVariation >= 0 { return config.flags[Int(flag)].flagVariations[Int(flagVariation)].key.cString }
+        return nil
+    }
+
+    /// The id of the deciding rule or holdout (the reference's `flag_decision.experiment.id`), or nil.
+    public func experimentId(in config: ProjectConfig) -> String? {
+        if holdout >= 0 { return config.holdouts[Int(holdout)].id.text }
+        if experiment >= 0 { return config.experiments[Int(experiment)].id.text }
+        return nil
+    }
+
+    /// The id of the decided variation (the one `variationKeyCString` names), or nil.
+    public func variationId(in config: ProjectConfig) -> String? {
+        if holdout >= 0 {
+            return variation >= 0 ? config.holdouts[Int(holdout)].variations[Int(variation)].id.text : nil
+        }
+        if experiment >= 0 && variation >= 0 { return config.experiments[Int(experiment)].variations[Int(variation)].id.text }
+        if flagVariation >= 0 { return config.flags[Int(flag)].flagVariations[Int(flagVariation)].id }
         return nil
     }
 

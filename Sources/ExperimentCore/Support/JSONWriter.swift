@@ -97,6 +97,8 @@ public struct JSONWriter {
     /// Shortest text that reads back as the same double; non-finite values have no JSON form: null.
     public static func format(_ value: Double) -> String {
         guard value.isFinite else { return "null" }
+        // Negative zero keeps its sign, as Python writes it (float("-0") is -0.0; Int64(-0.0) is 0).
+        if value == 0 { return value.sign == .minus ? "-0.0" : "0.0" }
         if value == value.rounded(.towardZero) && abs(value) < 1e16 {
             return String(Int64(value)) + ".0"
         }

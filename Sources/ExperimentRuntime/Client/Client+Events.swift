@@ -117,39 +117,44 @@ extension Client {
 
     // MARK: notifications (built only when someone listens)
 
+    /// The reference's DECISION notification of type "flag" (sent from its decide), field for field.
     func notifyFlagDecision<A: UserAttributes>(_ result: DecideResult, config: ProjectConfig, userId: UTF8Text,
-                                               attributes: A, dispatched: Bool)
+                                               attributes: A, options: DecideOptions, dispatched: Bool)
     {
         let decision = result.decision
         notifications.notify(.decision) {
             var writer = Self.decisionNotification(type: "flag", userId: userId, attributes: attributes)
             writer.field("flag_key", config.flags[Int(decision.flag)].key.text)
             writer.field("enabled", decision.enabled(in: config))
-            writer.key("variables"); writer.raw(String(cString: decision.variablesJSON(in: config)))
+            // EXCLUDE_VARIABLES: the reference builds no variables, and its listeners get the empty map too.
+            writer.key("variables")
+            writer.raw(options.contains(.excludeVariables) ? "{}" : String(cString: decision.variablesJSON(in: config)))
             writer.field("variation_key", decision.variationKeyCString(in: config).map { String(cString: $0) })
             writer.field("rule_key", decision.ruleKeyCString(in: config).map { String(cString: $0) })
             writer.key("reasons"); writer.beginArray(); result.reasons.forEach { writer.string($0) }; writer.endArray()
             writer.field("decision_event_dispatched", dispatched)
+            writer.field("experiment_id", decision.experimentId(in: config))
+            writer.field("variation_id", decision.variationId(in: config))
             writer.endObject()
             writer.endObject()
             return writer.text
         }
     }
 
+    /// The reference's DECISION notification of get_variation / activate: type "feature-test" when a
+    /// flag lists the experiment among its experimentIds, else "ab-test"; decision_info holds the
+    /// experiment key and the variation key (null without a variation), nothing else.
     func notifyExperimentDecision<A: UserAttributes>(_ outcome: ExperimentOutcome, config: ProjectConfig,
                                                      experiment: Int, userId: UTF8Text, attributes: A)
     {
         notifications.notify(.decision) {
             let definition = config.experiments[experiment]
-            var variation: (key: String, id: String)? = nil
-            if case .variation(let index) = outcome {
-                variation = (definition.variations[Int(index)].key.text, definition.variations[Int(index)].id.text)
-            }
-            var writer = Self.decisionNotification(type: "ab-test", userId: userId, attributes: attributes)
+            var variationKey: String? = nil
+            if case .variation(let index) = outcome { variationKey = definition.variations[Int(index)].key.text }
+            let type = config.isFeatureExperiment(id: definition.id.text) ? "feature-test" : "ab-test"
+            var writer = Self.decisionNotification(type: type, userId: userId, attributes: attributes)
             writer.field("experiment_key", definition.key.text)
-            writer.field("experiment_id", definition.id.text)
-            writer.field("variation_key", variation?.key)
-            writer.field("variation_id", variation?.id)
+            writer.field("variation_key", variationKey)
             writer.endObject()
             writer.endObject()
             return writer.text

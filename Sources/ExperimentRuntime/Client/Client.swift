@@ -10,6 +10,26 @@ public enum LibraryVersion {
 }
 
 /// One decided flag with what the caller needs to report it.
+/// Which call asks for an experiment's outcome: what it sends and returns differ.
+public enum ExperimentCall: Sendable {
+    /// No impression.
+    case getVariation
+    /// The reference's activate: an impression when the user gets a variation whose key is not empty
+    /// (it tests the key for truth: `if not variation_key`, and activates nobody for ""); the same test
+    /// makes its result None.
+    case activate
+    /// Kameleoon's trigger_experiment: an impression for every variation.
+    case trigger
+
+    public func sendsImpression(variationKey: String) -> Bool {
+        switch self {
+        case .getVariation: return false
+        case .activate: return !variationKey.isEmpty
+        case .trigger: return true
+        }
+    }
+}
+
 public struct DecideResult {
     public let decision: FlagDecision
     public let reasons: [String]
@@ -304,28 +324,29 @@ public final class Client: @unchecked Sendable {
             let result = DecideResult(decision: decision, reasons: reasons?.messages ?? [],
                                       forcedDecisionReasonCount: reasons?.forcedDecisionCount ?? 0)
             if notifications.hasListeners(.decision) {
-                notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, dispatched: dispatched)
+                notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, options: options,
+                                   dispatched: dispatched)
             }
             body(result)
         }
     }
 
     /// get_variation / activate / trigger_experiment: the experiment's outcome for the user, with an
-    /// impression when `sendImpression` and the user got a variation.
+    /// impression as `call` sends one (`ExperimentCall.sendsImpression`).
     public func experimentOutcome<A: UserAttributes>(config: ProjectConfig, experiment: Int, userId: UTF8Text,
-                                                     attributes: A, sendImpression: Bool) -> ExperimentOutcome
+                                                     attributes: A, call: ExperimentCall) -> ExperimentOutcome
     {
         if let qualified = segments.segments(of: userId) {
             return outcome(config: config, experiment: experiment, userId: userId,
                            attributes: SegmentQualifiedAttributes(base: attributes, segments: qualified),
-                           sendImpression: sendImpression)
+                           call: call)
         }
         return outcome(config: config, experiment: experiment, userId: userId, attributes: attributes,
-                       sendImpression: sendImpression)
+                       call: call)
     }
 
     private func outcome<A: UserAttributes>(config: ProjectConfig, experiment: Int, userId: UTF8Text,
-                                            attributes: A, sendImpression: Bool) -> ExperimentOutcome
+                                            attributes: A, call: ExperimentCall) -> ExperimentOutcome
     {
         let merged = MergedAttributes(call: attributes, stored: properties.properties(of: userId))
         let outcome: ExperimentOutcome
@@ -340,14 +361,15 @@ public final class Client: @unchecked Sendable {
                                       overrides: overrides.overrides(of: userId), reasons: nil)
                 .outcome(experiment: experiment)
         }
-        if sendImpression, case .variation(let variation) = outcome {
+        if case .variation(let variation) = outcome,
+           call.sendsImpression(variationKey: config.experiments[experiment].variations[Int(variation)].key.text) {
             let subject = EventPayloads.subject(experiment: experiment, variation: variation, in: config)
             send(subject, config: config, userId: userId, attributes: merged)
         }
         if notifications.hasListeners(.decision) {
             notifyExperimentDecision(outcome, config: config, experiment: experiment, userId: userId, attributes: merged)
         }
-        if sendImpression { sendPendingUserData(config: config, userId: userId) }
+        if call != .getVariation { sendPendingUserData(config: config, userId: userId) }
         return outcome
     }
 

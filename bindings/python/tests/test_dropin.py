@@ -57,10 +57,8 @@ def test_same_output_as_optimizely_sdk(tmp_path: Any, seed: int) -> None:
     assert lines > USERS * 5  # the script really ran through the users
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: an 'fr' experiment whose own variation shares its key with the "
-                   "everyone-else variation optimizely-sdk appends to it; a decision sent without an impression "
-                   "(DISABLE_DECISION_EVENT) names its variation by key only, so the DECISION notification's "
-                   "variation_id can name the other one until the library reports variation ids")
+# An 'fr' experiment whose own variation shares its key with the everyone-else variation optimizely-sdk
+# appends to it: the DECISION notification's variation_id names the bucketed one (the library reports it).
 def test_same_output_with_a_variation_key_shared_by_two_variations(tmp_path: Any) -> None:
     datafile = generate_datafile(12)
     users = [[user_id, attributes] for user_id, attributes in generate_users(12, datafile, USERS)]
