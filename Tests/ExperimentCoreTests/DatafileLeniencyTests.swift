@@ -80,8 +80,9 @@ private let flagVariables = #"[{"id": "30", "key": "x", "type": "integer", "defa
 @Test func nonStringAudienceIdRefusedWhereTheReferenceWritesConditionsOut() {
     // An experiment's audienceConditions are written out by the reference's OptimizelyConfig: it raises.
     let refused = problems(datafile(experiments: "[\(experiment(audiences: #""audienceIds": [], "audienceConditions": ["or", 5]"#))]"))
-    #expect(refused.map(\.severity) == [.error])
-    #expect(refused.first?.place == "experiments[0].audienceConditions[1]")
+    let errors = refused.filter { $0.severity == .error }
+    #expect(errors.map(\.place) == ["experiments[0].audienceConditions[1]"])
+    #expect(errors.first?.message.contains("OptimizelyConfig raises") == true)
 }
 
 @Test func nonStringAudienceIdOfAnUnusedRolloutIsAWarning() throws {
@@ -109,5 +110,125 @@ private let flagVariables = #"[{"id": "30", "key": "x", "type": "integer", "defa
 
 @Test func aNullOptionalSectionIsRefused() {
     let text = datafile().replacing(#""rollouts": []"#, with: #""rollouts": null"#)
-    #expect(problems(text).map(\.message) == ["datafile: rollouts: expected an array, got null"])
+    #expect(problems(text).map(\.message)
+            == ["datafile: rollouts: expected an array, got null: the reference iterates it and raises (its config construction)"])
+}
+
+// ----- Outside the reference's schema (rollout rules, holdouts, flags, typed audiences) -------------------
+
+private func rolloutRule(_ fields: String = "") -> String {
+    #"{"id": "11", "key": "r", "status": "Running", "layerId": "1", "forcedVariations": {}, "audienceIds": [], "#
+        + #""variations": [{"id": "21", "key": "on", "featureEnabled": true}], "#
+        + #""trafficAllocation": [{"entityId": "21", "endOfRange": 10000}]\#(fields)}"#
+}
+
+private func withRollout(_ rule: String, flagFields: String = "") -> String {
+    datafile(rollouts: #"[{"id": "50", "experiments": [\#(rule)]}]"#,
+             flags: #"[{"id": "40", "key": "f", "experimentIds": [], "rolloutId": "50", "variables": []\#(flagFields)}]"#)
+}
+
+/// `rule` with `field` set to `value` (JSON): the generated rule's field is replaced.
+private func rule(_ field: String, _ value: String) -> String {
+    var text = rolloutRule()
+    let pattern = try! Regex(#""\#(field)": ("[^"]*"|\{\}|\[[^\]]*\])"#)
+    text.replace(pattern, with: #""\#(field)": \#(value)"#, maxReplacements: 1)
+    return text
+}
+
+@Test func aRolloutRuleStatusThatIsNoStringIsNotRunning() throws {
+    let config = try compiled(withRollout(rule("status", "1")))
+    #expect(!config.experiments[0].isRunning)
+    #expect(config.warnings.map(\.place) == ["rollouts[0].experiments[0].status"])
+    #expect(config.warnings.allSatisfy { $0.severity == .warning })
+}
+
+@Test func aRolloutRuleIdThatIsANumberIsFormattedAsPythonDoesForBucketing() throws {
+    for (value, text) in [("43638051", "43638051"), ("461900259.0", "461900259.0"), ("true", "True"), ("null", "None")] {
+        let config = try compiled(withRollout(rule("id", value)))
+        #expect(config.experiments[0].id.text == text)
+        #expect(config.warnings.map(\.place) == ["rollouts[0].experiments[0].id"])
+        // A caller's string never names it.
+        #expect(config.experimentIdIndex.find(text) == nil)
+    }
+}
+
+@Test func aRolloutRuleKeyThatIsNoStringIsNeverBucketedNorNamed() throws {
+    let config = try compiled(withRollout(rule("key", "-1")))
+    #expect(config.experiments[0].traffic.map(\.entity) == [TrafficRange.notBucketed])
+    #expect(config.experimentKeyIndex.find("-1") == nil)
+    #expect(config.warnings.map(\.place) == ["rollouts[0].experiments[0].key"])
+}
+
+@Test func aListOrObjectWhereTheReferenceKeysAMapIsRefused() {
+    for field in ["id", "key"] {
+        let refused = problems(withRollout(rule(field, "[1]")))
+        #expect(refused.filter { $0.severity == .error }.map(\.place) == ["rollouts[0].experiments[0].\(field)"])
+        #expect(refused.first { $0.severity == .error }?.message.contains("cannot hash a list") == true)
+    }
+}
+
+@Test func aRolloutRuleTrafficAllocationOrWhitelistThatIsNoListOrObjectBucketsNobody() throws {
+    let config = try compiled(withRollout(rule("trafficAllocation", "{}")))
+    #expect(config.experiments[0].traffic.isEmpty)
+    let whitelist = try compiled(withRollout(rule("forcedVariations", "0")))
+    #expect(whitelist.warnings.map(\.place) == ["rollouts[0].experiments[0].forcedVariations"])
+}
+
+@Test func variablesThatAreFalseAreNoneAndTrueNonListsAreRefused() throws {
+    let none = try compiled(withRollout(rolloutRule().replacing(#""featureEnabled": true"#,
+                                                                 with: #""featureEnabled": true, "variables": 0"#)))
+    #expect(none.warnings.map(\.place) == ["rollouts[0].experiments[0].variations[0].variables"])
+    let refused = problems(withRollout(rolloutRule().replacing(#""featureEnabled": true"#,
+                                                                with: #""featureEnabled": true, "variables": 1.5"#)))
+    #expect(refused.map(\.severity).contains(.error))
+}
+
+@Test func aFlagRolloutIdThatIsAnEmptyObjectIsNoRolloutAndANumberIsRefused() throws {
+    let text = withRollout(rolloutRule()).replacing(#""rolloutId": "50""#, with: #""rolloutId": {}"#)
+    let config = try compiled(text)
+    #expect(config.flags[0].rules.isEmpty)
+    let refused = problems(withRollout(rolloutRule()).replacing(#""rolloutId": "50""#, with: #""rolloutId": 50"#))
+    #expect(refused.map(\.place) == ["featureFlags[0].rolloutId"])
+    #expect(refused.map(\.severity) == [.error])
+}
+
+@Test func anEmptyConditionListEvaluatesToUnknownWithAWarning() throws {
+    let empty = #"{"id": "1", "name": "one", "conditions": "[\"and\", {\"name\": \"a\", \"type\": \"custom_attribute\", \"value\": 1}, []]"}"#
+    let config = try compiled(datafile(audiences: "[\(empty)]"))
+    #expect(config.warnings.map(\.place) == ["audiences[0].conditions[2]"])
+    #expect(config.warnings[0].message.contains("empty condition list"))
+}
+
+@Test func anEmptySectionObjectIsNoEntriesAndANonEmptyOneIsRefused() throws {
+    let text = datafile().replacing(#""featureFlags": []"#, with: #""featureFlags": {}"#)
+    #expect(try compiled(text).flags.isEmpty)
+    let refused = problems(datafile().replacing(#""featureFlags": []"#, with: #""featureFlags": {"a": 1}"#))
+    #expect(refused.map(\.place) == ["featureFlags"])
+}
+
+@Test func aTypedAudienceWithANumberIdIsNamedOnlyByAnEqualValue() throws {
+    // A rule naming the audience by the number 7 (or 7.0, true is 1) finds it; "7" does not.
+    let typed = #""typedAudiences": [{"id": 7, "name": "seven", "conditions": ["or", {"name": "a", "type": "custom_attribute", "value": 1}]}]"#
+    let text = datafile(rollouts: #"[{"id": "50", "experiments": [\#(rule("audienceIds", "[7.0, \"7\"]"))]}]"#)
+        .replacing(#""audiences": []"#, with: #""audiences": [], \#(typed)"#)
+    let config = try compiled(text)
+    #expect(config.audiences.map(\.id) == ["7"])
+    // 7.0 names the audience (a warning for the number), "7" names none (unknown audience).
+    #expect(config.warnings.map(\.place) == ["typedAudiences[0].id", "rollouts[0].experiments[0].audienceIds[1]",
+                                             "rollouts[0].experiments[0].audienceIds[0]"])
+}
+
+@Test func integrationsAreCheckedAsTheSchemaDoes() {
+    for value in ["null", "{}", #"[{"key": "odp", "host": null}]"#, #"[{"host": "h"}]"#, "[5]"] {
+        let text = datafile().replacing(#""audiences": []"#, with: #""audiences": [], "integrations": \#(value)"#)
+        #expect(problems(text).map(\.severity) == [.error], "integrations \(value)")
+    }
+}
+
+@Test func anAudienceIdNullInALongListIsWrittenOutButANumberIsNot() {
+    // OptimizelyConfig skips a None name in a list of three or more; a number cannot be concatenated.
+    let skipped = problems(datafile(experiments: "[\(experiment(audiences: #""audienceIds": [], "audienceConditions": ["or", "1", null]"#))]"))
+    #expect(skipped.allSatisfy { $0.severity == .warning })
+    let raised = problems(datafile(experiments: "[\(experiment(audiences: #""audienceIds": [], "audienceConditions": ["or", null]"#))]"))
+    #expect(raised.map(\.severity).contains(.error))
 }

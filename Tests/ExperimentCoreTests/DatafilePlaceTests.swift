@@ -25,7 +25,7 @@ private let goodAudience = #"{"id": "1", "name": "one", "conditions": "[\"or\", 
 
 @Test func placesInsideAudienceConditionStrings() {
     #expect(message(datafile(audiences: "[\(goodAudience), " + #"{"id": "2", "name": "two", "conditions": "[\"and\", 5]"}]"#))
-            == "datafile: audiences[1].conditions[1]: expected a condition object or list, got an integer")
+            == "datafile: audiences[1].conditions[1]: expected a condition object or list, got an integer: the reference takes it for the index of another condition")
     #expect(message(datafile(audiences: #"[{"id": "2", "name": "two", "conditions": "[\"and\", {\"a\": "}]"#))
             == "datafile: audiences[0].conditions: unexpected end of document (truncated JSON) at byte 14")
     #expect(message(datafile(audiences: #"[{"id": "2", "name": "two", "conditions": "[1,]"}]"#))
@@ -38,7 +38,7 @@ private let goodAudience = #"{"id": "1", "name": "one", "conditions": "[\"or\", 
 
 @Test func placesInTheDatafileItself() {
     #expect(message(datafile(typedAudiences: #"[{"id": "3", "name": "t", "conditions": ["and", ["or", true]]}]"#))
-            == "datafile: typedAudiences[0].conditions[1][1]: expected a condition object or list, got a boolean")
+            == "datafile: typedAudiences[0].conditions[1][1]: expected a condition object or list, got a boolean: the reference takes it for the index of another condition")
     #expect(message(datafile(audiences: "[\(goodAudience)]", typedAudiences: #"[{"id": "3", "conditions": []}]"#))
             == "datafile: typedAudiences[0]: missing required field \"name\"")
     let experiment = #"{"id": "10", "key": "e","#

@@ -32,8 +32,12 @@ private func audience(_ id: String, _ conditions: String) -> String {
 
 @Test func missingOrOddIntegrationsLeaveOdpUnconfigured() throws {
     #expect(try DatafileCompiler.compile(datafile(integrations: "[]", audiences: "[]")).odpIntegration == nil)
-    let partial = try DatafileCompiler.compile(datafile(integrations: #"[{"key": "odp", "host": 5}]"#, audiences: "[]"))
+    let partial = try DatafileCompiler.compile(datafile(integrations: #"[{"key": "odp"}]"#, audiences: "[]"))
     #expect(partial.odpIntegration == ODPIntegration(host: nil, publicKey: nil))
+    // The reference's JSON schema wants "host" and "publicKey" to be strings when present: refused.
+    #expect(throws: DatafileError.self) {
+        try DatafileCompiler.compile(datafile(integrations: #"[{"key": "odp", "host": 5}]"#, audiences: "[]"))
+    }
 }
 
 @Test func segmentsComeFromQualifiedConditionsInAudienceOrderWithoutRepeats() throws {

@@ -198,6 +198,32 @@ assert (report["errors"], report["warnings"]) == (len(broken["problems"]), 2), r
 EOF
 then pass; else fail "validate --json report"; fi
 
+# Outside the reference's schema (rollout rules, flags, holdouts) it keeps odd values and decides with them:
+# accepted, each reported as a warning with its place (issue 15 item 1).
+"$PYTHON" - "$DEMO" "$TMP/lenient.json" <<'EOF'
+import json, sys
+datafile = json.load(open(sys.argv[1]))
+rule = datafile["rollouts"][0]["experiments"][0]
+rule["status"] = 1
+rule["layerId"] = 827982857.0
+datafile["rollouts"][0]["experiments"].insert(0, dict(rule, id="909090", key=None, trafficAllocation={}))
+datafile["holdouts"] = {}
+json.dump(datafile, open(sys.argv[2], "w"), indent=2)
+EOF
+run "validate lenient --json" 0 "$BIN" validate --json "$TMP/lenient.json"
+if "$PYTHON" - "$TMP/out" <<'EOF'
+import json, sys
+report = json.load(open(sys.argv[1]))
+(lenient,) = report["datafiles"]
+assert lenient["valid"] is True, lenient
+places = {p["place"]: p["severity"] for p in lenient["problems"]}
+for place in ["rollouts[0].experiments[1].status", "rollouts[0].experiments[1].layerId", "holdouts",
+              "rollouts[0].experiments[0].key", "rollouts[0].experiments[0].trafficAllocation"]:
+    assert places.get(place) == "warning", (place, lenient["problems"])
+assert report["errors"] == 0, report
+EOF
+then pass; else fail "validate --json lists the lenient warnings"; fi
+
 # ----------------------------------------------------------------------------------------------- decide
 # The same users through the CLI and through the binding, attributes typed by --attr / --attr-string.
 i=0

@@ -2,13 +2,16 @@
 ///
 /// Acceptance is the reference SDK's: a datafile is refused (a `.error`) only where optimizely-sdk
 /// refuses it — not JSON, its JSON schema, an unsupported version, or data its config construction
-/// raises on (a flag naming an unknown experiment or rollout, a rollout rule missing a field) — plus
-/// the few shapes on which the reference's decisions raise (an empty condition list, an object where
-/// an audience id belongs) and this library's key limits. Everything else the reference accepts is
-/// compiled with the reference's semantics and reported as a `.warning` (`ProjectConfig.warnings`):
-/// a rule naming an unknown audience (that audience evaluates to unknown), a traffic range ending
-/// outside 0...10000 (a range past 10000 covers the rest, a negative one nothing), a variation naming
-/// a variable its flag does not have (ignored), a variable of an unknown type (a string).
+/// raises on (a flag naming an unknown experiment or rollout, a rollout rule missing a field, a list
+/// or object where it keys a map, audience conditions its OptimizelyConfig cannot write out) — plus
+/// the few shapes on which the reference's decisions raise and whose answer would otherwise be a guess
+/// (`difffuzz.DELIBERATE_REFUSALS`) and this library's key limits. Everything else the reference
+/// accepts is compiled with the reference's semantics and reported as a `.warning`
+/// (`ProjectConfig.warnings`): a rule naming an unknown audience (that audience evaluates to unknown),
+/// a traffic range ending outside 0...10000, a variation naming a variable its flag does not have
+/// (ignored), a variable of an unknown type (a string), and the values outside the reference's schema
+/// it keeps as they are (`PythonScalars.swift`: a number, boolean or null id or key of a rollout rule,
+/// holdout, flag or variable, a status that is no string, an empty condition list...).
 ///
 /// The entity order rules follow the reference SDK where datafiles are ambiguous (an experiment id
 /// listed twice: rollout rules override top-level experiments and group experiments override both;
@@ -141,6 +144,10 @@ private struct Compilation {
     var experimentIndexById: [String: Int] = [:]
     /// Experiment ids in first-seen order (the reference's id map iteration order).
     var experimentIdOrder: [String] = []
+    /// Each experiment's id as the reference's maps key it (`identityKey`), parallel to `experiments`.
+    var experimentIdentities: [String] = []
+    /// Experiments whose key is not a string: callers cannot name them (see `RuleFields`).
+    var keylessExperiments: Set<Int> = []
     /// Each experiment's raw "forcedVariations", parallel to `experiments`.
     var whitelists: [[(user: String, variationKey: String)]] = []
     /// Validating (rather than compiling) records each entity's problem and goes on with the next one.
@@ -152,10 +159,14 @@ private struct Compilation {
     var unknownAudienceSlot: Int32? = nil
     /// Non-string audience ids met in the rule tree being compiled (see `RuleContext`).
     var scalarAudienceLeaves: [DatafileReader] = []
-    /// Per position in "rollouts": its id, and the non-string audience ids in its rules' audienceConditions
-    /// (an error if a flag uses the rollout, see `RuleContext`).
+    /// Per position in "rollouts": its id, and what its rules' "audienceConditions" make the reference's
+    /// OptimizelyConfig raise on when a flag uses the rollout (it writes them out with audience names).
     var rolloutIds: [String] = []
-    var rolloutScalarLeaves: [[DatafileReader]] = []
+    var rolloutConditionErrors: [[DatafileError]] = []
+    /// Per audience id (`identityKey`), whether the name the reference's OptimizelyConfig writes for it is
+    /// text (see `OptimizelyConfigText`): plain audiences, then typed ones over them.
+    var plainAudienceNames: [String: Bool] = [:]
+    var typedAudienceNames: [String: Bool] = [:]
     var groups: [Group] = []
     /// Per rollout id, its rules as the reference's decisions walk them (see `readExperiments`).
     var rolloutRulesById: [String: [Int32]] = [:]
@@ -240,9 +251,8 @@ private struct Compilation {
         if let field = root.member("anonymizeIP") { header.anonymizeIPJSON = PythonJSONText.dumps(field.value) }
         header.sendFlagDecisions = truth(root, "sendFlagDecisions") ?? false
         header.botFiltering = boolean(root, "botFiltering")
-        header.region = try root.optionalString("region") ?? "US"
-        if header.region.isEmpty { header.region = "US" }
-        header.odpIntegration = readODPIntegration()
+        header.region = readRegion()
+        header.odpIntegration = try readODPIntegration()
         return header
     }
 
@@ -257,12 +267,26 @@ private struct Compilation {
         return text
     }
 
-    /// An optional top-level list. Absent is empty; present as null the reference iterates None and its
-    /// config construction raises, so it is refused.
-    func section(_ name: String) throws(DatafileError) -> DatafileSection {
+    /// "region", outside the reference's schema: it keeps `region or "US"` and picks the endpoint by
+    /// `str(region).upper()`, so a value that is no string ends up "US" (no `str()` of one reads "EU").
+    mutating func readRegion() -> String {
+        guard let field = root.member("region"), field.value.pythonTruth else { return "US" }
+        guard let region = field.value.string else {
+            warn(field.warning("expected a string, got \(field.value.kindName): the events go to the US endpoint, "
+                               + "as in the reference"))
+            return "US"
+        }
+        return region
+    }
+
+    /// An optional top-level list outside the reference's schema. Absent is empty; the reference
+    /// iterates what is there: null, a number or a non-empty object makes its config construction
+    /// raise (refused), an empty object or string is no entries. A streamed datafile's arrays are parsed
+    /// one element at a time (see `requiredSection`); another JSON type is a member of the skeleton.
+    mutating func section(_ name: String) throws(DatafileError) -> DatafileSection {
         if let stream, let spans = stream.spans(of: name) { return DatafileSection(stream, name, spans) }
         guard let field = root.member(name) else { return DatafileSection([]) }
-        return DatafileSection(try field.array())
+        return DatafileSection(try field.lenientArray("its config construction", warn: { warn($0) }))
     }
 
     /// A required top-level list. A streamed datafile's elements are parsed one at a time as the loop
@@ -273,15 +297,20 @@ private struct Compilation {
     }
 
     /// The first "integrations" entry with key "odp" (later ones are ignored, as in the reference).
-    func readODPIntegration() -> ODPIntegration? {
-        guard let list = root.member("integrations"), list.value.kind == .array else { return nil }
-        for entry in (try? list.array()) ?? [] {
-            guard entry.member("key")?.value.string == "odp" else { continue }
-            // Lenient like the reference: a field that is not a string counts as missing.
-            return ODPIntegration(host: entry.member("host")?.value.string,
-                                  publicKey: entry.member("publicKey")?.value.string)
+    /// The reference's JSON schema checks the list: an array of objects with a string "key", and "host"
+    /// and "publicKey" strings when present (null is not a string to it).
+    func readODPIntegration() throws(DatafileError) -> ODPIntegration? {
+        guard let list = root.member("integrations") else { return nil }
+        var odp: ODPIntegration? = nil
+        for entry in try list.array() {
+            _ = try entry.object()
+            let key = try entry.requiredString("key")
+            for name in ["host", "publicKey"] { _ = try entry.member(name)?.string() }
+            guard key == "odp", odp == nil else { continue }
+            odp = ODPIntegration(host: entry.member("host")?.value.string,
+                                 publicKey: entry.member("publicKey")?.value.string)
         }
-        return nil
+        return odp
     }
 
     mutating func readAttributes() throws(DatafileError) -> [Attribute] {
@@ -335,7 +364,7 @@ private struct Compilation {
                 }
                 try withExtendedLifetime(parsed) { () throws(DatafileError) in
                     try addAudience(entry, conditions: DatafileReader(parsed.root, within: conditionsField.value),
-                                    conditionsText: String(decoding: textBytes, as: UTF8.self))
+                                    conditionsText: String(decoding: textBytes, as: UTF8.self), typed: false)
                 }
             } catch {
                 try record(error)
@@ -344,7 +373,7 @@ private struct Compilation {
         for entry in try section("typedAudiences") {
             do throws(DatafileError) {
                 let conditions = try entry.required("conditions")
-                try addAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText)
+                try addAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText, typed: true)
             } catch {
                 try record(error)
             }
@@ -353,21 +382,31 @@ private struct Compilation {
 
     /// Compiles an audience into the condition forest. An id seen before (typedAudiences after audiences)
     /// replaces the earlier definition in place, as in the reference.
-    mutating func addAudience(_ entry: DatafileReader, conditions: DatafileReader, conditionsText: String)
+    mutating func addAudience(_ entry: DatafileReader, conditions: DatafileReader, conditionsText: String, typed: Bool)
         throws(DatafileError)
     {
-        let id = try entry.requiredString("id")
+        let idField = try entry.required("id")
+        // A typed audience's id is outside the schema: the reference keys its audience map by it as it is,
+        // so only a rule naming an equal value (Python's ==, see `identityKey`) finds it.
+        let idText = typed ? try idField.lenientText("only an equal audience id in a rule names it",
+                                                     warn: { warn($0) })
+                           : try idField.string()
+        let id = idField.value.identityKey
         let name = try entry.requiredString("name")
         audienceSegments = []
         let tree = try conditionTree(conditions)
+        // OptimizelyConfig writes a null name as "" and leaves out the plain "$opt_dummy_audience".
+        let nameIsText = entry.member("name").map { $0.value.isNull || $0.value.string != nil } ?? true
+        if typed { typedAudienceNames[id] = nameIsText }
+        else if id != "$opt_dummy_audience" { plainAudienceNames[id] = nameIsText }
         if let existing = audienceIndexById[id] {
             self.conditions.replaceAudience(audiences[existing].slot, with: tree)
-            audiences[existing] = Audience(id: id, name: name, slot: audiences[existing].slot, conditionsText: conditionsText,
+            audiences[existing] = Audience(id: idText, name: name, slot: audiences[existing].slot, conditionsText: conditionsText,
                                            segments: audienceSegments)
         } else {
             let slot = self.conditions.addAudience(tree)
             audienceIndexById[id] = audiences.count
-            audiences.append(Audience(id: id, name: name, slot: slot, conditionsText: conditionsText,
+            audiences.append(Audience(id: idText, name: name, slot: slot, conditionsText: conditionsText,
                                       segments: audienceSegments))
         }
     }
@@ -383,12 +422,20 @@ private struct Compilation {
             }
             return .leaf(conditions.addLeaf(leaf))
         case .array:
-            let (op, operands) = try Compilation.operation(node)
+            guard let parsed = try operation(node) else { return .not(nil) }  // unknown
             var children: [ConditionNode] = []
-            for operand in operands { children.append(try conditionTree(operand)) }
-            return Compilation.combine(op, children)
+            for operand in parsed.operands { children.append(try conditionTree(operand)) }
+            return Compilation.combine(parsed.op, children)
+        case .int, .bool:
+            // The reference reads an integer (True is 1) as the index of one of the audience's condition
+            // objects and evaluates that one: refused rather than guessed (difffuzz.DELIBERATE_REFUSALS).
+            throw node.fail("expected a condition object or list, got \(node.value.kindName): the reference takes it "
+                            + "for the index of another condition")
         default:
-            throw node.fail("expected a condition object or list, got \(node.value.kindName)")
+            // It indexes its condition list with a string, float or None: it raises when a decision gets here.
+            warn(node.warning("expected a condition object or list, got \(node.value.kindName): the reference raises "
+                              + "when a decision evaluates it; here it evaluates to unknown"))
+            return .not(nil)
         }
     }
 
@@ -425,10 +472,10 @@ private struct Compilation {
         }
     }
 
-    /// Where a rule is, for what a non-string audience id in its "audienceConditions" does to the reference:
-    /// for experiments and the rules of a rollout a flag uses, its OptimizelyConfig (built with the client)
-    /// writes the conditions out as text and raises on a number, boolean or null, so the datafile is
-    /// refused; elsewhere (holdouts, unused rollouts, "audienceIds") the id merely names no audience.
+    /// Where a rule is, for what an odd "audienceConditions" does to the reference: for experiments and
+    /// the rules of a rollout a flag uses, its OptimizelyConfig (built with the client) writes the
+    /// conditions out with audience names and may raise (`OptimizelyConfigText`), so the datafile is
+    /// refused; elsewhere (holdouts, unused rollouts, "audienceIds") an odd entry merely names no audience.
     enum RuleContext {
         case experiment, holdout
         case rolloutRule(position: Int)
@@ -444,46 +491,49 @@ private struct Compilation {
             for id in try entry.requiredArray("audienceIds") { _ = try id.string() }
         }
         let condition = try audienceConditionTree(entry)
-        let leaves = scalarAudienceLeaves
+        for leaf in scalarAudienceLeaves { warn(Compilation.scalarAudienceWarning(leaf)) }
         scalarAudienceLeaves = []
-        guard !leaves.isEmpty else { return condition }
-        if entry.optional("audienceConditions") == nil {
-            for leaf in leaves { warn(Compilation.scalarAudienceWarning(leaf)) }
-            return condition
-        }
+        guard let field = entry.member("audienceConditions") else { return condition }
         switch context {
         case .experiment:
-            throw Compilation.scalarAudienceError(leaves[0])
+            if let raising = optimizelyConfigText.raises(writing: field.value) {
+                throw Compilation.optimizelyConfigError(DatafileReader(raising))
+            }
         case .holdout:
-            for leaf in leaves { warn(Compilation.scalarAudienceWarning(leaf)) }
+            break
         case .rolloutRule(let position):
-            rolloutScalarLeaves[position] += leaves
+            // Judged now (audiences are read already) and kept as the error only: a streamed rollout's tree
+            // is freed when its loop moves on.
+            if let raising = optimizelyConfigText.raises(writing: field.value) {
+                rolloutConditionErrors[position].append(Compilation.optimizelyConfigError(DatafileReader(raising)))
+            }
         }
         return condition
     }
 
-    static func scalarAudienceWarning(_ leaf: DatafileReader) -> DatafileError {
-        leaf.warning("expected an audience id (a string), got \(leaf.value.kindName): it names no audience and "
-                     + "evaluates to unknown, as in the reference")
+    /// The audience names the reference's OptimizelyConfig writes conditions with.
+    var optimizelyConfigText: OptimizelyConfigText {
+        OptimizelyConfigText(nameIsText: plainAudienceNames.merging(typedAudienceNames) { $1 })
     }
 
-    static func scalarAudienceError(_ leaf: DatafileReader) -> DatafileError {
-        leaf.fail("expected an audience id (a string), got \(leaf.value.kindName): the reference cannot write it "
-                  + "out as an audience name (its client construction raises)")
+    static func scalarAudienceWarning(_ leaf: DatafileReader) -> DatafileError {
+        leaf.warning("expected an audience id (a string), got \(leaf.value.kindName): it names only an audience whose id "
+                     + "equals it (Python's ==), else none and evaluates to unknown, as in the reference")
+    }
+
+    static func optimizelyConfigError(_ leaf: DatafileReader) -> DatafileError {
+        leaf.fail("cannot be written out as an audience name (got \(leaf.value.kindName)): the reference's "
+                  + "OptimizelyConfig raises on it (its client construction fails)")
     }
 
     /// A rollout's rules are written out by the reference's OptimizelyConfig when a flag uses the rollout
-    /// (the first rollout with that id): only then does a non-string audience id refuse the datafile.
-    mutating func resolveRolloutScalarLeaves(usedRolloutIds: Set<String>) throws(DatafileError) {
+    /// (the first rollout with that id): only then can their audienceConditions refuse the datafile.
+    mutating func resolveRolloutConditions(usedRolloutIds: Set<String>) throws(DatafileError) {
         var firstPosition: [String: Int] = [:]
         for (position, id) in rolloutIds.enumerated() where firstPosition[id] == nil { firstPosition[id] = position }
-        for (position, leaves) in rolloutScalarLeaves.enumerated() where !leaves.isEmpty {
-            let id = rolloutIds[position]
-            if usedRolloutIds.contains(id) && firstPosition[id] == position {
-                try record(Compilation.scalarAudienceError(leaves[0]))
-            } else {
-                for leaf in leaves { warn(Compilation.scalarAudienceWarning(leaf)) }
-            }
+        for id in usedRolloutIds {
+            guard let position = firstPosition[id] else { continue }
+            for error in rolloutConditionErrors[position] { try record(error) }
         }
     }
 
@@ -495,7 +545,11 @@ private struct Compilation {
             field = conditions
         } else {
             field = try entry.required("audienceIds")
-            guard field.value.kind == .array else { throw field.fail("expected an array, got \(field.value.kindName)") }
+            // (Experiments' are checked by the schema.) The reference evaluates a bare value as one audience id.
+            if field.value.kind != .array {
+                warn(field.warning("expected an array, got \(field.value.kindName): evaluated as one audience id, as in "
+                                   + "the reference"))
+            }
         }
         if field.value.kind == .array && field.value.count == 0 { return nil }
         return AudienceCondition(root: conditions.addRule(try audienceTree(field)), text: PythonJSONText.dumps(field.value))
@@ -514,16 +568,20 @@ private struct Compilation {
             }
             return .leaf(audiences[index].slot)
         case .int, .double, .bool, .null:
+            // The reference looks the value up as it is: a typed audience with an equal id answers.
             scalarAudienceLeaves.append(node)
-            pin(node)  // read again for a message once the rule's context is known
-            return .leaf(unknownAudience())
+            guard let index = audienceIndexById[node.value.identityKey] else { return .leaf(unknownAudience()) }
+            return .leaf(audiences[index].slot)
         case .array:
-            let (op, operands) = try Compilation.operation(node)
+            guard let parsed = try operation(node) else { return .leaf(unknownAudience()) }
             var children: [ConditionNode] = []
-            for operand in operands { children.append(try audienceTree(operand)) }
-            return Compilation.combine(op, children)
-        default:
-            throw node.fail("expected an audience id or a condition list, got \(node.value.kindName)")
+            for operand in parsed.operands { children.append(try audienceTree(operand)) }
+            return Compilation.combine(parsed.op, children)
+        case .object:
+            // The reference's lookup cannot hash a dict: it raises once a decision evaluates it.
+            warn(node.warning("expected an audience id or a condition list, got an object: the reference raises "
+                              + "when a decision evaluates it; here it evaluates to unknown"))
+            return .leaf(unknownAudience())
         }
     }
 
@@ -537,9 +595,15 @@ private struct Compilation {
 
     /// A condition list's operator and operands: `["and", a, b]` is ("and", [a, b]); a list that does not
     /// start with "and", "or" or "not" is an implicit "or" over all its elements, as in the reference.
-    static func operation(_ list: DatafileReader) throws(DatafileError) -> (op: String, operands: [DatafileReader]) {
+    /// An empty list has no operation (nil): the reference indexes its first element and raises once a
+    /// decision evaluates it; it evaluates to unknown here, with a warning.
+    mutating func operation(_ list: DatafileReader) throws(DatafileError) -> (op: String, operands: [DatafileReader])? {
         let items = try list.array()
-        guard let first = items.first else { throw list.fail("an empty condition list cannot be evaluated") }
+        guard let first = items.first else {
+            warn(list.warning("an empty condition list: the reference raises (IndexError) when a decision evaluates "
+                              + "it; here it evaluates to unknown"))
+            return nil
+        }
         if let op = first.value.string, ["and", "or", "not"].contains(op) { return (op, Array(items.dropFirst())) }
         return ("or", items)
     }
@@ -565,7 +629,7 @@ private struct Compilation {
             }
         }
         for (position, rollout) in try section("rollouts").enumerated() {
-            rolloutScalarLeaves.append([])
+            rolloutConditionErrors.append([])
             let id = try rollout.requiredString("id")
             rolloutIds.append(id)
             var rules: [Int32] = []
@@ -620,13 +684,15 @@ private struct Compilation {
         // at its first place: the rules after it move up (their number, and which is "Everyone Else").
         for (id, rules) in writtenRolloutRules {
             var seen = Set<Int32>()
-            rolloutRulesById[id] = rules.map { Int32(experimentIndexById[experiments[Int($0)].id.text] ?? Int($0)) }
+            rolloutRulesById[id] = rules.map { Int32(experimentIndexById[experimentIdentities[Int($0)]] ?? Int($0)) }
                 .filter { seen.insert($0).inserted }
         }
         for id in experimentIdOrder {
             let index = experimentIndexById[id]!
             indexes.experimentIds.insert(id, index, replacing: true)
-            indexes.experimentKeys.insert(experiments[index].key.text, index, replacing: true)
+            if !keylessExperiments.contains(index) {
+                indexes.experimentKeys.insert(experiments[index].key.text, index, replacing: true)
+            }
         }
     }
 
@@ -635,26 +701,29 @@ private struct Compilation {
                                 context: RuleContext, registersId: Bool = true)
         throws(DatafileError) -> Int
     {
-        let id = try entry.requiredString("id")
-        let key = try entry.requiredKey()
-        let status = try entry.requiredString("status")
-        let layerId = try entry.requiredString("layerId")
-        let written = try readWrittenVariations(entry.requiredArray("variations"))
-        let variations = Compilation.byKey(written)
-        // The reference's JSON schema checks the ranges of experiments, not those of rollout rules.
+        // The reference's JSON schema checks experiments (and group experiments), not rollout rules.
         var schemaChecked = true
         if case .rolloutRule = context { schemaChecked = false }
-        let traffic = try trafficRanges(entry.requiredArray("trafficAllocation"), schemaChecked: schemaChecked) {
+        let rule = schemaChecked ? try RuleFields(schemaChecked: entry) : try RuleFields(lenient: entry, warn: { warn($0) })
+        let id = rule.identity
+        let written = try readWrittenVariations(entry.requiredArray("variations"), lenient: !schemaChecked)
+        let variations = Compilation.byKey(written)
+        var traffic = try trafficRanges(schemaChecked ? entry.requiredArray("trafficAllocation")
+                                                      : rule.lenientList(entry, "trafficAllocation", warn: { warn($0) }),
+                                        schemaChecked: schemaChecked) {
             entityId in variations.lastIndex { $0.id.text == entityId }
         }
-        let whitelist = try readWhitelist(entry.required("forcedVariations"))
+        if !rule.keyIsText { traffic = Bucketing.neverBucketed }
+        let whitelist = try readWhitelist(entry.required("forcedVariations"), schemaChecked: schemaChecked)
         let experiment = Experiment(
-            id: ConfigString(id, in: strings), key: ConfigString(key, in: strings), layerId: layerId,
-            isRunning: status == "Running", kind: kind, type: ruleType(entry),
+            id: ConfigString(rule.id, in: strings), key: ConfigString(rule.key, in: strings), layerId: rule.layerId,
+            isRunning: rule.isRunning, kind: kind, type: ruleType(entry),
             audience: try audienceCondition(entry, in: context), variations: variations, traffic: traffic,
             whitelist: nil, group: group, groupId: groupId)
         let index = experiments.count
         experiments.append(experiment)
+        experimentIdentities.append(id)
+        if !rule.keyIsText { keylessExperiments.insert(index) }
         whitelists.append(whitelist)
         firstWrittenVariations.append(written.first)
         if registersId { register(index) }
@@ -663,7 +732,7 @@ private struct Compilation {
 
     /// The experiment becomes the one its id names (the last registered wins, at the id's first place).
     mutating func register(_ index: Int) {
-        let id = experiments[index].id.text
+        let id = experimentIdentities[index]
         if experimentIndexById[id] == nil { experimentIdOrder.append(id) }
         experimentIndexById[id] = index
     }
@@ -711,21 +780,29 @@ private struct Compilation {
     }
 
     /// The variations as written, every entry kept (a holdout's: the reference indexes those by id only).
-    mutating func readWrittenVariations(_ entries: [DatafileReader]) throws(DatafileError) -> [Variation] {
+    /// `lenient`: outside the schema (rollout rules, holdouts), where a variation's id and key may be any
+    /// value the reference can key its maps by (see `variationIdAndKey`).
+    mutating func readWrittenVariations(_ entries: [DatafileReader], lenient: Bool = false)
+        throws(DatafileError) -> [Variation]
+    {
         var variations: [Variation] = []
         for entry in entries {
             var values: [VariableValue] = []
-            for usage in try entry.optionalArray("variables") {
+            for usage in try variableUsages(entry) {
                 let idField = try usage.required("id")
-                // The reference finds values by the flag's variable ids, which are strings: a usage
-                // whose id is not one is never read.
+                // The reference finds values by the flag's variable ids (Python's ==): a usage id that is no
+                // string names only a variable whose id equals it.
                 guard let id = idField.value.string else {
                     if idField.value.kind == .array || idField.value.kind == .object {
                         // The reference keys a dictionary by it: unhashable, its config construction raises.
-                        throw idField.fail("expected a string, got \(idField.value.kindName)")
+                        throw idField.fail("expected a string, got \(idField.value.kindName): the reference keys its "
+                                           + "variable values by it and cannot hash it (its config construction raises)")
                     }
-                    warn(idField.warning("expected a string, got \(idField.value.kindName): it names no variable and "
-                                         + "is ignored, as in the reference"))
+                    warn(idField.warning("expected a string, got \(idField.value.kindName): it names only a variable "
+                                         + "whose id equals it (Python's ==), as in the reference"))
+                    let valueField = try usage.required("value")
+                    values.append(VariableValue(id: idField.value.identityKey, value: valueField.value.string ?? "",
+                                                literal: valueField.value.string == nil ? VariableLiteral(valueField.value) : nil))
                     continue
                 }
                 let valueField = try usage.required("value")
@@ -737,8 +814,8 @@ private struct Compilation {
                     values.append(VariableValue(id: id, value: "", literal: VariableLiteral(valueField.value)))
                 }
             }
-            variations.append(Variation(id: ConfigString(try entry.requiredString("id"), in: strings),
-                                        key: ConfigString(try entry.requiredKey(), in: strings),
+            let (id, key) = lenient ? try variationIdAndKey(entry) : (try entry.requiredString("id"), try entry.requiredKey())
+            variations.append(Variation(id: ConfigString(id, in: strings), key: ConfigString(key, in: strings),
                                         featureEnabled: featureEnabled(entry),
                                         variableValues: values))
         }
@@ -757,6 +834,34 @@ private struct Compilation {
             }
         }
         return variations
+    }
+
+    /// A variation's "variables" (its variable values). Outside the schema the reference keeps
+    /// `variables or []`: a false value is none; a true one that is no list makes its config
+    /// construction raise when it indexes the values.
+    mutating func variableUsages(_ entry: DatafileReader) throws(DatafileError) -> [DatafileReader] {
+        guard let field = entry.optional("variables") else { return [] }
+        if field.value.kind == .array { return try field.array() }
+        guard field.value.pythonTruth else {
+            warn(field.warning("expected an array, got \(field.value.kindName): no variable values, as in the reference"))
+            return []
+        }
+        throw field.fail("expected an array, got \(field.value.kindName): the reference iterates it to index the "
+                         + "variable values and raises (its config construction)")
+    }
+
+    /// A rollout rule's or holdout's variation id and key, outside the schema. The reference keys its
+    /// variation maps by them as they are: a number, boolean or null id names the variation only for an
+    /// equal value (so no traffic range's string entityId reaches it; kept as its `identityKey`); a key
+    /// that is no string is kept as Python's `str()` of it. A list or object cannot key a map: refused.
+    mutating func variationIdAndKey(_ entry: DatafileReader) throws(DatafileError) -> (id: String, key: String) {
+        let idField = try entry.required("id")
+        _ = try idField.lenientText("only an equal entityId (Python's ==) leads to the variation", warn: { warn($0) })
+        let keyField = try entry.required("key")
+        let key = keyField.value.string != nil ? try entry.requiredKey()
+            : try keyField.lenientText("decisions name the variation by Python's str() of it here (the reference: "
+                                       + "the value as it is)", warn: { warn($0) })
+        return (idField.value.identityKey, key)
     }
 
     /// A range is taken by bucket values below its end (0...9999): an end past 10000 covers them all like
@@ -815,13 +920,24 @@ private struct Compilation {
     /// "forcedVariations": user id -> variation key, resolved once every variation is known.
     /// A value that is no string names no variation key: the reference buckets the user normally (a list or
     /// object, which its lookup cannot hash, makes it raise for that user: refused).
-    mutating func readWhitelist(_ field: DatafileReader) throws(DatafileError) -> [(user: String, variationKey: String)] {
+    /// Outside the schema (rollout rules) a "forcedVariations" that is no object is no whitelist: the
+    /// reference skips a false one and raises testing a user's membership in a true one.
+    mutating func readWhitelist(_ field: DatafileReader, schemaChecked: Bool = true) throws(DatafileError)
+        -> [(user: String, variationKey: String)]
+    {
+        if !schemaChecked && field.value.kind != .object {
+            warn(field.warning("expected an object, got \(field.value.kindName): no user is whitelisted (the reference "
+                               + "skips it, or raises once a decision tests a user's membership)"))
+            return []
+        }
         var entries: [(user: String, variationKey: String)] = []
         for (user, variationKey) in try field.object() {
             if let key = variationKey.value.string {
                 entries.append((user, key))
             } else if variationKey.value.kind == .array || variationKey.value.kind == .object {
-                throw variationKey.fail("expected a string, got \(variationKey.value.kindName)")
+                // The reference looks the variation up by it and cannot hash it: it raises for that user only.
+                warn(variationKey.warning("expected a variation key (a string), got \(variationKey.value.kindName): "
+                                          + "the reference raises deciding this user; here the user is bucketed normally"))
             } else {
                 warn(variationKey.warning("expected a variation key (a string), got \(variationKey.value.kindName): "
                                           + "the user is bucketed normally, as in the reference"))
@@ -859,17 +975,53 @@ private struct Compilation {
         }
         for entry in try section("localHoldouts") {
             do throws(DatafileError) {
+                // The reference tests each entry for "includedRules" as a dict: anything else raises.
+                _ = try entry.object()
                 // The reference skips a local holdout without includedRules; so do we.
                 guard let rules = entry.optional("includedRules") else { continue }
                 let holdout = try readHoldout(entry)
                 holdouts.append(holdout)
                 guard holdout.isRunning else { continue }
-                for rule in try rules.array() {
-                    holdoutsByRuleId[try rule.string(), default: []].append(Int32(holdouts.count - 1))
+                for rule in try includedRuleIds(rules) {
+                    holdoutsByRuleId[rule, default: []].append(Int32(holdouts.count - 1))
                 }
             } catch {
                 try record(error)
             }
+        }
+    }
+
+    /// A running local holdout's "includedRules" as the reference iterates them (`included_rules or []`),
+    /// each rule id as its map keys it (`identityKey`): a false value is none, a string its characters,
+    /// an object its names; a number or true, or a list or object among the ids, makes it raise.
+    mutating func includedRuleIds(_ field: DatafileReader) throws(DatafileError) -> [String] {
+        switch field.value.kind {
+        case .array:
+            var ids: [String] = []
+            for rule in try field.array() {
+                if rule.value.string == nil {
+                    guard rule.value.isHashable else {
+                        throw rule.fail("expected a rule id (a string), got \(rule.value.kindName): the reference keys "
+                                        + "its holdout map by it and cannot hash it (its config construction raises)")
+                    }
+                    warn(rule.warning("expected a rule id (a string), got \(rule.value.kindName): it names only a rule "
+                                      + "whose id equals it (Python's ==), as in the reference"))
+                }
+                ids.append(rule.value.identityKey)
+            }
+            return ids
+        case _ where !field.value.pythonTruth:
+            warn(field.warning("expected an array, got \(field.value.kindName): no rules, as in the reference"))
+            return []
+        case .string:
+            warn(field.warning("expected an array, got a string: the reference iterates its characters as rule ids"))
+            return field.value.pythonText.unicodeScalars.map { String($0) }
+        case .object:
+            warn(field.warning("expected an array, got an object: the reference iterates its names as rule ids"))
+            return field.value.members.map(\.key)
+        default:
+            throw field.fail("expected an array, got \(field.value.kindName): the reference iterates it and raises "
+                             + "(its config construction)")
         }
     }
 
@@ -885,15 +1037,17 @@ private struct Compilation {
         }
         // The reference buckets a holdout through a map by variation id built from every entry as written:
         // a repeated key shadows nothing there (the last entry with an id wins, as the traffic lookup does).
-        let variations = try readWrittenVariations(variationEntries)
+        let variations = try readWrittenVariations(variationEntries, lenient: true)
+        let fields = try RuleFields(lenient: entry, requiresLayerId: false, warn: { warn($0) })
+        var traffic = try trafficRanges(fields.lenientList(entry, "trafficAllocation", warn: { warn($0) }),
+                                        schemaChecked: false) { entityId in
+            variations.lastIndex { $0.id.text == entityId }
+        }
+        if !fields.keyIsText { traffic = Bucketing.neverBucketed }
         return Holdout(
-            id: ConfigString(try entry.requiredString("id"), in: strings),
-            key: ConfigString(try entry.requiredKey(), in: strings),
-            isRunning: try entry.requiredString("status") == "Running",
-            audience: try audienceCondition(entry, in: .holdout), variations: variations,
-            traffic: try trafficRanges(entry.requiredArray("trafficAllocation"), schemaChecked: false) { entityId in
-                variations.lastIndex { $0.id.text == entityId }
-            },
+            id: ConfigString(fields.id, in: strings), key: ConfigString(fields.key, in: strings),
+            isRunning: fields.isRunning,
+            audience: try audienceCondition(entry, in: .holdout), variations: variations, traffic: traffic,
             excludeTargetedDeliveries: truth(entry, "excludeTargetedDeliveries") ?? false)
     }
 
@@ -905,6 +1059,7 @@ private struct Compilation {
                             let experimentRules: [Int32]; let rolloutRules: [Int32]; let rollout: FlagRollout }
         var sources: [FlagSource] = []
         var usedRolloutIds = Set<String>()
+        var keylessFlags = Set<Int>()
         for entry in try section("featureFlags") {
             do throws(DatafileError) {
                 let variables = try readVariables(entry.requiredArray("variables"))
@@ -915,14 +1070,20 @@ private struct Compilation {
                     experimentRules.append(Int32(index))
                 }
                 let rolloutField = try entry.required("rolloutId")
-                let rolloutId = try rolloutField.string()
+                let rolloutId = try flagRolloutId(rolloutField)
                 usedRolloutIds.insert(rolloutId)
                 var rolloutRules: [Int32] = []
                 if !rolloutId.isEmpty {
                     guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\" (no such id in \"rollouts\")") }
                     rolloutRules = rules
                 }
-                sources.append(FlagSource(id: try entry.requiredString("id"), key: try entry.requiredKey(),
+                let id = try entry.required("id").lenientText("only reported (OptimizelyConfig)", warn: { warn($0) })
+                let keyField = try entry.required("key")
+                let key = keyField.value.string != nil ? try entry.requiredKey()
+                    : try keyField.lenientText("no caller can name the flag; decide_all decides it under Python's str() "
+                                               + "of it here (the reference: under the value)", warn: { warn($0) })
+                if keyField.value.string == nil { keylessFlags.insert(sources.count) }
+                sources.append(FlagSource(id: id, key: key,
                                           variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules,
                                           rollout: rolloutId.isEmpty ? .none
                                               : rolloutRulesById[rolloutId] == nil ? .missing : .found(id: rolloutId)))
@@ -932,25 +1093,43 @@ private struct Compilation {
                 try record(error)
             }
         }
-        try resolveRolloutScalarLeaves(usedRolloutIds: usedRolloutIds)
+        try resolveRolloutConditions(usedRolloutIds: usedRolloutIds)
         let usages = variableUsagesByVariationId()
         var flags: [Flag] = []
-        for source in sources {
+        for (position, source) in sources.enumerated() {
             let flag = try compileFlag(id: source.id, key: source.key, variables: source.variables,
                                        experimentRules: source.experimentRules, rolloutRules: source.rolloutRules,
                                        rollout: source.rollout, usages: usages)
-            indexes.flags.insert(source.key, flags.count, replacing: true)
+            if !keylessFlags.contains(position) { indexes.flags.insert(source.key, flags.count, replacing: true) }
             flags.append(flag)
         }
         return flags
     }
 
+    /// A flag's "rolloutId", outside the schema: the reference takes `len()` of it, so an empty list or
+    /// object is no rollout; a number, boolean or null (no len()) or a non-empty list or object (which it
+    /// cannot hash) makes its config construction raise.
+    mutating func flagRolloutId(_ field: DatafileReader) throws(DatafileError) -> String {
+        if let id = field.value.string { return id }
+        if (field.value.kind == .array || field.value.kind == .object) && field.value.count == 0 {
+            warn(field.warning("expected a string, got an empty \(field.value.kind == .array ? "array" : "object"): "
+                               + "no rollout, as in the reference"))
+            return ""
+        }
+        throw field.fail("expected a rollout id (a string), got \(field.value.kindName): the reference "
+                         + (field.value.isHashable ? "takes its len()" : "cannot hash it") + " (its config construction raises)")
+    }
+
+    /// A flag's variables, outside the schema: a "type" or "subType" that is no string is just not one the
+    /// reference compares it with (the values stay strings); an id or key that is no string keys its maps
+    /// as it is (a list or object cannot: refused).
     mutating func readVariables(_ entries: [DatafileReader]) throws(DatafileError) -> [Variable] {
         var variables: [Variable] = []
         for entry in entries {
             let typeField = try entry.required("type")
-            let typeName = try typeField.string()
-            let subType = try entry.optionalString("subType")
+            let typeName = typeField.comparedText("no known type: its values are strings", warn: { warn($0) })
+                ?? typeField.value.pythonText
+            let subType = entry.optional("subType")?.comparedText("not \"json\"", warn: { warn($0) })
             let resolved = typeName == "string" && subType == "json" ? "json" : typeName
             // The reference's typecast hands a value of any other type back as the string it is.
             var type = VariableType.string
@@ -967,7 +1146,12 @@ private struct Compilation {
                                           + "as in the reference"))
                 literal = VariableLiteral(defaultField.value)
             }
-            variables.append(Variable(id: try entry.requiredString("id"), key: try entry.requiredString("key"),
+            let idField = try entry.required("id")
+            _ = try idField.lenientText("it matches only an equal variable id in a variation (Python's ==)",
+                                        warn: { warn($0) })
+            let key = try entry.required("key").lenientText("the decision's variables name it by Python's str() of it "
+                                                            + "here (the reference: by the value)", warn: { warn($0) })
+            variables.append(Variable(id: idField.value.identityKey, key: key,
                                       type: type, defaultValue: defaultField.value.string ?? "", defaultLiteral: literal))
         }
         return variables
@@ -1028,7 +1212,7 @@ private struct Compilation {
                                                     variablesJSON: strings.store(json)))
                 flagVariationOf.append(Int32(flagVariations.count - 1))
             }
-            rules.append(FlagRule(experiment: ruleIndex, holdouts: holdoutsByRuleId[experiment.id.text] ?? [],
+            rules.append(FlagRule(experiment: ruleIndex, holdouts: holdoutsByRuleId[experimentIdentities[Int(ruleIndex)]] ?? [],
                                   flagVariationOf: flagVariationOf))
         }
         return Flag(id: id, key: ConfigString(key, in: strings), rules: rules, experimentRuleCount: experimentRules.count,

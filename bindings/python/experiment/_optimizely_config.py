@@ -126,6 +126,13 @@ def _readable(conditions: Any, names: Dict[str, str]) -> str:
     return "".join(pieces)
 
 
+def _rollout_of(feature: Dict[str, Any], rollouts: Dict[Any, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The flag's rollout. A "rolloutId" outside the schema may be an empty list or object (no rollout, as
+    for optimizely-sdk), which cannot be looked up."""
+    rollout_id = feature.get("rolloutId")
+    return rollouts.get(rollout_id) if isinstance(rollout_id, str) else None
+
+
 class OptimizelyConfig:
     """The project configuration: ``revision``, ``sdk_key``, ``environment_key``, ``experiments_map``,
     ``features_map``, ``attributes``, ``events``, ``audiences`` and :meth:`get_datafile`."""
@@ -159,7 +166,7 @@ class OptimizelyConfig:
             made_feature = OptimizelyFeature(feature["id"], feature["key"], {r.key: r for r in rules},
                                              self._default_variables(feature))
             made_feature.experiment_rules = rules
-            rollout = rollouts.get(feature.get("rolloutId"))
+            rollout = _rollout_of(feature, rollouts)
             for rule in (rollout or {}).get("experiments") or []:
                 made_feature.delivery_rules.append(OptimizelyExperiment(
                     rule["id"], rule["key"], self._variations(rule, feature, False),
@@ -174,7 +181,7 @@ class OptimizelyConfig:
         rollout_by_id = {r.get("id"): r for r in rollouts}
         extra: Dict[str, List[Dict[str, Any]]] = {}
         for feature in features:
-            rules = (rollout_by_id.get(feature.get("rolloutId")) or {}).get("experiments") or []
+            rules = (_rollout_of(feature, rollout_by_id) or {}).get("experiments") or []
             everyone_else = (rules[-1].get("variations") or [None])[0] if rules else None
             if not feature.get("rolloutId") or everyone_else is None:
                 continue

@@ -725,11 +725,13 @@ def reference_accepts(client: Any) -> bool:
 
 
 # Datafile shapes ours refuses on purpose although the reference accepts them, because the reference raises
-# once a decision reaches them (README "Deliberate differences"): a scalar inside a typed audience's condition
-# list, and a range entry that is not an object in a rollout rule's traffic allocation. Each is reported apart
-# (in the report's cases), not as a difference; any other refusal of an accepted datafile is a difference.
+# or guesses once a decision reaches them (README "Deliberate differences"): an integer or boolean inside an
+# audience's condition list (the reference takes it for the index of another condition; a string, float or
+# null there is accepted and evaluates to unknown), and a range entry that is not an object in a rollout
+# rule's traffic allocation. Each is reported apart (in the report's cases), not as a difference; any other
+# refusal of an accepted datafile is a difference.
 DELIBERATE_REFUSALS = re.compile(
-    r"datafile: typedAudiences\[\d+\]\.conditions(\[\d+\])+: expected a condition object or list, got "
+    r"datafile: (typedAudiences|audiences)\[\d+\]\.conditions(\[\d+\])+: expected a condition object or list, got "
     r"|datafile: rollouts\[\d+\]\.experiments\[\d+\]\.trafficAllocation\[\d+\]: expected an object, got ")
 
 

@@ -104,7 +104,8 @@ def test_reference_crashes_are_counted_not_compared():
 
 
 def test_deliberate_refusals_of_datafiles_the_reference_accepts_are_only_the_readme_ones(slice_run):
-    """Reference inconsistency: it accepts a datafile with a scalar inside a typed audience's conditions or a
+    """Reference inconsistency: it accepts a datafile with an integer or boolean inside an audience's
+    conditions (taken for the index of another condition) or a
     number as a rollout rule's traffic range, then raises once a decision reaches it. Ours refuses those when
     loaded, naming the place (README "Deliberate differences"); the fuzzer counts them apart -- as the
     reference's own failure when the case's users make it raise, else as a deliberate refusal -- and any
@@ -114,6 +115,8 @@ def test_deliberate_refusals_of_datafiles_the_reference_accepts_are_only_the_rea
              + tally.cases["deliberate refusal (README), reference accepts"])
     assert apart >= 1, tally.cases
     assert difffuzz.DELIBERATE_REFUSALS.match(
-        "datafile: typedAudiences[2].conditions[1]: expected a condition object or list, got a string")
+        "datafile: typedAudiences[2].conditions[1]: expected a condition object or list, got an integer")
+    assert difffuzz.DELIBERATE_REFUSALS.match(
+        "datafile: audiences[0].conditions[1][2]: expected a condition object or list, got a boolean")
     assert not difffuzz.DELIBERATE_REFUSALS.match(
         "datafile: rollouts[1].experiments[2].trafficAllocation[0].endOfRange: expected an integer, got a string")
