@@ -237,8 +237,14 @@ def key_length_call(name: str, parameter: str) -> Callable[[Walk, int], int]:
 
     def variation(function: Callable[..., int], w: Walk, key: bytes, key_length: int, user: bytes,
                   user_length: int) -> int:
-        extra = (byref(c_size_t()),) if name.endswith("_len") else ()
-        status = function(w.handle, key, key_length, user, user_length, None, 0, byref(out_str), *extra)
+        if name.endswith("_len"):
+            out_void = c_void_p()
+            status = function(w.handle, key, key_length, user, user_length, None, 0, byref(out_void),
+                              byref(c_size_t()))
+            if status == OK and out_void.value is not None:
+                lib.exp_free(out_void)
+            return status
+        status = function(w.handle, key, key_length, user, user_length, None, 0, byref(out_str))
         if status == OK and out_str.value is not None:
             lib.exp_free(out_str)
             out_str.value = None
