@@ -1,7 +1,8 @@
 # libexperiment — build, demo, test, install.
 #
 #   make demo      install what is missing, build the library, run examples/c/quickstart.c on the demo datafile
-#   make test      everything: Swift tests, C examples (-Werror), the ABI/symbol checks, pytest incl. differential
+#   make test      everything: Swift tests, C examples (-Werror), the ABI/symbol checks, pytest incl. differential,
+#                  a Swift package depending on this one by version (test-swiftpm)
 #   make lib       the shipping build: .build/release/libexperiment.so (static Swift stdlib, SONAME, exp_* only)
 #   make cli       .build/release/experiment-cli (validate, decide, explain, batch)
 #   make install PREFIX=/usr/local   library (stripped, SONAME links), headers, pkg-config, CMake package, CLI, docs
@@ -28,7 +29,7 @@ APT_PACKAGES := libjson-c-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev
 TEST_APT_PACKAGES := redis-server cmake
 PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0 mypy==1.13.0
 
-.PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-abi test-python test-fuzz test-sanitize fuzz install \
+.PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-abi test-python test-fuzz test-sanitize test-swiftpm fuzz install \
         wheel wheel-from-source test-sdist \
         bench clean
 
@@ -52,8 +53,15 @@ test-deps: deps
 	$(call apt_install,$(TEST_APT_PACKAGES))
 	@$(PYTHON) -c "import pytest, optimizely, openfeature.api, mypy" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
 
+# The shipped library's compiler and linker flags (cross-module optimization, SONAME, exports map, lld,
+# nodelete). They live in Sources/experiment/shipping.flags, not in Package.swift: SwiftPM refuses
+# unsafeFlags in a package another package depends on by version. The CLI takes the -Xswiftc ones.
+SHIPPING_FLAGS_FILE := Sources/experiment/shipping.flags
+SHIPPING_FLAGS := $(shell sed 's/\#.*//' $(SHIPPING_FLAGS_FILE))
+CLI_FLAGS      := $(shell sed -n 's/\#.*//; /^-Xswiftc/p' $(SHIPPING_FLAGS_FILE))
+
 lib: deps
-	swift build -c release -Xswiftc -static-stdlib --disable-local-rpath --product experiment
+	swift build -c release -Xswiftc -static-stdlib --disable-local-rpath $(SHIPPING_FLAGS) --product experiment
 	@# Programs linked against the build record the SONAME: give it a file name to resolve to.
 	ln -sf libexperiment.so $(RELEASE_DIR)/libexperiment.so.$(MAJOR)
 	@echo "built $(LIB)"
@@ -62,7 +70,7 @@ CLI := $(RELEASE_DIR)/experiment-cli
 
 # The command-line tool (static Swift stdlib like the library).
 cli: deps
-	swift build -c release -Xswiftc -static-stdlib --disable-local-rpath --product experiment-cli
+	swift build -c release -Xswiftc -static-stdlib --disable-local-rpath $(CLI_FLAGS) --product experiment-cli
 	@echo "built $(CLI)"
 
 $(RELEASE_DIR)/quickstart: examples/c/quickstart.c include/experiment.h lib
@@ -74,14 +82,14 @@ $(RELEASE_DIR)/async_start: examples/c/async_start.c include/experiment.h lib
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
-test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-sdist test-docs test-swift test-python test-fuzz test-sanitize
+test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-sdist test-docs test-swift test-swiftpm test-python test-fuzz test-sanitize
 	@echo "make test: all suites passed"
 
 # Test programs keep sticky bucketing, overrides and queued events in a private state directory under
 # .build (never the user's own), and a test that installs no event dispatcher and names no event_endpoint
 # never reaches the internet (the pipeline tests pass their own 127.0.0.1 endpoint).
 TEST_STATE_HOME := $(CURDIR)/.build/test-state
-TEST_TARGETS := test test-swift test-c test-cpp test-segments-c test-cli test-install test-sdist test-docs test-python test-fuzz test-sanitize
+TEST_TARGETS := test test-swift test-swiftpm test-c test-cpp test-segments-c test-cli test-install test-sdist test-docs test-python test-fuzz test-sanitize
 $(TEST_TARGETS) bench: export XDG_STATE_HOME = $(TEST_STATE_HOME)
 $(TEST_TARGETS): export EXPERIMENT_EVENT_ENDPOINT = none
 # ... and a client started by sdk_key fetches no datafile unless it names its own datafile_url_template.
@@ -89,6 +97,13 @@ $(TEST_TARGETS): export EXPERIMENT_DATAFILE_URL_TEMPLATE = none
 
 test-swift:
 	swift test
+
+# The Swift package as a dependency: a consumer package made from the README's Swift section, depending on
+# a tagged temporary clone of this repository by version, built and run on the demo datafile (committed
+# sources only). SWIFTPM_CONFIGURATION=release builds it optimized (slower to build here).
+SWIFTPM_CONFIGURATION ?= debug
+test-swiftpm: deps
+	bash tests/swiftpm/test_consumer.sh $(SWIFTPM_CONFIGURATION)
 
 # The shipped .so: only exp_* exported, SONAME with the major version, no toolchain path in its deps, no RUNPATH.
 test-abi: lib
@@ -112,13 +127,19 @@ $(RELEASE_DIR)/concurrent_track: tests/events/concurrent_track.c include/experim
 $(RELEASE_DIR)/inputs_c: tests/abi/inputs.c include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ tests/abi/inputs.c $(LINK_LOCAL)
 
+# Kameleoon / Sigma calls: run-when-ready, delivery callbacks against a 127.0.0.1 endpoint, forced memberships
+# by key, an experiment's flag values (tests/abi/callbacks.c).
+$(RELEASE_DIR)/callbacks_c: tests/abi/callbacks.c tests/support/event_receiver.h include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -Itests/support -o $@ tests/abi/callbacks.c $(LINK_LOCAL) -lpthread
+
 test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma $(RELEASE_DIR)/concurrent_track \
-        $(RELEASE_DIR)/inputs_c
+        $(RELEASE_DIR)/inputs_c $(RELEASE_DIR)/callbacks_c
 	rm -rf $(TEST_STATE_HOME)
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
 	$(RELEASE_DIR)/sigma examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/inputs_c $$state > /dev/null && rm -rf $$state
+	state=$$(mktemp -d) && $(RELEASE_DIR)/callbacks_c examples/datafiles/demo.json $$state > /dev/null && rm -rf $$state
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
 	$(RELEASE_DIR)/concurrent_track examples/datafiles/demo.json
 

@@ -1,19 +1,20 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// The decision path crosses three modules with generic code (DecisionService over the ABI's attribute
-// source): cross-module optimization lets the compiler specialize it instead of dispatching generically.
-// Exclusivity checks stay on in debug builds (and so in `swift test`); release builds leave them out: on the
-// decision path each check was a call into the runtime's access set.
-let optimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization", "-enforce-exclusivity=unchecked"],
-                                              .when(configuration: .release))]
+// No unsafeFlags here: SwiftPM refuses them in a package that another package depends on by version. The
+// shipped libexperiment.so's compiler and linker flags (cross-module optimization, SONAME, the exports map,
+// lld, nodelete) are passed by its build commands, from Sources/experiment/shipping.flags (see `make lib`).
 
-// Layers, one direction of dependency: experiment (C ABI) -> ExperimentRuntime -> ExperimentCore.
+// Layers, one direction of dependency: experiment (C ABI) -> ExperimentRuntime -> ExperimentCore, and
+// ExperimentKit (the Swift API) -> ExperimentRuntime -> ExperimentCore beside the C ABI.
 let package = Package(
     name: "libexperiment",
     products: [
         // libexperiment.so: the only product users link. Its exported surface is include/experiment.h.
         .library(name: "experiment", type: .dynamic, targets: ["experiment"]),
+        // The Swift API for Swift programs that depend on this package: clients, user contexts, decide,
+        // track, listeners (Optimizely Swift SDK style). Built from source into the program.
+        .library(name: "ExperimentKit", targets: ["ExperimentKit"]),
         // Command-line tool over the same library: validate datafiles, decide, explain, batch-decide JSONL.
         .executable(name: "experiment-cli", targets: ["experiment-cli"]),
     ],
@@ -35,32 +36,22 @@ let package = Package(
         // The public header as a Swift module, so the ABI target shares the exact C layouts.
         .systemLibrary(name: "CExperimentABI", path: "Sources/CExperimentABI"),
         // Pure decision logic: datafile -> compiled config, bucketing, audiences, decisions, event payloads.
-        .target(name: "ExperimentCore", dependencies: ["CJSONC"], swiftSettings: optimized),
+        .target(name: "ExperimentCore", dependencies: ["CJSONC"]),
         // Moving parts: client state, config snapshots, user stores, event dispatch, HTTP, SQLite, Redis.
-        .target(name: "ExperimentRuntime", dependencies: ["ExperimentCore", "CSQLite", "CCurl", "CHiredis"],
-                swiftSettings: optimized),
+        .target(name: "ExperimentRuntime", dependencies: ["ExperimentCore", "CSQLite", "CCurl", "CHiredis"]),
         // The C ABI only: @_cdecl functions translating C <-> Swift.
         .target(name: "experiment", dependencies: ["ExperimentRuntime", "ExperimentCore", "CExperimentABI"],
-                exclude: ["exports.map"], swiftSettings: optimized,
-                linkerSettings: [
-                    .unsafeFlags([
-                        "-use-ld=lld",
-                        "-Xlinker", "-soname=libexperiment.so.0",
-                        "-Xlinker", "--version-script=Sources/experiment/exports.map",
-                        "-Xlinker", "-z", "-Xlinker", "nodelete",
-                    ]),
-                ]),
+                exclude: ["exports.map", "shipping.flags"]),
+        // The Swift API: Swift types over the runtime (not over the C ABI).
+        .target(name: "ExperimentKit", dependencies: ["ExperimentRuntime", "ExperimentCore"]),
         .executableTarget(name: "experiment-cli",
                           dependencies: ["ExperimentRuntime", "ExperimentCore",
-                                         .product(name: "ArgumentParser", package: "swift-argument-parser")],
-                          swiftSettings: optimized,
-                          // lld, as for the library (and the static Foundation that ArgumentParser pulls in
-                          // links without GNU ld's mktemp link-time warning).
-                          linkerSettings: [.unsafeFlags(["-use-ld=lld"])]),
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .testTarget(name: "ExperimentCoreTests", dependencies: ["ExperimentCore", "CJSONC"],
                     exclude: ["generate_matcher_vectors.py"]),
         // Loads the shipped .build/release/libexperiment.so with dlopen and calls the exported C ABI.
         .testTarget(name: "ExperimentABITests", dependencies: ["CExperimentABI"]),
+        .testTarget(name: "ExperimentKitTests", dependencies: ["ExperimentKit"]),
     ]
 )
 

@@ -66,7 +66,9 @@ if [ "${FUZZ_INSTRUMENTED:-0}" = 1 ]; then
         cp -Rp "$ROOT/$item" "$SNAP/$item.new" && rm -rf "$SNAP/$item" && mv "$SNAP/$item.new" "$SNAP/$item" ||
             { echo "fuzz: copying $item failed" >&2; exit 2; }
     done
+    # The shipping build's flags (Sources/experiment/shipping.flags: SONAME, exports map, nodelete...).
     (cd "$SNAP" && swift build -c release --product experiment --scratch-path "$ROOT/.build-fuzz/build" \
+        $(sed 's/#.*//' Sources/experiment/shipping.flags) \
         -Xswiftc -sanitize=fuzzer -Xswiftc -static-stdlib) > "$ROOT/.build-fuzz/build.log" 2>&1 ||
         { tail -30 "$ROOT/.build-fuzz/build.log" >&2; echo "fuzz: instrumented build failed" >&2; exit 2; }
     LIB_DIR="$ROOT/.build-fuzz/build/release"

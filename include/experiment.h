@@ -92,6 +92,9 @@ typedef enum exp_status {
     EXP_ERR_INVALID_USER_ID = -25,      /* the segments service does not know or accept this user identifier */
     EXP_ERR_FETCH_FAILED = -26,         /* a network fetch (datafile, segments) failed */
     EXP_ERR_NOT_FOUND = -27,            /* no such entry (e.g. no client with that tag) */
+    EXP_ERR_DELIVERY_FAILED = -28,      /* a delivery callback: the endpoint failed the event (it stays queued
+                                           and is retried) or refused it for good (event_dead_letter), or
+                                           the event had nowhere to go (event_endpoint "none") */
     EXP_ERR_INTERNAL = -99              /* a bug: please report it with exp_last_error() */
 } exp_status;
 
@@ -248,6 +251,9 @@ typedef struct exp_client exp_client;
  *                                      level passed to the logger (see exp_client_set_logger).
  *   "bucket_by_profile_id"    bool     Sigma: exp_set/edit_user_properties also store profile_id as
  *                                      "$opt_bucketing_id" (see exp_set_user_properties). Default false.
+ *   "keep_datafile"           bool     keep the text of the datafile in use beside its compiled config, for
+ *                                      exp_client_datafile_json. Default false (it costs memory equal to
+ *                                      the datafile's size).
  *
  * On success *out_client receives a new client, not yet ready: give it a datafile with exp_client_start.
  * Errors: EXP_ERR_INVALID_ARGUMENT (out_client NULL), EXP_ERR_INVALID_JSON ("options: not valid JSON (...)"),
@@ -291,6 +297,26 @@ exp_status exp_client_is_ready(exp_client *client, int *out_ready);
  * Free *out_json with exp_free(). Errors: EXP_ERR_NOT_READY, EXP_ERR_CLOSED. Thread-safe. Example: exp_free.
  */
 exp_status exp_client_config_json(exp_client *client, char **out_json);
+
+/*
+ * The text of the datafile in use, byte for byte as it was given (exp_client_start, the bundled datafile of
+ * an asynchronous or synchronous start), fetched or read from the cache: after a poll swaps in a new revision
+ * it is the new one. Needs the option "keep_datafile": true. The text and the config decisions use are
+ * swapped together, so the text is always the one the current config was compiled from.
+ *
+ * Ownership: *out_json receives a NUL-terminated copy the caller frees with exp_free(); *out_length (may be
+ * NULL) its length in bytes, without the NUL (a datafile holds no NUL byte: JSON escapes it). On error
+ * *out_json and *out_length are left unchanged.
+ * Errors: EXP_ERR_INVALID_ARGUMENT (NULL client or out_json), EXP_ERR_NOT_READY (no datafile yet),
+ * EXP_ERR_NOT_FOUND (the client was created without "keep_datafile": true), EXP_ERR_CLOSED. Thread-safe:
+ * it may run while another thread swaps the datafile (it returns the old text or the new one, whole).
+ *
+ *     char *text = NULL;
+ *     size_t length = 0;
+ *     if (exp_client_datafile_json(c, &text, &length) == EXP_OK) fwrite(text, 1, length, cache_file);
+ *     exp_free(text);
+ */
+exp_status exp_client_datafile_json(exp_client *client, char **out_json, size_t *out_length);
 
 /*
  * Closes the client: later calls on it fail with EXP_ERR_CLOSED. Idempotent (closing twice is EXP_OK).
@@ -837,6 +863,61 @@ exp_status exp_track_conversion(exp_client *client, const char *user_id, int64_t
  */
 exp_status exp_flush_user(exp_client *client, const char *user_id);
 
+/*
+ * Receives the outcome of a delivery: `status` and `sent`, how many events were delivered (acknowledged
+ * with a 2xx by the endpoint, or accepted by the host's dispatcher), with the `user_data` given. Inside the
+ * callback exp_last_error() describes a failure.
+ */
+typedef void (*exp_delivery_fn)(exp_status status, size_t sent, void *user_data);
+
+/*
+ * Completion callbacks (Kameleoon trackConversion / flush with a completion handler). Each does what the
+ * call without a callback does, and when it returns EXP_OK `callback` is called exactly once with the
+ * first outcome of the one event it sent (the conversion travels with the user's pending data as one event):
+ *   EXP_OK, sent 1               the endpoint acknowledged it with a 2xx (or the host's dispatcher took it);
+ *   EXP_ERR_DELIVERY_FAILED, 0   the endpoint failed it (5xx, 408, 429, transport error: it stays queued
+ *                                and is retried as usual) or refused it for good (other 4xx: moved to
+ *                                event_dead_letter), the host's dispatcher refused it, or it had nowhere to
+ *                                go (no dispatcher and event_endpoint "none": dropped);
+ *   EXP_ERR_TIMEOUT, 0           the client was closed with the event still on disk (not yet attempted, or
+ *                                evicted by "drop_oldest"): the next client on the state directory sends it;
+ *   EXP_OK, sent 0               exp_flush_user_with_callback: the user had no pending data.
+ * Which thread: with the built-in pipeline, a library thread of its own once the event's POST ended (no lock
+ * of the library is held: the callback may call into the client, even exp_flush or exp_client_close); with a
+ * host dispatcher, no data or nowhere to go, the calling thread before the function returns. The event is
+ * sent in the background either way: the call does not wait for the endpoint.
+ * Lifetime: exp_client_close (and exp_client_free) return only after every pending callback was called and
+ * returned (those of events still on disk with EXP_ERR_TIMEOUT), unless called from such a callback.
+ * Errors returned directly (callback then never called): those of exp_track_conversion / exp_flush_user,
+ * EXP_ERR_INVALID_ARGUMENT for a NULL callback. Thread-safe.
+ *
+ *     static void on_sent(exp_status status, size_t sent, void *user_data) {
+ *         (void)user_data;
+ *         if (status == EXP_OK) printf("%zu delivered\n", sent); else printf("not yet: %s\n", exp_last_error());
+ *     }
+ *     exp_track_conversion_with_callback(c, "user-1", 128763, 1.0, on_sent, NULL);
+ *     exp_add_user_data(c, "user-1", "{\"type\": \"interest\", \"index\": 2}");
+ *     exp_flush_user_with_callback(c, "user-1", on_sent, NULL);
+ */
+exp_status exp_track_conversion_with_callback(exp_client *client, const char *user_id, int64_t goal_id,
+                                              double revenue, exp_delivery_fn callback, void *user_data);
+exp_status exp_flush_user_with_callback(exp_client *client, const char *user_id, exp_delivery_fn callback,
+                                        void *user_data);
+
+/*
+ * exp_flush without blocking: returns at once, and when it returns EXP_OK the flush runs on a library thread
+ * of its own and `callback` is called exactly once from that thread (holding no lock of the library) with
+ * what exp_flush would have returned — EXP_OK when none of this client's events is left, EXP_ERR_TIMEOUT
+ * when some remain after close_timeout_ms (they stay queued and are retried), EXP_ERR_CLOSED when the client
+ * was closed meanwhile — and `sent`, how many of this client's events the pipeline delivered while the flush
+ * ran (0 with a host dispatcher or event_endpoint "none": nothing to flush). Lifetime as the completion
+ * callbacks above. Errors returned directly (callback then never called): EXP_ERR_INVALID_ARGUMENT (NULL
+ * client or callback), EXP_ERR_CLOSED, EXP_ERR_INTERNAL (no thread could be started). Thread-safe.
+ *
+ *     exp_client_flush_async(c, on_sent, NULL);    // on_sent: see exp_track_conversion_with_callback
+ */
+exp_status exp_client_flush_async(exp_client *client, exp_delivery_fn callback, void *user_data);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Logging                                                                                          */
 /* ---------------------------------------------------------------------------------------------- */
@@ -893,7 +974,14 @@ typedef enum exp_notification_type {
        "rejected", "ready" (the client has a datafile), "revision" (the one in use, or null), "error_code",
        "error" (null unless failed or rejected)}. A client serving its datafile after "failed" or
        "rejected" serves a stale one until the next "updated" or "not_modified". */
-    EXP_NOTIFY_DATAFILE_FETCH = 5
+    EXP_NOTIFY_DATAFILE_FETCH = 5,
+    /* an event (impression, conversion) was built and is now handed on, to the host's dispatcher or the
+       built-in pipeline's queue (or, with "event_endpoint": "none", nowhere): {"url", "http_verb", "params"
+       (the event batch: the JSON body as it is sent)}. One per event, on the thread that caused it, before
+       it is handed on: what the reference SDK's LOG_EVENT listeners receive with its default dispatcher,
+       while the pipeline still batches and delivers. With a listener of this type, events are built even
+       when nothing else would receive them. */
+    EXP_NOTIFY_EVENT = 6
 } exp_notification_type;
 
 /* Receives one notification: `payload_json` (a JSON object, borrowed for the call) and the `user_data`
@@ -996,6 +1084,37 @@ exp_status exp_client_start_async(exp_client *client, const char *fallback, size
  * EXP_ERR_CLOSED (also when the client is closed during the wait). Thread-safe. Example: exp_client_start_async.
  */
 exp_status exp_client_wait_ready(exp_client *client, int64_t timeout_ms);
+
+/*
+ * Kameleoon runWhenReady: exp_client_wait_ready without blocking. Returns at once; when it returns EXP_OK,
+ * `callback(status, user_data)` is called exactly once with what exp_client_wait_ready(client, timeout_ms)
+ * would have returned: EXP_OK as soon as the client has a datafile, EXP_ERR_TIMEOUT after timeout_ms
+ * (timeout_ms < 0: the default 2000 ms), the asynchronous start's failure code as soon as it gave up with no
+ * datafile to use, or EXP_ERR_CLOSED when the client is closed first.
+ * Which thread: a client that is ready already is answered on the calling thread, before this function
+ * returns; every other answer comes from a library thread of its own, which holds no lock of the library
+ * while the callback runs (the callback may call into the client, even exp_client_close). Inside the
+ * callback exp_last_error() names the reason of a failure.
+ * Lifetime: exp_client_close (and exp_client_free) wake a waiting callback with EXP_ERR_CLOSED and return
+ * only after it returned (unless the close is called from that callback itself), so once the client is
+ * closed no callback runs or is still to come: user_data may then be freed.
+ * Errors returned directly (callback then never called): EXP_ERR_INVALID_ARGUMENT (NULL client or
+ * callback), EXP_ERR_CLOSED, EXP_ERR_INTERNAL (no thread could be started). Thread-safe.
+ *
+ *     static void on_ready(int status, void *user_data) {
+ *         exp_client *c = user_data;
+ *         char *variation = NULL;
+ *         if (status == EXP_OK && exp_trigger_experiment(c, "user-1", "75253", NULL, 0, &variation) == EXP_OK)
+ *             printf("variation %s\n", variation);
+ *         else
+ *             puts("reference");   // not ready within the timeout (or not in the experiment)
+ *         exp_free(variation);
+ *     }
+ *     exp_client_start_async(c, NULL, 0, NULL, NULL);
+ *     exp_client_run_when_ready(c, 1000, on_ready, c);
+ */
+exp_status exp_client_run_when_ready(exp_client *client, int64_t timeout_ms, exp_ready_fn callback,
+                                     void *user_data);
 
 /*
  * Fetches the datafile now, on the calling thread (at most one fetch runs at a time per client), with the
@@ -1267,6 +1386,35 @@ exp_status exp_experiment_param_string(const exp_experiment *experiment, const c
 exp_status exp_experiment_param_json(const exp_experiment *experiment, const char *name, char **out_json,
                                      int *out_found);
 
+/*
+ * An experiment's flag values (Sigma SigmaExperiment.getFeatureFlagValue(flagName:)): the value the flag
+ * `flag_key` gets from the user's variation when this experiment decides the flag, as exp_decide would give
+ * it then — with variable_key NULL whether the variation enables the flag (a bool, exp_experiment_flag_bool
+ * only); with variable_key the value of that flag variable: the variation's own value when the variation
+ * enables the flag, the variable's default when it disables it (exp_experiment_param_* give the variation's
+ * value either way). Type rules, *out_found (0 for a value the reference cannot typecast) and string
+ * ownership (exp_free) as the exp_flag_* accessors. Nothing is decided again and no event is sent: the
+ * handle is read as it is (immutable, any thread).
+ * Errors: EXP_ERR_UNKNOWN_FLAG (no flag `flag_key`), EXP_ERR_NOT_FOUND (the flag does not use this
+ * experiment as a rule — Sigma's getFeatureFlagValue throws — or has no variable `variable_key`),
+ * EXP_ERR_TYPE_MISMATCH, EXP_ERR_INVALID_ARGUMENT (NULL handle, flag_key or out pointers). Thread-safe.
+ *
+ *     int on = 0, found = 0; char *theme = NULL;
+ *     exp_experiment_flag_bool(e, "new_checkout", NULL, &on, &found);          // the flag's on/off
+ *     if (exp_experiment_flag_string(e, "new_checkout", "theme", &theme, &found) == EXP_OK && found) puts(theme);
+ *     exp_free(theme);
+ */
+exp_status exp_experiment_flag_bool(const exp_experiment *experiment, const char *flag_key, const char *variable_key,
+                                    int *out_value, int *out_found);
+exp_status exp_experiment_flag_int(const exp_experiment *experiment, const char *flag_key, const char *variable_key,
+                                   int64_t *out_value, int *out_found);
+exp_status exp_experiment_flag_double(const exp_experiment *experiment, const char *flag_key,
+                                      const char *variable_key, double *out_value, int *out_found);
+exp_status exp_experiment_flag_string(const exp_experiment *experiment, const char *flag_key,
+                                      const char *variable_key, char **out_value, int *out_found);
+exp_status exp_experiment_flag_json(const exp_experiment *experiment, const char *flag_key, const char *variable_key,
+                                    char **out_json, int *out_found);
+
 /* Frees a handle from exp_get_experiment (NULL is fine; never fails). No other call on the handle may run
  * or follow. Example: exp_get_experiment. */
 void exp_experiment_free(exp_experiment *experiment);
@@ -1483,6 +1631,24 @@ exp_status exp_force_include(exp_client *client, const char *user_id, const char
 exp_status exp_force_exclude(exp_client *client, const char *user_id, const char *experiment_id);
 exp_status exp_force_exclude_all(exp_client *client, const char *user_id);
 exp_status exp_force_clear(exp_client *client, const char *user_id, const char *experiment_id);
+
+/*
+ * The same forced memberships with the experiment named by key, as Sigma's includeForce(experimentName:,
+ * groupIndex:) / excludeForce(experimentName:) do. The key is resolved to the experiment's id in the current
+ * datafile and the membership is kept by that id, exactly as exp_force_include / exp_force_exclude /
+ * exp_force_clear with that id (so it holds when a later datafile renames the experiment; the id-based calls
+ * read and clear it). Needs a datafile. Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_EXPERIMENT (no
+ * experiment with that key; delivery rules are not experiments), EXP_ERR_UNKNOWN_VARIATION (group_index
+ * past the experiment's variations), argument errors (group_index below -1), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     exp_force_include_key(c, "qa-user", "checkout_test", 1);   // QA sees the second variation
+ *     exp_force_exclude_key(c, "ceo", "checkout_test");
+ *     exp_force_clear_key(c, "qa-user", "checkout_test");
+ */
+exp_status exp_force_include_key(exp_client *client, const char *user_id, const char *experiment_key,
+                                 int group_index);
+exp_status exp_force_exclude_key(exp_client *client, const char *user_id, const char *experiment_key);
+exp_status exp_force_clear_key(exp_client *client, const char *user_id, const char *experiment_key);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* User contexts (Optimizely's OptimizelyUserContext)                                              */

@@ -64,6 +64,25 @@ public func abiClientConfigJSON(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
     }
 }
 
+@_cdecl("exp_client_datafile_json")
+public func abiClientDatafileJSON(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                  _ outLength: UnsafeMutablePointer<Int>?) -> exp_status {
+    api { () throws(ClientError) in
+        let out = try required(out, "out_json")
+        let text = try client(handle).datafileText()
+        // A copy for the caller (exp_free), NUL-terminated; a datafile holds no NUL byte (JSON escapes it).
+        guard let copy = malloc(text.count + 1)?.assumingMemoryBound(to: CChar.self) else {
+            throw ClientError(.internalError, "out of memory copying a datafile of \(text.count) bytes")
+        }
+        text.withUnsafeBytes { bytes in
+            if let base = bytes.baseAddress { memcpy(copy, base, bytes.count) }
+        }
+        copy[text.count] = 0
+        out.pointee = copy
+        outLength?.pointee = text.count
+    }
+}
+
 @_cdecl("exp_client_close")
 public func abiClientClose(_ handle: OpaquePointer?) -> exp_status {
     api { () throws(ClientError) in

@@ -31,17 +31,21 @@ public func abiClientStats(_ handle: OpaquePointer?,
 @_cdecl("exp_track_conversion")
 public func abiTrackConversion(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ goalId: Int64,
                                _ revenue: Double) -> exp_status {
-    api { () throws(ClientError) in
-        let client = try client(handle)
-        let user = try string(userId, "user_id")
-        guard goalId >= 0 else { throw ClientError(.invalidArgument, "goal_id: \(goalId) is negative") }
-        guard revenue.isNaN || revenue.isFinite else {
-            throw ClientError(.invalidArgument, "revenue: \(revenue) is not a finite number")
-        }
-        let config = try client.config()
-        try client.trackConversion(config: config, userId: user, goalId: goalId,
-                                   revenue: revenue.isNaN ? nil : revenue)
+    api { () throws(ClientError) in try trackConversion(handle, userId, goalId, revenue, completion: nil) }
+}
+
+/// exp_track_conversion and exp_track_conversion_with_callback.
+func trackConversion(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ goalId: Int64, _ revenue: Double,
+                     completion: DeliveryWatch.Completion?) throws(ClientError) {
+    let client = try client(handle)
+    let user = try string(userId, "user_id")
+    guard goalId >= 0 else { throw ClientError(.invalidArgument, "goal_id: \(goalId) is negative") }
+    guard revenue.isNaN || revenue.isFinite else {
+        throw ClientError(.invalidArgument, "revenue: \(revenue) is not a finite number")
     }
+    let config = try client.config()
+    try client.trackConversion(config: config, userId: user, goalId: goalId, revenue: revenue.isNaN ? nil : revenue,
+                               completion: completion)
 }
 
 @_cdecl("exp_add_user_data")

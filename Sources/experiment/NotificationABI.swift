@@ -19,7 +19,7 @@ public func abiAddNotificationListener(_ handle: OpaquePointer?, _ type: Int32, 
         let client = try client(handle)
         let listener = try required(listener, "listener")
         guard let kind = NotificationType(rawValue: type) else {
-            throw ClientError(.invalidArgument, "type: \(type) is not an exp_notification_type (1 to 5)")
+            throw ClientError(.invalidArgument, "type: \(type) is not an exp_notification_type (1 to 6)")
         }
         try client.ensureOpen()
         let host = HostListener(function: listener, userData: userData)

@@ -395,3 +395,62 @@ public func abiExperimentParamJSON(_ pointer: OpaquePointer?, _ name: UnsafePoin
     out.pointee = nil
     return parameter(pointer, name, found, as: .json, storeText(out))
 }
+
+/// Shared body of the exp_experiment_flag_* getters (Sigma SigmaExperiment.getFeatureFlagValue).
+private func experimentFlag(_ pointer: OpaquePointer?, _ flagKey: UnsafePointer<CChar>?,
+                            _ variableKey: UnsafePointer<CChar>?, _ found: UnsafeMutablePointer<Int32>?,
+                            as wanted: SigmaValueType, _ store: (SigmaValue) -> Void) -> exp_status {
+    api { () throws(ClientError) in
+        guard let object = handleObject(pointer) else { throw ClientError(.invalidArgument, "experiment is NULL") }
+        let found = try required(found, "out_found")
+        let value = try object.experiment.flagValue(flagKey: try string(flagKey, "flag_key"),
+                                                    variableKey: try optionalString(variableKey, "variable_key"),
+                                                    as: wanted)
+        found.pointee = value == nil ? 0 : 1
+        if let value { store(value) }
+    }
+}
+
+@_cdecl("exp_experiment_flag_bool")
+public func abiExperimentFlagBool(_ pointer: OpaquePointer?, _ flagKey: UnsafePointer<CChar>?,
+                                  _ variableKey: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<Int32>?,
+                                  _ found: UnsafeMutablePointer<Int32>?) -> exp_status {
+    guard let out else { return api { () throws(ClientError) in throw ClientError(.invalidArgument, "out_value is NULL") } }
+    return experimentFlag(pointer, flagKey, variableKey, found, as: .bool, storeBool(out))
+}
+
+@_cdecl("exp_experiment_flag_int")
+public func abiExperimentFlagInt(_ pointer: OpaquePointer?, _ flagKey: UnsafePointer<CChar>?,
+                                 _ variableKey: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<Int64>?,
+                                 _ found: UnsafeMutablePointer<Int32>?) -> exp_status {
+    guard let out else { return api { () throws(ClientError) in throw ClientError(.invalidArgument, "out_value is NULL") } }
+    return experimentFlag(pointer, flagKey, variableKey, found, as: .int, storeInt(out))
+}
+
+@_cdecl("exp_experiment_flag_double")
+public func abiExperimentFlagDouble(_ pointer: OpaquePointer?, _ flagKey: UnsafePointer<CChar>?,
+                                    _ variableKey: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<Double>?,
+                                    _ found: UnsafeMutablePointer<Int32>?) -> exp_status {
+    guard let out else { return api { () throws(ClientError) in throw ClientError(.invalidArgument, "out_value is NULL") } }
+    return experimentFlag(pointer, flagKey, variableKey, found, as: .double, storeDouble(out))
+}
+
+@_cdecl("exp_experiment_flag_string")
+public func abiExperimentFlagString(_ pointer: OpaquePointer?, _ flagKey: UnsafePointer<CChar>?,
+                                    _ variableKey: UnsafePointer<CChar>?,
+                                    _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                    _ found: UnsafeMutablePointer<Int32>?) -> exp_status {
+    guard let out else { return api { () throws(ClientError) in throw ClientError(.invalidArgument, "out_value is NULL") } }
+    out.pointee = nil
+    return experimentFlag(pointer, flagKey, variableKey, found, as: .string, storeText(out))
+}
+
+@_cdecl("exp_experiment_flag_json")
+public func abiExperimentFlagJSON(_ pointer: OpaquePointer?, _ flagKey: UnsafePointer<CChar>?,
+                                  _ variableKey: UnsafePointer<CChar>?,
+                                  _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                  _ found: UnsafeMutablePointer<Int32>?) -> exp_status {
+    guard let out else { return api { () throws(ClientError) in throw ClientError(.invalidArgument, "out_json is NULL") } }
+    out.pointee = nil
+    return experimentFlag(pointer, flagKey, variableKey, found, as: .json, storeText(out))
+}

@@ -664,6 +664,35 @@ public:
         return param_text(exp_experiment_param_json, name);
     }
 
+    /* Sigma getFeatureFlagValue: the value flag `flag_key` gets from this variation when this experiment
+     * decides it (see exp_experiment_flag_bool): without a variable key whether the variation enables the
+     * flag, else the variable's value (its default when the variation disables the flag). nullopt when there
+     * is no value; throws Error(EXP_ERR_UNKNOWN_FLAG), Error(EXP_ERR_NOT_FOUND) when the flag does not use
+     * this experiment or lacks the variable, Error(EXP_ERR_TYPE_MISMATCH). */
+    std::optional<bool> flag_bool(std::string_view flag_key,
+                                  std::optional<std::string_view> variable_key = std::nullopt) const {
+        int value = 0;
+        return flag(exp_experiment_flag_bool, flag_key, variable_key, &value) ? std::optional<bool>(value != 0)
+                                                                              : std::nullopt;
+    }
+    std::optional<std::int64_t> flag_int(std::string_view flag_key, std::string_view variable_key) const {
+        std::int64_t value = 0;
+        return flag(exp_experiment_flag_int, flag_key, variable_key, &value) ? std::optional<std::int64_t>(value)
+                                                                             : std::nullopt;
+    }
+    std::optional<double> flag_double(std::string_view flag_key, std::string_view variable_key) const {
+        double value = 0;
+        return flag(exp_experiment_flag_double, flag_key, variable_key, &value) ? std::optional<double>(value)
+                                                                                : std::nullopt;
+    }
+    std::optional<std::string> flag_string(std::string_view flag_key, std::string_view variable_key) const {
+        return flag_text(exp_experiment_flag_string, flag_key, variable_key);
+    }
+    /* A json variable's JSON text. */
+    std::optional<std::string> flag_json(std::string_view flag_key, std::string_view variable_key) const {
+        return flag_text(exp_experiment_flag_json, flag_key, variable_key);
+    }
+
 private:
     static std::string text(const char *value) { return value ? std::string(value) : std::string(); }
 
@@ -679,6 +708,25 @@ private:
     std::optional<std::string> param_text(Function function, std::string_view name) const {
         char *raw = nullptr;
         bool found = param(function, name, &raw);
+        std::optional<std::string> value = detail::take_optional(raw);
+        return found ? value : std::nullopt;
+    }
+
+    template <typename Out, typename Function>
+    bool flag(Function function, std::string_view flag_key, std::optional<std::string_view> variable_key,
+              Out *out) const {
+        detail::CString key(flag_key, "flag key");
+        detail::OptionalCString variable(variable_key, "variable key");
+        int found = 0;
+        detail::check(function(handle_, key.c_str(), variable.c_str(), out, &found));
+        return found != 0;
+    }
+
+    template <typename Function>
+    std::optional<std::string> flag_text(Function function, std::string_view flag_key,
+                                         std::string_view variable_key) const {
+        char *raw = nullptr;
+        bool found = flag(function, flag_key, variable_key, &raw);
         std::optional<std::string> value = detail::take_optional(raw);
         return found ? value : std::nullopt;
     }
@@ -760,6 +808,17 @@ public:
         char *json = nullptr;
         detail::check(exp_client_config_json(client_, &json));
         return detail::take(json);
+    }
+
+    /* The datafile in use, byte for byte as given or fetched (exp_client_datafile_json; needs the option
+       "keep_datafile": true, else an Error with code EXP_ERR_NOT_FOUND; NotReadyError before the first
+       datafile). */
+    std::string datafile_json() const {
+        char *json = nullptr;
+        size_t length = 0;
+        detail::check(exp_client_datafile_json(client_, &json, &length));
+        detail::LibraryString owned(json);
+        return owned ? std::string(owned.get(), length) : std::string();
     }
 
     /* Closes the client: later calls throw ClosedError. Idempotent. Waits up to close_timeout_ms for this
@@ -976,6 +1035,23 @@ public:
         detail::check(exp_force_clear(client_, user.c_str(), experiment.c_str()));
     }
 
+    /* The same with the experiment named by key (Sigma includeForce / excludeForce(experimentName:)); needs a
+     * datafile (Error with EXP_ERR_NOT_READY), Error with EXP_ERR_UNKNOWN_EXPERIMENT for an unknown key. */
+    void force_include_key(std::string_view user_id, std::string_view experiment_key, int group_index = -1) {
+        detail::CString user(user_id, "user id"), experiment(experiment_key, "experiment key");
+        detail::check(exp_force_include_key(client_, user.c_str(), experiment.c_str(), group_index));
+    }
+
+    void force_exclude_key(std::string_view user_id, std::string_view experiment_key) {
+        detail::CString user(user_id, "user id"), experiment(experiment_key, "experiment key");
+        detail::check(exp_force_exclude_key(client_, user.c_str(), experiment.c_str()));
+    }
+
+    void force_clear_key(std::string_view user_id, std::string_view experiment_key) {
+        detail::CString user(user_id, "user id"), experiment(experiment_key, "experiment key");
+        detail::check(exp_force_clear_key(client_, user.c_str(), experiment.c_str()));
+    }
+
     /* ---- user properties ---- */
 
     /* Stores a property used as an attribute by every later call for the user (per-call attributes win). */
@@ -1150,6 +1226,39 @@ public:
         detail::check(exp_track_conversion(client_, user.c_str(), goal_id, revenue));
     }
 
+    /* Receives a delivery's outcome: EXP_OK or the reason (EXP_ERR_DELIVERY_FAILED, EXP_ERR_TIMEOUT,
+     * EXP_ERR_CLOSED) and how many events were delivered. See exp_track_conversion_with_callback. */
+    using DeliveryCallback = std::function<void(exp_status status, std::size_t sent)>;
+
+    /* Kameleoon trackConversion with a completion handler: `on_complete` is called exactly once, on a
+     * library thread once the event's POST ended (or on this thread before the call returns with a host
+     * dispatcher). An exception it throws is swallowed (nothing may unwind into C). close() and the
+     * destructor return only after every pending callback ran. */
+    void track_conversion(std::string_view user_id, int64_t goal_id, double revenue, DeliveryCallback on_complete) {
+        detail::CString user(user_id, "user id");
+        auto owned = std::make_unique<DeliveryCallback>(std::move(on_complete));
+        detail::check(exp_track_conversion_with_callback(client_, user.c_str(), goal_id, revenue,
+                                                         &delivery_trampoline, owned.get()));
+        owned.release();  // the trampoline owns it now
+    }
+
+    /* Kameleoon flush(user, completionHandler): as track_conversion with a callback (no pending data:
+     * EXP_OK, 0 sent, on this thread). */
+    void flush_user(std::string_view user_id, DeliveryCallback on_complete) {
+        detail::CString user(user_id, "user id");
+        auto owned = std::make_unique<DeliveryCallback>(std::move(on_complete));
+        detail::check(exp_flush_user_with_callback(client_, user.c_str(), &delivery_trampoline, owned.get()));
+        owned.release();
+    }
+
+    /* flush() without blocking (exp_client_flush_async): `on_complete` gets EXP_OK when none of this client's
+     * events is left, EXP_ERR_TIMEOUT when some remain, EXP_ERR_CLOSED, and how many were delivered meanwhile. */
+    void flush_async(DeliveryCallback on_complete) {
+        auto owned = std::make_unique<DeliveryCallback>(std::move(on_complete));
+        detail::check(exp_client_flush_async(client_, &delivery_trampoline, owned.get()));
+        owned.release();
+    }
+
     /* Kameleoon addData: one entry or an array, e.g. R"({"type": "interest", "index": 2})". */
     void add_user_data(std::string_view user_id, std::string_view data_json) {
         detail::CString user(user_id, "user id"), data(data_json, "user data");
@@ -1282,6 +1391,18 @@ public:
         if (status == EXP_ERR_TIMEOUT) return false;
         detail::check(status);
         return true;
+    }
+
+    /* Kameleoon runWhenReady: returns at once; `callback` gets exactly once what wait_ready(timeout) would
+     * give as a status: EXP_OK as soon as the client is ready (on this thread, before the call returns, when
+     * it is ready already), else on a library thread EXP_ERR_TIMEOUT, the async start's failure or
+     * EXP_ERR_CLOSED (close() and the destructor return only after it ran). An exception it throws is
+     * swallowed. */
+    void run_when_ready(std::chrono::milliseconds timeout, ReadyCallback callback) {
+        auto owned = std::make_unique<ReadyCallback>(std::move(callback));
+        detail::check(exp_client_run_when_ready(client_, static_cast<std::int64_t>(timeout.count()),
+                                                &ready_once_trampoline, owned.get()));
+        owned.release();  // the trampoline owns it now
     }
 
     /* Fetches the datafile now (exp_client_refresh); throws on failure, keeping the current datafile. */
@@ -1471,6 +1592,22 @@ private:
         try {
             (*static_cast<ReadyCallback *>(user_data))(static_cast<exp_status>(status));
         } catch (...) {  // nothing may propagate into C
+        }
+    }
+
+    static void ready_once_trampoline(int status, void *user_data) noexcept {
+        std::unique_ptr<ReadyCallback> done(static_cast<ReadyCallback *>(user_data));
+        try {
+            (*done)(static_cast<exp_status>(status));
+        } catch (...) {  // nothing may unwind into C
+        }
+    }
+
+    static void delivery_trampoline(exp_status status, std::size_t sent, void *user_data) noexcept {
+        std::unique_ptr<DeliveryCallback> done(static_cast<DeliveryCallback *>(user_data));
+        try {
+            (*done)(status, sent);
+        } catch (...) {  // nothing may unwind into C
         }
     }
 

@@ -4,8 +4,8 @@ The library shipped, first that applies:
 1. EXPERIMENT_LIBRARY=/path/to/libexperiment.so: that file (for example a library installed with
    `make install`, or the one `make wheel` built);
 2. a source distribution (`make wheel` makes one: Package.swift, Sources/ and include/ beside this file):
-   built here with Swift, `swift build -c release -Xswiftc -static-stdlib --product experiment`, from the
-   sdist's own sources (EXPERIMENT_LIBRARY_ONLY=1 keeps the manifest to the library's targets);
+   built here with Swift, `swift build -c release -Xswiftc -static-stdlib --product experiment` and the flags
+   of Sources/experiment/shipping.flags, from the sdist's own sources (EXPERIMENT_LIBRARY_ONLY=1 keeps the manifest to the library's targets);
 3. `pip install ./bindings/python` from a checkout of the repository: the repository's `make lib`, run when
    the library is not built yet.
 It is copied next to the package's modules, so the installed package finds it without LD_LIBRARY_PATH.
@@ -25,9 +25,16 @@ from setuptools.command.build_py import build_py
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPOSITORY = os.path.dirname(os.path.dirname(HERE))
 BUILT = os.path.join(REPOSITORY, ".build", "release", "libexperiment.so")
-# What the shipping build passes to swift build (the Makefile's `lib` target does the same).
+# What the shipping build passes to swift build (the Makefile's `lib` target does the same), plus the
+# flags of Sources/experiment/shipping.flags (SwiftPM takes them only on the command line).
 SWIFT_BUILD = ["swift", "build", "-c", "release", "-Xswiftc", "-static-stdlib", "--disable-local-rpath",
                "--product", "experiment"]
+
+
+def shipping_flags(package: str) -> list:
+    """The arguments of the package's Sources/experiment/shipping.flags ('#' starts a comment)."""
+    with open(os.path.join(package, "Sources", "experiment", "shipping.flags"), encoding="utf-8") as handle:
+        return [word for line in handle for word in line.split("#", 1)[0].split()]
 
 
 def is_source_distribution() -> bool:
@@ -41,8 +48,8 @@ def build_from_sources() -> str:
                          "packages libsqlite3-dev libcurl4-openssl-dev libhiredis-dev pkg-config; or set "
                          "EXPERIMENT_LIBRARY to a built libexperiment.so")
     environment = dict(os.environ, EXPERIMENT_LIBRARY_ONLY="1")
-    # The manifest's linker flags name Sources/experiment/exports.map relative to the package directory.
-    subprocess.run(SWIFT_BUILD, cwd=HERE, env=environment, check=True)
+    # The flags name Sources/experiment/exports.map relative to the package directory: the build runs there.
+    subprocess.run(SWIFT_BUILD + shipping_flags(HERE), cwd=HERE, env=environment, check=True)
     return os.path.join(HERE, ".build", "release", "libexperiment.so")
 
 

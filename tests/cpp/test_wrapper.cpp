@@ -11,7 +11,9 @@
  * header is reached by the wrapper and run by this program or an example. Exit status 1 on any failure.
  */
 #include <atomic>
+#include <chrono>
 #include <climits>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiment.hpp"
@@ -375,6 +378,102 @@ void user_contexts(const std::string &datafile) {
     expect_error(EXP_ERR_CLOSED, [&] { user.decide("checkout_redesign"); });
 }
 
+/* Kameleoon's runWhenReady and completion handlers, Sigma's forced memberships by key and an experiment's
+ * flag values (issue 17 item 5). */
+void kameleoon_and_sigma(const std::string &datafile) {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<exp_status> ready_calls;
+    auto on_ready = [&](exp_status status) {
+        std::lock_guard<std::mutex> lock(mutex);
+        ready_calls.push_back(status);
+        changed.notify_all();
+    };
+    {
+        experiment::Client waiting(R"({"event_endpoint": "none"})");
+        waiting.run_when_ready(std::chrono::milliseconds(60000), on_ready);
+        waiting.start(datafile);
+        std::unique_lock<std::mutex> lock(mutex);
+        CHECK(changed.wait_for(lock, std::chrono::seconds(30), [&] { return !ready_calls.empty(); }));
+        CHECK(ready_calls == std::vector<exp_status>{EXP_OK});
+    }
+    {
+        experiment::Client closing(R"({"event_endpoint": "none"})");
+        closing.run_when_ready(std::chrono::milliseconds(60000), on_ready);
+        closing.run_when_ready(std::chrono::milliseconds(60000), [](exp_status) { throw std::runtime_error("swallowed"); });
+        closing.close();  // returns after both callbacks ran
+        std::lock_guard<std::mutex> lock(mutex);
+        CHECK(ready_calls.size() == 2 && ready_calls[1] == EXP_ERR_CLOSED);
+    }
+
+    experiment::Client client(R"({"event_endpoint": "none"})");
+    client.start(datafile);
+    std::vector<std::pair<exp_status, std::size_t>> deliveries;
+    auto on_complete = [&](exp_status status, std::size_t sent) {
+        std::lock_guard<std::mutex> lock(mutex);
+        deliveries.emplace_back(status, sent);
+        changed.notify_all();
+    };
+    client.track_conversion("user-1", 42, 1.0, on_complete);  // nowhere to go: answered at once
+    CHECK(deliveries.size() == 1 && deliveries[0].first == EXP_ERR_DELIVERY_FAILED && deliveries[0].second == 0);
+    client.set_event_dispatcher([](const experiment::Event &) { return true; });
+    client.track_conversion("user-1", 42, NAN, on_complete);
+    client.flush_user("user-1", on_complete);  // nothing pending
+    CHECK(deliveries.size() == 3 && deliveries[1] == std::make_pair(EXP_OK, std::size_t(1)) &&
+          deliveries[2] == std::make_pair(EXP_OK, std::size_t(0)));
+    client.flush_async(on_complete);
+    {
+        std::unique_lock<std::mutex> lock(mutex);
+        CHECK(changed.wait_for(lock, std::chrono::seconds(30), [&] { return deliveries.size() == 4; }));
+        CHECK(deliveries.size() == 4 && deliveries[3].first == EXP_OK);
+    }
+    expect_error(EXP_ERR_INVALID_ARGUMENT, [&] { client.track_conversion("user-1", -1, 1.0, on_complete); });
+
+    expect_error(EXP_ERR_UNKNOWN_EXPERIMENT, [&] { client.force_include_key("qa", "nope"); });
+    client.force_include_key("qa", "checkout_redesign_ab", 1);
+    auto forced = client.get_experiment("qa", "checkout_redesign_ab");
+    CHECK(forced.has_value());
+    if (forced) {
+        CHECK(forced->flag_bool("checkout_redesign") == std::optional<bool>(true));
+        CHECK(forced->flag_string("checkout_redesign", "button_color") == std::optional<std::string>("green"));
+        CHECK(forced->flag_int("checkout_redesign", "steps") == std::optional<std::int64_t>(1));
+        CHECK(forced->flag_bool("checkout_redesign", "show_trust_badges") == std::optional<bool>(true));
+        expect_error(EXP_ERR_NOT_FOUND, [&] { forced->flag_double("dark_mode", "contrast"); });
+        expect_error(EXP_ERR_TYPE_MISMATCH, [&] { forced->flag_json("checkout_redesign", "steps"); });
+    }
+    client.force_exclude_key("qa", "checkout_redesign_ab");
+    CHECK(!client.get_variation("checkout_redesign_ab", "qa").has_value());
+    client.force_clear_key("qa", "checkout_redesign_ab");
+}
+
+/* The datafile text a client keeps ("keep_datafile"), and each event as it is built (EXP_NOTIFY_EVENT). */
+void datafile_text_and_events(const std::string &datafile) {
+    experiment::Client plain;
+    plain.start(datafile);
+    expect_error(EXP_ERR_NOT_FOUND, [&] { (void)plain.datafile_json(); });  // not kept by default
+
+    experiment::Client client(R"({"keep_datafile": true, "event_endpoint": "none"})");
+    expect_error(EXP_ERR_NOT_READY, [&] { (void)client.datafile_json(); });
+    client.start(datafile);
+    CHECK(client.datafile_json() == datafile);
+    std::string other = datafile;
+    other.replace(other.find("\"revision\""), 10, "\"revision\":\"77\", \"x\"");  // a second revision
+    client.start(other);
+    CHECK(client.datafile_json() == other);
+    expect_error(EXP_ERR_INVALID_JSON, [&] { client.start("{not json"); });
+    CHECK(client.datafile_json() == other);  // a refused datafile changes nothing
+
+    std::vector<std::string> events;
+    client.add_listener(EXP_NOTIFY_EVENT, [&](exp_notification_type, std::string_view payload) {
+        events.emplace_back(payload);
+    });
+    client.track("purchase", "u1");  // no dispatcher and no endpoint: announced all the same
+    CHECK(events.size() == 1 && events[0].find(R"("http_verb":"POST","params":{)") != std::string::npos);
+    CHECK(events.size() == 1 && events[0].find(R"("key":"purchase")") != std::string::npos);
+    client.close();
+    expect_error(EXP_ERR_CLOSED, [&] { (void)client.datafile_json(); });
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -390,6 +489,8 @@ int main(int argc, char **argv) {
         remaining_calls(datafile);
         async_start(argv[1]);
         user_contexts(datafile);
+        kameleoon_and_sigma(datafile);
+        datafile_text_and_events(datafile);
     } catch (const experiment::Error &error) {
         std::cerr << "unexpected " << error.status_name() << ": " << error.what() << "\n";
         return 1;

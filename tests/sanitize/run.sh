@@ -12,7 +12,9 @@ mkdir -p "$out"
 for sanitizer in thread address; do
     scratch=.build-$sanitizer
     echo "== libexperiment.so with -sanitize=$sanitizer ($scratch)"
-    swift build -c release --product experiment --scratch-path "$scratch" -Xswiftc -sanitize=$sanitizer \
+    # The shipping build's flags (Sources/experiment/shipping.flags), without the static Swift stdlib.
+    swift build -c release --product experiment --scratch-path "$scratch" $(sed 's/#.*//' Sources/experiment/shipping.flags) \
+        -Xswiftc -sanitize=$sanitizer \
         2>&1 | tail -1
     lib=$repo/$scratch/release
     ln -sf libexperiment.so "$lib/libexperiment.so.0"
@@ -63,6 +65,19 @@ for sanitizer in thread address; do
         echo "sanitizer report in the event pipeline under $sanitizer:"; head -60 "$out/events-$sanitizer.log"; exit 1
     fi
     echo "   event pipeline ($(grep -o '[0-9]* accepted, [0-9]* received' "$out/events-$sanitizer.log")): no $sanitizer sanitizer report"
+    # Kameleoon's asynchronous calls: run-when-ready waiters, conversions with completion callbacks and
+    # asynchronous flushes from 4 threads, the client closed with callbacks pending.
+    "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude -Itests/support tests/sanitize/callbacks.c -o "$out/callbacks-$sanitizer" \
+        -L"$lib" -lexperiment -Wl,-rpath,"$lib" -L"$runtime" -ldispatch -lBlocksRuntime -Wl,-rpath,"$runtime" -lpthread
+    rm -rf "$out/callbacks-state-$sanitizer" && mkdir -p "$out/callbacks-state-$sanitizer"
+    TSAN_OPTIONS="halt_on_error=1 exitcode=66" ASAN_OPTIONS="detect_leaks=1" \
+        "$out/callbacks-$sanitizer" examples/datafiles/demo.json "$out/callbacks-state-$sanitizer" \
+        > "$out/callbacks-$sanitizer.log" 2>&1 || {
+            echo "callbacks under $sanitizer sanitizer failed:"; head -60 "$out/callbacks-$sanitizer.log"; exit 1; }
+    if grep -q "ThreadSanitizer\|AddressSanitizer\|LeakSanitizer\|runtime error" "$out/callbacks-$sanitizer.log"; then
+        echo "sanitizer report in the callbacks under $sanitizer:"; head -60 "$out/callbacks-$sanitizer.log"; exit 1
+    fi
+    echo "   callbacks ($(tail -1 "$out/callbacks-$sanitizer.log")): no $sanitizer sanitizer report"
     if [ "$sanitizer" = address ]; then
         "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/sanitize/lifecycle.c -o "$out/lifecycle" \
             -L"$lib" -lexperiment -Wl,-rpath,"$lib"

@@ -118,6 +118,27 @@ extension Client {
         if !ready { throw ClientError(.timeout, "the client was not ready within \(timeout) ms") }
     }
 
+    /// exp_client_run_when_ready: `callback` gets once what `waitReady(timeoutMs:)` would answer (nil: ready),
+    /// without blocking the caller: on the calling thread before this returns when the client is ready now,
+    /// else on a callback thread as soon as it is ready, the asynchronous start gave up, the timeout passed
+    /// or the client closed. Throws (and never calls back) when the client is closed or no thread can start.
+    public func runWhenReady(timeoutMs: Int64, _ callback: @escaping @Sendable (ClientError?) -> Void) throws(ClientError) {
+        try ensureOpen()
+        if isReady { return callback(nil) }
+        let started = callbacks.spawn(unless: { closed }) { [self] in
+            do throws(ClientError) {
+                try waitReady(timeoutMs: timeoutMs)
+                callback(nil)
+            } catch {
+                callback(error)
+            }
+        }
+        if !started {
+            try ensureOpen()
+            throw ClientError(.internalError, "cannot start a thread to wait for the client to be ready")
+        }
+    }
+
     /// exp_client_refresh: fetch now on the calling thread; the current datafile stays on any failure.
     public func refreshDatafile() throws(ClientError) {
         try ensureOpen()

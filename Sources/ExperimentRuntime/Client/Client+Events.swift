@@ -78,17 +78,28 @@ extension Client {
     }
 
     /// Kameleoon trackConversion: a goal conversion, sent now with the user's pending data.
+    /// `completion`: see `flushUserData`.
     public func trackConversion(config: ProjectConfig, userId: String, goalId: Int64, revenue: Double?,
-                                negative: Bool = false) throws(ClientError)
+                                negative: Bool = false, completion: DeliveryWatch.Completion? = nil) throws(ClientError)
     {
         try addUserData(userId: userId, [.conversion(.init(goalId: goalId, revenue: revenue, negative: negative))])
-        try flushUserData(config: config, userId: userId)
+        try flushUserData(config: config, userId: userId, completion: completion)
     }
 
-    /// Kameleoon flush(user): sends the user's pending data now (nothing when there is none).
-    public func flushUserData(config: ProjectConfig, userId: String) throws(ClientError) {
-        guard let data = userData.take(userId), !data.isEmpty else { return }
-        guard events.accepting else { return events.countDropped() }
+    /// Kameleoon flush(user): sends the user's pending data now (nothing when there is none). `completion`
+    /// (when nothing is thrown) gets the outcome of that one event once (EventSink.send); with no data to
+    /// send, at once: delivered, none sent.
+    public func flushUserData(config: ProjectConfig, userId: String,
+                              completion: DeliveryWatch.Completion? = nil) throws(ClientError) {
+        guard let data = userData.take(userId), !data.isEmpty else {
+            completion?(nil, 0)
+            return
+        }
+        guard events.accepting else {
+            events.countDropped()
+            completion?(.deliveryFailed, 0)
+            return
+        }
         var firstUUID: String? = nil
         let batch = EventPayloads.userData(data, config: config, userId: userId, uuid: {
             let uuid = EventIdentity.uuid()
@@ -96,10 +107,28 @@ extension Client {
             return uuid
         }, timestamp: EventIdentity.timestampMillis(), client: eventClient)
         do {
-            try events.send(batch, uuid: firstUUID ?? EventIdentity.uuid())
+            try events.send(batch, uuid: firstUUID ?? EventIdentity.uuid(), completion: completion)
         } catch {
             userData.restore(userId, data)
             throw error
+        }
+    }
+
+    /// exp_client_flush_async: exp_flush on a callback thread; `completion` gets nil when none of this
+    /// client's events is left, .timeout when some are (kept on disk, retried), .closed when the client
+    /// closed meanwhile, and how many of this client's events were delivered while it ran. Throws (and never
+    /// calls back) when the client is closed or no thread can start.
+    public func flushAsync(_ completion: @escaping DeliveryWatch.Completion) throws(ClientError) {
+        try ensureOpen()
+        let before = events.stats.ownSent.load(ordering: .acquiring)
+        let started = callbacks.spawn(unless: { closed }) { [self] in
+            let left = events.flush(timeoutMs: options.closeTimeoutMs)
+            let sent = events.stats.ownSent.load(ordering: .acquiring) - before
+            completion(closed ? .closed : left > 0 ? .timeout : nil, sent)
+        }
+        if !started {
+            try ensureOpen()
+            throw ClientError(.internalError, "cannot start a thread for the flush")
         }
     }
 

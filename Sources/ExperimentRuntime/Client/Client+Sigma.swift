@@ -52,6 +52,45 @@ public final class UserExperiment: @unchecked Sendable {
     }
 }
 
+extension UserExperiment {
+    /// Sigma's SigmaExperiment.getFeatureFlagValue: the value flag `flagKey` gets from this variation when
+    /// this experiment decides the flag, as decide gives it: with no variable key whether the variation
+    /// enables the flag (a bool), else the variable's value (the variation's own when it enables the flag,
+    /// the variable's default when it disables it). UNKNOWN_FLAG for a key the datafile lacks; NOT_FOUND when
+    /// the flag does not use this experiment or has no variable `variableKey`; TYPE_MISMATCH as check_flag.
+    public func flagValue(flagKey: String, variableKey: String?, as wanted: SigmaValueType) throws(ClientError)
+        -> SigmaValue?
+    {
+        guard let flag = config.flagIndex.find(flagKey) else {
+            throw ClientError(.unknownFlag, "unknown flag \"\(flagKey)\"")
+        }
+        let entity = config.flags[flag]
+        guard let rule = entity.rules.first(where: { $0.experiment == Int32(experiment) }) else {
+            throw ClientError(.notFound, "flag \"\(flagKey)\" does not use experiment \"\(self.entity.key.text)\"")
+        }
+        var variable: Variable? = nil
+        if let variableKey {
+            guard let found = entity.variables.first(where: { $0.key == variableKey }) else {
+                let known = entity.variables.map(\.key).joined(separator: ", ")
+                throw ClientError(.notFound, "flag \"\(flagKey)\" has no variable \"\(variableKey)\""
+                                  + (known.isEmpty ? " (it has none)" : " (it has: \(known))"))
+            }
+            variable = found
+        }
+        if let message = SigmaValues.mismatch(flagKey: flagKey, variable: variable, wanted: wanted) {
+            throw ClientError(.typeMismatch, message)
+        }
+        // Enabled as decide says it for an experiment rule: the experiment variation's featureEnabled.
+        let enabled = chosen.featureEnabled
+        guard let variable else { return .bool(enabled) }
+        let flagVariation = Int(rule.flagVariationOf[variation])
+        let json = enabled && flagVariation >= 0 ? entity.flagVariations[flagVariation].variablesJSON
+            : entity.defaultVariablesJSON
+        return try unwrap(SigmaValues.lookup(variable, in: String(cString: json), owner: "flag \"\(flagKey)\"",
+                                             as: wanted))
+    }
+}
+
 func unwrap(_ lookup: SigmaLookup) throws(ClientError) -> SigmaValue? {
     switch lookup {
     case .value(let value): return value

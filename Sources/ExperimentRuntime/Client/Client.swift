@@ -62,6 +62,9 @@ public final class Client: @unchecked Sendable {
     /// Real-time segments (ODP): per-user qualified segments, fetching, ODP events (see Client+ODP.swift).
     public let segments: QualifiedSegmentsStore
     public let odp: ODPManager
+    /// Threads running the host's asynchronous callbacks (run-when-ready, delivery completions, flushes):
+    /// close waits for them, so none runs after exp_client_close returned.
+    public let callbacks = AsyncCallbacks()
 
     private let current = ConfigSlot()
     /// Datafile lifecycle: readiness, the fetch/poll manager, the cache-TTL flag (Client+Datafile.swift).
@@ -74,7 +77,7 @@ public final class Client: @unchecked Sendable {
         self.logger = Logger(level: options.logLevel)
         let notifications = NotificationCenter()
         self.notifications = notifications
-        self.events = EventSink(logger: logger, options: options, notifications: notifications)
+        self.events = EventSink(logger: logger, options: options, notifications: notifications, callbacks: callbacks)
         self.segments = QualifiedSegmentsStore(capacity: options.userStoreCapacity)
         var odpOptions = options.odp
         odpOptions.caFile = options.caFile
@@ -109,7 +112,9 @@ public final class Client: @unchecked Sendable {
         }
         // The previous config is released after the lock: freeing a large one must not hold up decisions.
         // (Threads still holding a lease on it release their share when they next decide.)
-        let (installed, previous) = current.install(compiled) { old in
+        // The text is copied only for a client that keeps it, after it compiled (a refused one costs nothing).
+        let text = options.keepDatafile ? Array(datafile) : nil
+        let (installed, previous) = current.install(compiled, text: text) { old in
             !(requireSameProject && old != nil && old!.projectId != compiled.projectId)
         }
         if !installed, let foreignProject = previous?.projectId {
@@ -167,6 +172,19 @@ public final class Client: @unchecked Sendable {
 
     public var isReady: Bool { current.current != nil }
 
+    /// The text of the datafile in use, byte for byte as given or fetched (exp_client_datafile_json).
+    public func datafileText() throws(ClientError) -> [UInt8] {
+        try ensureOpen()
+        let (config, text) = current.currentWithDatafile
+        guard config != nil else {
+            throw ClientError(.notReady, "the client has no datafile yet (not started, or its first datafile is still being fetched)")
+        }
+        guard let text else {
+            throw ClientError(.notFound, "the client does not keep its datafile's text: create it with the option \"keep_datafile\": true")
+        }
+        return text
+    }
+
     /// The warnings of the datafile in use (empty when not ready): what it has that the reference accepts.
     public var datafileWarnings: [DatafileError] { current.current?.warnings ?? [] }
 
@@ -199,13 +217,18 @@ public final class Client: @unchecked Sendable {
 
     /// Closes the client: refuses further calls, stops the datafile poller and releases its tag, stops the ODP
     /// threads, and drains the event queue within close_timeout_ms (the rest stays on disk). Idempotent.
+    /// Then waits for the host's asynchronous callbacks, which the close has all ended (waiters for readiness
+    /// wake with EXP_ERR_CLOSED, completions of events still on disk get EXP_ERR_TIMEOUT), except one
+    /// running on the calling thread.
     /// Returns how many of this client's events were not delivered by then (0 when closed before).
     @discardableResult
     public func close() -> Int {
         isClosed.store(true, ordering: .releasing)
         closeDatafileLifecycle()
         odp.close()
-        return events.close(timeoutMs: options.closeTimeoutMs)
+        let left = events.close(timeoutMs: options.closeTimeoutMs)
+        callbacks.waitIdle()
+        return left
     }
 
     public var closed: Bool { isClosed.load(ordering: .acquiring) }

@@ -98,6 +98,10 @@ public struct ClientOptions: Sendable {
     /// Sigma: exp_set/edit_user_properties also store profile_id as $opt_bucketing_id.
     public var bucketByProfileId = false
 
+    /// Keep the text of the datafile in use beside its compiled config (exp_client_datafile_json). Off by
+    /// default: it costs memory equal to the datafile's size.
+    public var keepDatafile = false
+
     public static let maxUserStoreCapacity = 10_000_000
     /// Polling faster than this is raised to it (with a warning), as the reference SDKs do.
     public static let minPollingIntervalSeconds = 10
@@ -107,7 +111,7 @@ public struct ClientOptions: Sendable {
         "cache_ttl_s", "state_dir", "profile_store", "event_endpoint", "event_batch_size", "event_flush_interval_ms",
         "event_queue_capacity", "event_queue_full_policy", "close_timeout_ms",
         "event_max_attempts", "event_max_age_s", "event_max_inflight", "odp",
-        "bucket_by_profile_id", "ca_file",
+        "bucket_by_profile_id", "ca_file", "keep_datafile",
     ]
 
     public init() {}
@@ -194,6 +198,7 @@ public struct ClientOptions: Sendable {
         case "odp": odp = try Self.odpOptions(value)
         case "bucket_by_profile_id": bucketByProfileId = try field.bool()
         case "ca_file": caFile = try field.string(nonEmpty: true, controlFree: true)
+        case "keep_datafile": keepDatafile = try field.bool()
         default:
             throw ClientError(.invalidOption,
                               "options: unknown option \"\(key)\" (known: \(Self.knownKeys.joined(separator: ", ")))")

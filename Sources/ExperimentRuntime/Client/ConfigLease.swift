@@ -30,22 +30,31 @@ final class ConfigSlot: @unchecked Sendable {
 
     private let lock = Lock()
     private var config: ProjectConfig? = nil
+    /// The text `config` was compiled from, when the client keeps it ("keep_datafile"); swapped with it.
+    private var datafile: [UInt8]? = nil
     /// The generation of `config`; 0 while there is none.
     private let currentGeneration = Atomic<UInt64>(0)
 
     var current: ProjectConfig? { lock.withLock { config } }
 
-    /// Installs `new` unless `admit` (called under the lock with the current config) refuses it. Returns
-    /// whether it was installed and the config it replaced, or that stays (the caller releases a replaced
-    /// one outside the lock).
-    func install(_ new: ProjectConfig, admit: (ProjectConfig?) -> Bool = { _ in true })
+    /// The current config with the text it was compiled from (nil text: the client does not keep it).
+    var currentWithDatafile: (config: ProjectConfig?, datafile: [UInt8]?) { lock.withLock { (config, datafile) } }
+
+    /// Installs `new` (compiled from `text`, kept when given) unless `admit` (called under the lock with the
+    /// current config) refuses it. Returns whether it was installed and the config it replaced, or that
+    /// stays (the caller releases a replaced one outside the lock).
+    func install(_ new: ProjectConfig, text: [UInt8]? = nil, admit: (ProjectConfig?) -> Bool = { _ in true })
         -> (installed: Bool, previous: ProjectConfig?)
     {
         let generation = Self.generations.add(1, ordering: .relaxed).newValue
+        var replacedText: [UInt8]? = nil
+        defer { withExtendedLifetime(replacedText) {} }  // a large text is freed outside the lock
         return lock.withLock {
             guard admit(config) else { return (false, config) }
             defer {
                 config = new
+                replacedText = datafile
+                datafile = text
                 currentGeneration.store(generation, ordering: .releasing)
             }
             return (true, config)

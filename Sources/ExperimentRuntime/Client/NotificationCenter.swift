@@ -15,6 +15,8 @@ public enum NotificationType: Int32, Sendable, CaseIterable {
     case configUpdate = 4
     /// A datafile fetch ended (start, poll, cache-TTL refresh or exp_client_refresh): its outcome.
     case datafileFetch = 5
+    /// An event (impression, conversion) was built and is handed on: its URL, verb and params.
+    case event = 6
 
     public var name: String {
         switch self {
@@ -23,6 +25,7 @@ public enum NotificationType: Int32, Sendable, CaseIterable {
         case .logEvent: return "log_event"
         case .configUpdate: return "config_update"
         case .datafileFetch: return "datafile_fetch"
+        case .event: return "event"
         }
     }
 }

@@ -44,7 +44,10 @@ final class EventDispatcher: @unchecked Sendable {
     private let reserve: DiskReserve
     private let notifications: NotificationCenter
     private let pool: SenderPool
+    /// Set once in init and never changed (stop() stops it; a flush may read it on any thread meanwhile).
     private var worker: BackgroundWorker?
+    /// Completion callbacks waiting for events' outcomes (nil: none can).
+    private let watch: DeliveryWatch?
 
     /// Flush generations: a flush asks for a pass that ignores backoff schedules and waits for it.
     private let flushRequested = Atomic<Int>(0)
@@ -57,7 +60,8 @@ final class EventDispatcher: @unchecked Sendable {
     private var lastSweepMs: Int64 = 0
 
     init(queue: EventQueue, journal: EventJournal?, settings: Settings, stats: EventStats, logger: Logger,
-         throttled: ThrottledLog, reserve: DiskReserve, notifications: NotificationCenter) {
+         throttled: ThrottledLog, reserve: DiskReserve, notifications: NotificationCenter, watch: DeliveryWatch? = nil) {
+        self.watch = watch
         self.queue = queue
         self.journal = journal
         self.settings = settings
@@ -80,7 +84,8 @@ final class EventDispatcher: @unchecked Sendable {
         let generation = flushRequested.add(1, ordering: .acquiringAndReleasing).newValue
         worker?.wake()
         while flushCompleted.load(ordering: .acquiring) < generation {
-            if monotonicMillis() >= deadline { return false }
+            // Stopped (the client closed during the flush): no pass will come.
+            if monotonicMillis() >= deadline || isStopped { return false }
             usleep(1_000)
         }
         return true
@@ -96,9 +101,11 @@ final class EventDispatcher: @unchecked Sendable {
     /// Stops the thread (after `beginClosing` and the last forced passes).
     func stop() {
         worker?.stop()
-        worker = nil
         pool.stop()
     }
+
+    /// True once stop() was called.
+    var isStopped: Bool { worker?.isStopping ?? true }
 
     // MARK: the thread
 
@@ -300,6 +307,9 @@ final class EventDispatcher: @unchecked Sendable {
         let ids = group.map(\.id)
         switch HTTPClient.perform(request) {
         case .success(let response) where response.isSuccess:
+            stats.ownSent.add(group.reduce(0) { $0 + ($1.foreign ? 0 : 1) }, ordering: .relaxed)
+            // Completion callbacks run once the queue and the counters say what they report.
+            defer { watch?.settle(group.lazy.map(\.uuid), delivered: true) }
             return settle(ids, journaled: journaled, shrinks: true) { () throws(SQLiteError) in
                 if !journaled { try queue.remove(ids) }
                 stats.sent.add(ids.count, ordering: .relaxed)
@@ -316,6 +326,7 @@ final class EventDispatcher: @unchecked Sendable {
                 return .delivered
             }
             let reason = "HTTP \(response.status) from \(url): " + Self.snippet(response.body)
+            defer { watch?.settle(CollectionOfOne(first.uuid), delivered: false) }
             return settle(ids, journaled: journaled, shrinks: !journaled) { () throws(SQLiteError) in
                 if journaled {
                     try queue.poisonNew(first, status: response.status, reason: reason, now: EventIdentity.timestampMillis())
@@ -358,6 +369,7 @@ final class EventDispatcher: @unchecked Sendable {
     /// Schedules another attempt, or, for events past event_max_attempts / event_max_age_s, moves them to
     /// the dead letters.
     private func retryLater(_ group: [QueuedEvent], reason: String, status: Int, journaled: Bool) {
+        defer { watch?.settle(group.lazy.map(\.uuid), delivered: false) }
         let now = EventIdentity.timestampMillis()
         let expired = group.filter { $0.attempts + 1 >= settings.maxAttempts || now - $0.createdMs >= settings.maxAgeMs }
         let retried = expired.isEmpty ? group : group.filter {

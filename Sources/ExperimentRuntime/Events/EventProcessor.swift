@@ -22,6 +22,9 @@ public final class EventStats: @unchecked Sendable {
     public let batches = Atomic<Int>(0)
     /// Events moved to `event_dead_letter` after `event_max_attempts` attempts or `event_max_age_s`.
     public let expired = Atomic<Int>(0)
+    /// Events of this client (not those other programs left in the state file) the pipeline delivered:
+    /// what an asynchronous flush reports as sent.
+    public let ownSent = Atomic<Int>(0)
     private let lastError = Locked<String?>(nil)
     /// What the state file held when the pipeline closed (stats after close report it).
     let countsAtClose = Locked<PendingCounts?>(nil)
@@ -75,7 +78,7 @@ public final class EventProcessor: @unchecked Sendable {
     private let sinceWake = Atomic<Int>(0)
 
     public init(options: ClientOptions, stats: EventStats, logger: Logger,
-                notifications: NotificationCenter) throws(ClientError)
+                notifications: NotificationCenter, watch: DeliveryWatch? = nil) throws(ClientError)
     {
         let directory = try StateDirectory(option: options.stateDir)
         let database = try directory.openDatabase()
@@ -104,7 +107,7 @@ public final class EventProcessor: @unchecked Sendable {
                                                 maxInflight: options.eventMaxInflight, caFile: options.caFile)
         dispatcher = EventDispatcher(queue: queue, journal: journal, settings: settings, stats: stats, logger: logger,
                                      throttled: throttled, reserve: DiskReserve(directory: directory.path),
-                                     notifications: notifications)
+                                     notifications: notifications, watch: watch)
         let waiting = queue.count
         if waiting > 0 {
             logger.log(.info, "event queue: \(waiting) events left by other programs or earlier runs will be sent "
@@ -254,7 +257,7 @@ public final class EventProcessor: @unchecked Sendable {
             _ = dispatcher.flush(until: deadline)
             let left = ownPending
             let remaining = deadline - monotonicMillis()
-            if left == 0 || remaining <= 0 { return left }
+            if left == 0 || remaining <= 0 || dispatcher.isStopped { return left }
             // Backoff between passes, never past the deadline (half of what is left, at most).
             let wait = min(pause, max(1, remaining / 2))
             usleep(UInt32(min(wait, 2_000) * 1000))

@@ -22,13 +22,17 @@ public final class EventSink: @unchecked Sendable {
     private let options: ClientOptions
     private let notifications: NotificationCenter
     public let stats = EventStats()
+    /// Completion callbacks waiting for single events (exp_track_conversion_with_callback, ...).
+    public let watch: DeliveryWatch
 
     private let logger: Logger
 
-    public init(logger: Logger, options: ClientOptions = ClientOptions(), notifications: NotificationCenter = NotificationCenter()) {
+    public init(logger: Logger, options: ClientOptions = ClientOptions(), notifications: NotificationCenter = NotificationCenter(),
+                callbacks: AsyncCallbacks = AsyncCallbacks()) {
         self.logger = logger
         self.options = options
         self.notifications = notifications
+        self.watch = DeliveryWatch(callbacks: callbacks)
         pipelineEnabled = options.eventEndpoint != ClientOptions.disabledEventEndpoint
         if pipelineEnabled, let directory = try? StateDirectory(option: options.stateDir),
            access(directory.databasePath, F_OK) == 0
@@ -54,8 +58,12 @@ public final class EventSink: @unchecked Sendable {
 
     public var hasDispatcher: Bool { lock.withLock { dispatcher != nil } }
 
-    /// Whether an event built now goes anywhere (else it is only counted, and not worth building).
-    public var accepting: Bool { lock.withLock { dispatcher != nil || (pipelineEnabled && !processorClosed) } }
+    /// Whether an event built now goes anywhere, or is listened for (else it is only counted, and not worth
+    /// building).
+    public var accepting: Bool {
+        notifications.hasListeners(.event)
+            || lock.withLock { dispatcher != nil || (pipelineEnabled && !processorClosed) }
+    }
 
     /// Counts an event that had nowhere to go.
     public func countDropped() {
@@ -65,13 +73,32 @@ public final class EventSink: @unchecked Sendable {
 
     /// Hands the batch to the host's dispatcher (outside the lock: the callback may take its time or
     /// re-enter), or appends it to the durable queue. Throws when the queue refuses it (full, store failure).
-    public func send(_ batch: EventBatch, uuid: String, eventCount: Int = 1) throws(ClientError) {
+    /// `completion` (when given and nothing is thrown) is called once with the event's first outcome: at once
+    /// on this thread for a host dispatcher (its answer) or when the event goes nowhere (delivery failed, none
+    /// sent); for the built-in pipeline on a callback thread once the event was POSTed (delivered, or failed
+    /// and kept for a retry / refused for good), or when the client closes with it still on disk (timeout).
+    public func send(_ batch: EventBatch, uuid: String, eventCount: Int = 1,
+                     completion: DeliveryWatch.Completion? = nil) throws(ClientError) {
+        announce(batch)
         let current: DispatcherBox? = lock.withLock { dispatcher }
         guard let current else {
-            guard pipelineEnabled else { return countDropped() }
-            return try pipeline().enqueue(batch, uuid: uuid)
+            guard pipelineEnabled else {
+                countDropped()
+                completion?(.deliveryFailed, 0)
+                return
+            }
+            guard let completion else { return try pipeline().enqueue(batch, uuid: uuid) }
+            watch.watch(uuid, completion)
+            do {
+                try pipeline().enqueue(batch, uuid: uuid)
+            } catch {
+                watch.cancel(uuid)
+                throw error
+            }
+            return
         }
         let accepted = current.dispatch(batch)
+        defer { completion?(accepted ? nil : .deliveryFailed, accepted ? eventCount : 0) }
         if accepted {
             stats.sent.add(eventCount, ordering: .relaxed)
         } else {
@@ -93,6 +120,22 @@ public final class EventSink: @unchecked Sendable {
         }
     }
 
+    /// EXP_NOTIFY_EVENT: the event as built, before it is handed on (to the host's dispatcher, the built-in
+    /// pipeline's queue, or nowhere with event_endpoint "none"). Hosts that let the pipeline deliver still see
+    /// every event's params, as the reference SDK's LOG_EVENT listeners do with its default dispatcher.
+    private func announce(_ batch: EventBatch) {
+        guard notifications.hasListeners(.event) else { return }
+        notifications.notify(.event) {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("url", batch.url)
+            writer.field("http_verb", batch.httpVerb)
+            writer.key("params"); writer.raw(batch.body)
+            writer.endObject()
+            return writer.text
+        }
+    }
+
     /// The built-in pipeline, opened on first use.
     private func pipeline() throws(ClientError) -> EventProcessor {
         let result: Result<EventProcessor, ClientError> = lock.withLock {
@@ -100,7 +143,7 @@ public final class EventSink: @unchecked Sendable {
             if processorClosed { return .failure(ClientError(.closed, "the client is closed")) }
             do throws(ClientError) {
                 let opened = try EventProcessor(options: options, stats: stats, logger: logger,
-                                                notifications: notifications)
+                                                notifications: notifications, watch: watch)
                 processor = opened
                 return .success(opened)
             } catch {
@@ -128,7 +171,10 @@ public final class EventSink: @unchecked Sendable {
             defer { processor = nil }
             return processor
         }
-        return current?.close(timeoutMs: timeoutMs) ?? 0
+        let left = current?.close(timeoutMs: timeoutMs) ?? 0
+        // Events still waited for stay on disk: the next client on the state directory sends them.
+        watch.settleAll(.timeout)
+        return left
     }
 
     /// The counters as JSON (exp_client_stats).

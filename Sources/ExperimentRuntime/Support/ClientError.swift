@@ -27,6 +27,7 @@ public enum ErrorCode: Int32, Sendable {
     case invalidUserId = -25
     case fetchFailed = -26
     case notFound = -27
+    case deliveryFailed = -28
     case internalError = -99
 }
 

@@ -12,6 +12,7 @@ package, the repository's .build/release directory, or the system library path (
 
 from ._native import library_path
 from .client import Client, library_version, validate_datafile
+from .callbacks import DeliveryResult
 from .demo import demo_datafile
 from .decision import DecideOption, Decision, Event
 from .sigma import UserExperiment
@@ -28,6 +29,7 @@ from .errors import (
     InvalidUserIdError,
     FetchFailedError,
     NotFoundError,
+    DeliveryFailedError,
     ClosedError,
     Error,
     InternalError,
@@ -93,6 +95,8 @@ __all__ = [
     "InvalidUserIdError",
     "FetchFailedError",
     "NotFoundError",
+    "DeliveryFailedError",
+    "DeliveryResult",
     "BufferTooSmallError",
     "InternalError",
 ]

@@ -153,6 +153,8 @@ EXP_LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 EXP_NOTIFICATION_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 #: typedef void (*exp_ready_fn)(int status, void *user_data);
 EXP_READY_FN = CFUNCTYPE(None, c_int, c_void_p)
+#: typedef void (*exp_delivery_fn)(exp_status status, size_t sent, void *user_data);
+EXP_DELIVERY_FN = CFUNCTYPE(None, c_int, c_size_t, c_void_p)
 #: typedef void (*exp_segments_fn)(exp_status status, const char *segments_json, const char *message,
 #:                                 void *user_data);
 EXP_SEGMENTS_FN = CFUNCTYPE(None, c_int, c_char_p, c_char_p, c_void_p)
@@ -178,6 +180,7 @@ _PROTOTYPES: List[Tuple[str, object, List[Any]]] = [
     ("exp_client_start", c_int, [exp_client_p, c_char_p, c_size_t]),
     ("exp_client_is_ready", c_int, [exp_client_p, POINTER(c_int)]),
     ("exp_client_config_json", c_int, [exp_client_p, c_char_pp]),
+    ("exp_client_datafile_json", c_int, [exp_client_p, c_char_pp, POINTER(c_size_t)]),
     ("exp_client_close", c_int, [exp_client_p]),
     ("exp_client_free", None, [exp_client_p]),
     ("exp_validate_datafile", c_int, [c_char_p, c_size_t]),
@@ -307,6 +310,24 @@ _PROTOTYPES += [
     ("exp_flush_user", c_int, [exp_client_p, c_char_p]),
 ]
 
+# Kameleoon and Sigma: run-when-ready, completion callbacks, forced memberships by key, an experiment's
+# flag values.
+_PROTOTYPES += [
+    ("exp_client_run_when_ready", c_int, [exp_client_p, c_int64, EXP_READY_FN, c_void_p]),
+    ("exp_track_conversion_with_callback", c_int, [exp_client_p, c_char_p, c_int64, c_double, EXP_DELIVERY_FN,
+                                                   c_void_p]),
+    ("exp_flush_user_with_callback", c_int, [exp_client_p, c_char_p, EXP_DELIVERY_FN, c_void_p]),
+    ("exp_client_flush_async", c_int, [exp_client_p, EXP_DELIVERY_FN, c_void_p]),
+    ("exp_force_include_key", c_int, [exp_client_p, c_char_p, c_char_p, c_int]),
+    ("exp_force_exclude_key", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_force_clear_key", c_int, [exp_client_p, c_char_p, c_char_p]),
+    ("exp_experiment_flag_bool", c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_int), POINTER(c_int)]),
+    ("exp_experiment_flag_int", c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_int64), POINTER(c_int)]),
+    ("exp_experiment_flag_double", c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_double), POINTER(c_int)]),
+    ("exp_experiment_flag_string", c_int, [c_void_p, c_char_p, c_char_p, c_char_pp, POINTER(c_int)]),
+    ("exp_experiment_flag_json", c_int, [c_void_p, c_char_p, c_char_p, c_char_pp, POINTER(c_int)]),
+]
+
 # Stored profiles (sticky bucketing), by user id.
 _PROTOTYPES += [
     ("exp_profile_get", c_int, [exp_client_p, c_char_p, c_size_t, c_char_pp]),
@@ -380,7 +401,7 @@ def find_library() -> str:
         return found
     tried.append('ctypes.util.find_library("experiment")')
     raise LibraryNotFoundError(
-        "libexperiment.so not found. Set %s to its path, or build it (make / swift build -c release). "
+        "libexperiment.so not found. Set %s to its path, or build it with `make lib` in the repository. "
         "Tried: %s" % (ENV_VAR, "; ".join(tried)))
 
 

@@ -12,7 +12,7 @@ import numbers
 import os
 from ctypes import (CFUNCTYPE, addressof, byref, c_char_p, c_double, c_int, c_int64, c_size_t, c_uint, c_void_p,
                     cast, string_at)
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, EXP_READY_FN, ExpAttribute, ExpDecision, ExpValue
@@ -24,6 +24,7 @@ from .segments import SegmentsMixin  # real-time segments (ODP) methods
 from .user_context import UserContextMixin  # create_user_context
 from .start_modes import resolve as _resolve_start
 from .sigma import UserExperiment
+from .callbacks import DeliveryResult, PendingCalls, checked_callable
 from .errors import (
     ERR_BUFFER_TOO_SMALL,
     ERR_CLOSED,
@@ -148,6 +149,38 @@ def _key(value: Any, what: str) -> Optional[bytes]:
             _KEYS[value] = encoded  # type: ignore[assignment]
         return encoded
     return _encode_slow(value, what)
+
+
+def _id_text(value: Any, what: str) -> Optional[bytes]:
+    """An experiment id as the datafile writes it: a str, or an int (Kameleoon's ids are ints: 3001 is
+    "3001"). A bool is a programmer error (True is not an id), refused like any other type."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value).encode("ascii")
+    if isinstance(value, bool):
+        raise UnsupportedTypeError("%s: expected a str or int id, got bool" % what)
+    return _key(value, what)
+
+
+def _goal_id(value: Any) -> int:
+    """A Kameleoon goal id: an int, or a str of decimal digits ("83023"); never a bool."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UnsupportedTypeError("goal_id: expected an int (or a str of digits), got %s" % type(value).__name__)
+    goal: int = value
+    if not -(1 << 63) <= goal < (1 << 63):
+        raise InvalidArgumentError("goal_id: %d is out of range" % goal)
+    return goal
+
+
+def _group_index(group_index: Any) -> int:
+    """A forced membership's variation position for the C call: None is -1 (the bucketed variation)."""
+    index = -1 if group_index is None else group_index
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise UnsupportedTypeError("group_index: expected an int or None, got %s" % type(group_index).__name__)
+    if index < -1 or index > 0x7FFFFFFF:
+        raise InvalidArgumentError("group_index: %d is not a variation position" % index)
+    return index
 
 
 def _text(value: Any, what: str) -> Optional[bytes]:
@@ -604,6 +637,8 @@ class _Handle(c_void_p):
         super().__init__(address)
         self.callbacks: List[Any] = []
         self.logger: Optional[logging.Logger] = None  # the client's logger (binding messages go there too)
+        # Python callables waiting for the library's asynchronous answers (run_when_ready, on_complete).
+        self.pending = PendingCalls()
 
     def free(self) -> None:
         address = self.value
@@ -675,7 +710,8 @@ def _make_log_callback(logger: logging.Logger) -> Any:
     return EXP_LOG_FN(on_log)
 
 
-_NOTIFICATION_TYPES = {"decision": 1, "track": 2, "log_event": 3, "config_update": 4, "datafile_fetch": 5}
+_NOTIFICATION_TYPES = {"decision": 1, "track": 2, "log_event": 3, "config_update": 4, "datafile_fetch": 5,
+                       "event": 6}
 
 
 def _make_notification_callback(listener: Any) -> Any:
@@ -936,6 +972,22 @@ class Client(SegmentsMixin, UserContextMixin):
         if status:
             _raise(status)
         return _json_dict(_take_string(out) or "null")
+
+    @property
+    def datafile_json(self) -> str:
+        """The datafile in use, byte for byte as it was given or fetched (decoded as UTF-8); it changes when a
+        newer datafile is swapped in. Needs the option ``keep_datafile=True`` (else :class:`NotFoundError`);
+        :class:`NotReadyError` before the client has a datafile."""
+        handle = self._live()
+        out = c_char_p()
+        length = c_size_t()
+        status = _lib.exp_client_datafile_json(handle, byref(out), byref(length))
+        if status:
+            _raise(status)
+        try:
+            return string_at(out, length.value).decode("utf-8")
+        finally:
+            _exp_free(out)
 
     @property
     def closed(self) -> bool:
@@ -1243,13 +1295,15 @@ class Client(SegmentsMixin, UserContextMixin):
             return None
         return _take_sized_string(out, length)
 
-    def trigger_experiment(self, user_id: Text, experiment_id: Text, attributes: Attributes = None) -> str:
-        """The variation id of the experiment with id ``experiment_id`` for the user (sends an impression).
-        Raises NotTargetedError, NotAllocatedError, UnknownExperimentError, NotReadyError."""
+    def trigger_experiment(self, user_id: Text, experiment_id: Union[Text, int], attributes: Attributes = None) -> str:
+        """The variation id of the experiment with id ``experiment_id`` (a str, or an int as Kameleoon's
+        ids are: ``3001`` means ``"3001"``) for the user (sends an impression).
+        Raises NotTargetedError, NotAllocatedError, UnknownExperimentError, NotReadyError; UnsupportedTypeError
+        (a TypeError) for an id of another type, a bool included."""
         handle = self._live()
         array, count = _attributes(attributes)
         out = c_char_p()
-        status = _lib.exp_trigger_experiment(handle, _text(user_id, "user_id"), _key(experiment_id, "experiment_id"),
+        status = _lib.exp_trigger_experiment(handle, _text(user_id, "user_id"), _id_text(experiment_id, "experiment_id"),
                                              array, count, byref(out))
         if status:
             _raise(status)
@@ -1272,24 +1326,44 @@ class Client(SegmentsMixin, UserContextMixin):
             _raise(status)
         return _json_dict(_take_string(out) or "{}")
 
-    def force_include(self, user_id: Text, experiment_id: Text, group_index: Optional[int] = None) -> None:
-        """Sigma include_force: the user is in the experiment (id), in the variation at position
-        ``group_index`` or, when None, the bucketed one, whatever the audiences and traffic. Persisted."""
+    def force_include(self, user_id: Text, experiment_id: Union[Text, int], group_index: Optional[int] = None) -> None:
+        """Sigma include_force: the user is in the experiment (id: a str or an int), in the variation at
+        position ``group_index`` or, when None, the bucketed one, whatever the audiences and traffic.
+        Persisted."""
         handle = self._live()
-        index = -1 if group_index is None else group_index
-        if not isinstance(index, int) or isinstance(index, bool):
-            raise UnsupportedTypeError("group_index: expected an int or None, got %s" % type(group_index).__name__)
-        if index < -1 or index > 0x7FFFFFFF:
-            raise InvalidArgumentError("group_index: %d is not a variation position" % index)
-        status = _lib.exp_force_include(handle, _text(user_id, "user_id"), _key(experiment_id, "experiment_id"),
-                                        index)
+        status = _lib.exp_force_include(handle, _text(user_id, "user_id"), _id_text(experiment_id, "experiment_id"),
+                                        _group_index(group_index))
         if status:
             _raise(status)
 
-    def force_exclude(self, user_id: Text, experiment_id: Text) -> None:
-        """Sigma exclude_force: the user is kept out of the experiment (id). Persisted."""
+    def force_exclude(self, user_id: Text, experiment_id: Union[Text, int]) -> None:
+        """Sigma exclude_force: the user is kept out of the experiment (id: a str or an int). Persisted."""
         handle = self._live()
-        status = _lib.exp_force_exclude(handle, _text(user_id, "user_id"), _key(experiment_id, "experiment_id"))
+        status = _lib.exp_force_exclude(handle, _text(user_id, "user_id"), _id_text(experiment_id, "experiment_id"))
+        if status:
+            _raise(status)
+
+    def force_include_key(self, user_id: Text, experiment_key: Text, group_index: Optional[int] = None) -> None:
+        """Sigma includeForce(experimentName:, groupIndex:): :meth:`force_include` with the experiment named
+        by key (resolved to its id in the current datafile; kept by id). NotReadyError without a datafile,
+        UnknownExperimentError, UnknownVariationError for a group index the experiment lacks."""
+        handle = self._live()
+        status = _lib.exp_force_include_key(handle, _text(user_id, "user_id"), _key(experiment_key, "experiment_key"),
+                                            _group_index(group_index))
+        if status:
+            _raise(status)
+
+    def force_exclude_key(self, user_id: Text, experiment_key: Text) -> None:
+        """Sigma excludeForce(experimentName:): :meth:`force_exclude` with the experiment named by key."""
+        handle = self._live()
+        status = _lib.exp_force_exclude_key(handle, _text(user_id, "user_id"), _key(experiment_key, "experiment_key"))
+        if status:
+            _raise(status)
+
+    def force_clear_key(self, user_id: Text, experiment_key: Text) -> None:
+        """Removes the user's forced membership of the experiment named by key (see :meth:`force_clear`)."""
+        handle = self._live()
+        status = _lib.exp_force_clear_key(handle, _text(user_id, "user_id"), _key(experiment_key, "experiment_key"))
         if status:
             _raise(status)
 
@@ -1300,11 +1374,12 @@ class Client(SegmentsMixin, UserContextMixin):
         if status:
             _raise(status)
 
-    def force_clear(self, user_id: Text, experiment_id: Optional[Text] = None) -> None:
-        """Removes the user's forced membership of one experiment, or all of them (and exclude-all)."""
+    def force_clear(self, user_id: Text, experiment_id: Union[Text, int, None] = None) -> None:
+        """Removes the user's forced membership of one experiment (id: a str or an int), or all of them (and
+        exclude-all)."""
         handle = self._live()
         status = _lib.exp_force_clear(handle, _text(user_id, "user_id"),
-                                      None if experiment_id is None else _key(experiment_id, "experiment_id"))
+                                      None if experiment_id is None else _id_text(experiment_id, "experiment_id"))
         if status:
             _raise(status)
 
@@ -1579,15 +1654,56 @@ class Client(SegmentsMixin, UserContextMixin):
             _raise(status)
         return _json_dict(_take_string(out) or "{}")
 
-    def track_conversion(self, user_id: Text, goal_id: int, revenue: Optional[float] = None) -> None:
-        """Kameleoon trackConversion: goal ``goal_id`` for the user, sent now with the user's pending data."""
-        if isinstance(goal_id, bool) or not isinstance(goal_id, int):
-            raise UnsupportedTypeError("goal_id: expected an int, got %s" % type(goal_id).__name__)
-        if not -(1 << 63) <= goal_id < (1 << 63):
-            raise InvalidArgumentError("goal_id: %d is out of range" % goal_id)
+    def track_conversion(self, user_id: Text, goal_id: Union[int, str], revenue: Optional[float] = None,
+                         on_complete: Optional[Callable[[DeliveryResult], None]] = None) -> None:
+        """Kameleoon trackConversion: goal ``goal_id`` (an int, or a str of digits) for the user, sent now with
+        the user's pending data. ``on_complete(result)`` (optional, Kameleoon's completion handler) is called
+        once with a :class:`DeliveryResult` when the event's POST ended (true when delivered; else its
+        ``error`` says why: DeliveryFailedError when the endpoint failed it, which keeps it queued for a
+        retry, or refused it; WaitTimeoutError when the client closed with it still on disk) — on a library
+        thread, or on this thread before the call returns with a host ``event_dispatcher``. A bool goal id
+        is an UnsupportedTypeError (a TypeError)."""
+        goal = _goal_id(goal_id)
         amount = float("nan") if revenue is None else float(revenue)
-        status = _lib.exp_track_conversion(self._live(), _text(user_id, "user_id"), goal_id, amount)
+        handle = self._live()
+        if on_complete is None:
+            status = _lib.exp_track_conversion(handle, _text(user_id, "user_id"), goal, amount)
+        else:
+            pending, ident = handle.pending, handle.pending.add(checked_callable(on_complete, "on_complete"))
+            status = _lib.exp_track_conversion_with_callback(handle, _text(user_id, "user_id"), goal, amount,
+                                                             pending.delivery_callback, ident)
+            if status:
+                pending.discard(ident)
         if status:
+            _raise(status)
+
+    def run_when_ready(self, callback: Callable[[bool], None], timeout_ms: int = 2000) -> None:
+        """Kameleoon runWhenReady: returns at once; ``callback(ready)`` is called exactly once — with True as
+        soon as the client has a datafile (on this thread, before the call returns, when it has one
+        already), with False on a library thread after ``timeout_ms`` milliseconds (negative: 2000), when
+        an asynchronous start gave up with no datafile to use, or when the client is closed first (close()
+        returns only after the callback ran). Exceptions raised by ``callback`` are logged, not raised."""
+        function = checked_callable(callback, "callback")
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
+            raise UnsupportedTypeError("timeout_ms: expected an int, got %s" % type(timeout_ms).__name__)
+        timeout = max(-1, min(timeout_ms, (1 << 62)))
+        handle = self._live()
+        ident = handle.pending.add(function)
+        status = _lib.exp_client_run_when_ready(handle, timeout, handle.pending.ready_callback, ident)
+        if status:
+            handle.pending.discard(ident)
+            _raise(status)
+
+    def flush_async(self, on_complete: Callable[[DeliveryResult], None]) -> None:
+        """:meth:`flush` without blocking: returns at once; ``on_complete(result)`` is called once on a
+        library thread with a :class:`DeliveryResult`: true when none of this client's events is left,
+        else ``error`` is WaitTimeoutError (some remain queued after close_timeout_ms and are retried) or
+        ClosedError; ``sent`` counts this client's events delivered meanwhile."""
+        handle = self._live()
+        ident = handle.pending.add(checked_callable(on_complete, "on_complete"))
+        status = _lib.exp_client_flush_async(handle, handle.pending.delivery_callback, ident)
+        if status:
+            handle.pending.discard(ident)
             _raise(status)
 
     def add_user_data(self, user_id: Text, *entries: Dict[str, Any]) -> None:
@@ -1602,9 +1718,18 @@ class Client(SegmentsMixin, UserContextMixin):
         if status:
             _raise(status)
 
-    def flush_user(self, user_id: Text) -> None:
-        """Kameleoon flush(user): sends the user's pending user data now."""
-        status = _lib.exp_flush_user(self._live(), _text(user_id, "user_id"))
+    def flush_user(self, user_id: Text, on_complete: Optional[Callable[[DeliveryResult], None]] = None) -> None:
+        """Kameleoon flush(user, completionHandler): sends the user's pending user data now. ``on_complete``
+        as for :meth:`track_conversion` (a user with no pending data: true, ``sent`` 0, on this thread)."""
+        handle = self._live()
+        if on_complete is None:
+            status = _lib.exp_flush_user(handle, _text(user_id, "user_id"))
+        else:
+            pending, ident = handle.pending, handle.pending.add(checked_callable(on_complete, "on_complete"))
+            status = _lib.exp_flush_user_with_callback(handle, _text(user_id, "user_id"), pending.delivery_callback,
+                                                       ident)
+            if status:
+                pending.discard(ident)
         if status:
             _raise(status)
 

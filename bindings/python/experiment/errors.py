@@ -43,6 +43,7 @@ __all__ = [
     "InvalidUserIdError",
     "FetchFailedError",
     "NotFoundError",
+    "DeliveryFailedError",
     "InternalError",
     "STATUS_NAMES",
     "error_for_status",
@@ -77,6 +78,7 @@ ERR_ODP_NOT_ENABLED = -24
 ERR_INVALID_USER_ID = -25
 ERR_FETCH_FAILED = -26
 ERR_NOT_FOUND = -27
+ERR_DELIVERY_FAILED = -28
 ERR_INTERNAL = -99
 
 STATUS_NAMES: Dict[int, str] = {
@@ -108,6 +110,7 @@ STATUS_NAMES: Dict[int, str] = {
     ERR_INVALID_USER_ID: "EXP_ERR_INVALID_USER_ID",
     ERR_FETCH_FAILED: "EXP_ERR_FETCH_FAILED",
     ERR_NOT_FOUND: "EXP_ERR_NOT_FOUND",
+    ERR_DELIVERY_FAILED: "EXP_ERR_DELIVERY_FAILED",
     ERR_INTERNAL: "EXP_ERR_INTERNAL",
 }
 
@@ -301,6 +304,14 @@ class NotFoundError(Error, LookupError):
     default_code = ERR_NOT_FOUND
 
 
+class DeliveryFailedError(Error):
+    """An event was not delivered: the endpoint failed it (it stays queued and is retried) or refused it
+    for good, or it had nowhere to go. Passed to delivery callbacks (``on_complete``), never raised by a
+    call."""
+
+    default_code = ERR_DELIVERY_FAILED
+
+
 class InternalError(Error):
     """A bug in the library: please report it with the message."""
     default_code = ERR_INTERNAL
@@ -334,6 +345,7 @@ _CLASSES: Dict[int, Type[Error]] = {
     ERR_INVALID_USER_ID: InvalidUserIdError,
     ERR_FETCH_FAILED: FetchFailedError,
     ERR_NOT_FOUND: NotFoundError,
+    ERR_DELIVERY_FAILED: DeliveryFailedError,
     ERR_INTERNAL: InternalError,
 }
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shutil
 import tempfile
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .client import Client
+from .client import Client, _register, _start_sync
 from .errors import Error
+from .start_modes import SYNC_GIVEN_FIRST, SYNC_UPDATE_NOW
 from .user_context import OptimizelyDecisionContext, OptimizelyForcedDecision, UserContext
 
 __all__ = ["Optimizely", "OptimizelyFactory", "OptimizelyDecideOption", "OptimizelyDecision",
@@ -34,6 +36,26 @@ _INVALID_INPUT = 'Provided "{}" is in an invalid format.'
 _INVALID_OPTIMIZELY = 'Optimizely instance is not valid. Failing "{}".'
 _SDK_NOT_READY = "Optimizely SDK not configured properly yet."
 _FLAG_KEY_INVALID = 'No flag was found for key "{}".'
+_DEFAULT_POLLING_INTERVAL_S = 300  # optimizely-sdk's ConfigManager.DEFAULT_UPDATE_INTERVAL
+_DEFAULT_BLOCKING_TIMEOUT_S = 10   # optimizely-sdk's ConfigManager.DEFAULT_BLOCKING_TIMEOUT
+# OptimizelyFactory's polling interval and blocking timeout for the instance it is creating on this thread
+# (the reference hands them to its PollingConfigManager; Optimizely's own signature has no place for them).
+_FACTORY_SETTINGS = threading.local()
+
+
+def _polling_interval_s(value: Any) -> int:
+    """The reference's update interval (None or <= 0: 300 s) in whole seconds for the library, which raises
+    intervals under 10 s to 10 s (with a warning)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return _DEFAULT_POLLING_INTERVAL_S
+    return max(1, int(math.ceil(value)))
+
+
+def _blocking_timeout(value: Any) -> float:
+    """The reference's blocking timeout (None or < 0: 10 s)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return float(_DEFAULT_BLOCKING_TIMEOUT_S)
+    return float(value)
 
 
 class NotificationTypes:
@@ -180,15 +202,56 @@ class _Entity:
 
 _DEFAULT_EXPERIMENT: Dict[str, Any] = {"id": "", "key": "", "layerId": "", "status": "", "variations": [],
                                        "trafficAllocation": [], "audienceIds": [], "audienceConditions": [],
-                                       "forcedVariations": {}}
+                                       "forcedVariations": {}, "groupId": None, "groupPolicy": None, "cmab": None,
+                                       "type": None}
+
+
+def _by(items: Any, field: str) -> Dict[Any, Dict[str, Any]]:
+    """Datafile entities by a field, as optimizely-sdk's key maps hold them: a repeated value keeps its first
+    place and the last definition."""
+    found: Dict[Any, Dict[str, Any]] = {}
+    for item in items or []:
+        if isinstance(item, dict):
+            found[item.get(field)] = item
+    return found
+
+
+def _experiment_fields(raw: Dict[str, Any], group: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The attributes of optimizely-sdk's Experiment entity made from a datafile experiment or rule (lists
+    copied: an "fr" experiment gets the everyone-else variation appended)."""
+    fields = {"id": raw.get("id"), "key": raw.get("key"), "status": raw.get("status"),
+              "audienceIds": raw.get("audienceIds"), "audienceConditions": raw.get("audienceConditions"),
+              "variations": list(raw.get("variations") or []), "forcedVariations": raw.get("forcedVariations"),
+              "trafficAllocation": list(raw.get("trafficAllocation") or []), "layerId": raw.get("layerId"),
+              "groupId": raw.get("groupId"), "groupPolicy": raw.get("groupPolicy"), "cmab": raw.get("cmab"),
+              "type": raw.get("type")}
+    if group is not None:
+        fields["groupId"], fields["groupPolicy"] = group.get("id"), group.get("policy")
+    return fields
+
+
+def _holdout_fields(raw: Dict[str, Any], is_global: bool) -> Dict[str, Any]:
+    """The attributes of optimizely-sdk's Holdout entity (a global holdout's includedRules are dropped)."""
+    return {"id": raw.get("id"), "key": raw.get("key"), "status": raw.get("status"),
+            "variations": raw.get("variations"), "trafficAllocation": raw.get("trafficAllocation"),
+            "audienceIds": raw.get("audienceIds"), "audienceConditions": raw.get("audienceConditions"),
+            "included_rules": None if is_global else raw.get("includedRules"),
+            "exclude_targeted_deliveries": raw.get("excludeTargetedDeliveries", False)}
+
+
+def _variation_fields(raw: Dict[str, Any]) -> Dict[str, Any]:
+    """The attributes of optimizely-sdk's Variation entity."""
+    return {"id": raw.get("id"), "key": raw.get("key"), "featureEnabled": raw.get("featureEnabled", False),
+            "variables": raw.get("variables") or []}
 
 
 class _Project:
     """What the facade needs from the datafile outside the decision path: flags' experiment keys and
     variables, experiments, events (parsed once with json)."""
 
-    def __init__(self, datafile: Dict[str, Any]) -> None:
+    def __init__(self, datafile: Dict[str, Any], text: str) -> None:
         self.datafile = datafile
+        self.text = text  # the datafile as the library holds it (OptimizelyConfig.get_datafile)
         self.experiments: Dict[str, Dict[str, Any]] = {}
         self.experiments_by_id: Dict[str, Dict[str, Any]] = {}
         for experiment in list(datafile.get("experiments") or []) + [
@@ -198,6 +261,65 @@ class _Project:
         self.features: Dict[str, Dict[str, Any]] = {f.get("key"): f for f in datafile.get("featureFlags") or []}
         self.feature_experiment_ids = {i for f in self.features.values() for i in f.get("experimentIds") or []}
         self.events = {e.get("key") for e in datafile.get("events") or []}
+        self._entities: Optional[Tuple[Dict[Any, Dict[str, Any]], Dict[Any, Dict[str, Any]]]] = None
+
+    def _entity_maps(self) -> Tuple[Dict[Any, Dict[str, Any]], Dict[Any, Dict[str, Any]]]:
+        """(experiments and rules by id, running holdouts by id) as optimizely-sdk's entities' attributes,
+        built on first use (ACTIVATE listeners only): experiments, then rollout rules, then group experiments
+        (with groupId and groupPolicy) by id, the last definition winning; each "fr" experiment of a flag gets
+        the flag's everyone-else variation and a traffic range to 10000 appended, as the reference does."""
+        if self._entities is not None:
+            return self._entities
+        datafile = self.datafile
+        experiments: Dict[Any, Dict[str, Any]] = {}
+        for raw in datafile.get("experiments") or []:
+            if isinstance(raw, dict):
+                experiments[raw.get("id")] = _experiment_fields(raw)
+        rollouts = _by(datafile.get("rollouts"), "id")
+        for rollout in rollouts.values():
+            for raw in rollout.get("experiments") or []:
+                if isinstance(raw, dict):
+                    experiments[raw.get("id")] = _experiment_fields(raw)
+        for group in _by(datafile.get("groups"), "id").values():
+            for raw in _by(group.get("experiments"), "id").values():
+                experiments[raw.get("id")] = _experiment_fields(raw, group)
+        for feature in self.features.values():
+            everyone_else = self.everyone_else_variation(feature)
+            if everyone_else is None:
+                continue
+            for experiment_id in feature.get("experimentIds") or []:
+                experiment = experiments.get(experiment_id)
+                if experiment is not None and experiment["type"] == "fr":
+                    experiment["variations"].append({
+                        "id": everyone_else.get("id"), "key": everyone_else.get("key"),
+                        "featureEnabled": bool(everyone_else.get("featureEnabled", False)),
+                        "variables": everyone_else.get("variables") or []})
+                    experiment["trafficAllocation"].append({"entityId": everyone_else.get("id"), "endOfRange": 10000})
+        holdouts: Dict[Any, Dict[str, Any]] = {}
+        for raw in datafile.get("holdouts") or []:
+            if isinstance(raw, dict) and raw.get("status") == "Running":
+                holdouts[raw.get("id")] = _holdout_fields(raw, True)
+        for raw in datafile.get("localHoldouts") or []:
+            if isinstance(raw, dict) and raw.get("includedRules") is not None and raw.get("status") == "Running":
+                holdouts[raw.get("id")] = _holdout_fields(raw, False)
+        self._entities = (experiments, holdouts)
+        return self._entities
+
+    def activate_arguments(self, experiment_id: Any, variation_id: Any, is_holdout: bool) -> Tuple[Any, Any]:
+        """The experiment and variation arguments of optimizely-sdk's ACTIVATE notification for an impression:
+        entities (here objects with the entities' attributes), a holdout's variation as a plain dict, the
+        reference's empty experiment when there is none."""
+        experiments, holdouts = self._entity_maps()
+        experiment = (holdouts if is_holdout else experiments).get(experiment_id)
+        variation: Any = None
+        if variation_id:
+            found = next((v for v in (experiment or {}).get("variations") or []
+                          if isinstance(v, dict) and v.get("id") == variation_id), None)
+            if found is None:  # a flag-level forced decision: no experiment, a variation of one of its rules
+                found = self.variation_by_id(None, variation_id)
+            if found is not None:
+                variation = dict(found) if is_holdout else _Entity(_variation_fields(found))
+        return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
 
     def variation(self, rule: Dict[str, Any], variation_key: Any,
                   flag_key: Any = None) -> Optional[Dict[str, Any]]:
@@ -212,6 +334,10 @@ class _Project:
         for variation in rule.get("variations") or []:
             if variation.get("key") == variation_key:
                 return dict(variation)
+        if rule.get("type") == "fr" and feature is not None:  # the one optimizely-sdk appends: not any rule's
+            everyone_else = self.everyone_else_variation(feature)
+            if everyone_else is not None and everyone_else.get("key") == variation_key:
+                return dict(everyone_else)
         for rollout in own + list(self.datafile.get("rollouts") or []):
             for other in rollout.get("experiments") or []:
                 for variation in other.get("variations") or []:
@@ -219,13 +345,12 @@ class _Project:
                         return dict(variation)
         return None
 
-    def rule_by_id(self, rule_id: Any) -> Optional[Dict[str, Any]]:
-        """A delivery rule or holdout by id."""
-        for rollout in self.datafile.get("rollouts") or []:
-            for rule in rollout.get("experiments") or []:
-                if rule.get("id") == rule_id:
-                    return dict(rule)
-        return next((dict(h) for h in self.holdouts() if h.get("id") == rule_id), None)
+    def everyone_else_variation(self, feature: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """The first variation of the last rule of the flag's rollout (optimizely-sdk appends it to the flag's
+        "fr" experiments), or None."""
+        rules = (_by(self.datafile.get("rollouts"), "id").get(feature.get("rolloutId")) or {}).get("experiments") or []
+        variations = (rules[-1].get("variations") or []) if rules and isinstance(rules[-1], dict) else []
+        return variations[0] if variations and isinstance(variations[0], dict) else None
 
     def holdout_keys(self) -> List[Any]:
         """The keys of every holdout."""
@@ -526,9 +651,16 @@ def _rule_type(log_event: LogEvent) -> Any:
         return None
 
 
+_EVENT_HEADERS = {"Content-Type": "application/json"}  # what optimizely-sdk's LogEvent carries
+
+
 class _Dispatcher:
-    """The host dispatcher installed in the library: turns each Event into a LogEvent, fires LOG_EVENT,
-    hands it to the program's dispatcher and lets the facade see the events of its current call."""
+    """Where the facade sees every event the library builds: turns it into a LogEvent, fires LOG_EVENT,
+    hands it to the program's dispatcher (``target``) and lets the facade see the events of its current call.
+
+    With a program's dispatcher it is installed in the library as the host dispatcher. Without one (``target``
+    None) the library's own pipeline delivers the events to its endpoint, and this object hears each one
+    through the library's "event" notification, as optimizely-sdk's default dispatcher still announces them."""
 
     def __init__(self, owner: "Optimizely", target: Any) -> None:
         self.owner = owner
@@ -536,7 +668,13 @@ class _Dispatcher:
 
     def dispatch_event(self, event: Any) -> None:
         """Called by the library for every impression and conversion, on the caller's thread."""
-        log_event = LogEvent(event.url, event.params, event.http_verb, dict(event.headers))
+        self._handle(LogEvent(event.url, event.params, event.http_verb, dict(event.headers)))
+
+    def on_event_notification(self, payload: Dict[str, Any]) -> None:
+        """The library's "event" notification (no program dispatcher): {"url", "http_verb", "params"}."""
+        self._handle(LogEvent(payload["url"], payload["params"], payload["http_verb"], dict(_EVENT_HEADERS)))
+
+    def _handle(self, log_event: LogEvent) -> None:
         if getattr(self.owner._local, "no_holdout_events", False) and _rule_type(log_event) == "holdout":
             return  # optimizely-sdk's feature calls send no holdout impression (decide does)
         captured = getattr(self.owner._local, "events", None)
@@ -544,10 +682,11 @@ class _Dispatcher:
             captured.append(log_event)
         center = self.owner.notification_center
         center.send_notifications(NotificationTypes.LOG_EVENT, log_event)
-        try:
-            self.target.dispatch_event(log_event)
-        except Exception as exc:
-            self.owner.logger.exception("Error dispatching event: %s %s" % (log_event, exc))
+        if self.target is not None:
+            try:
+                self.target.dispatch_event(log_event)
+            except Exception as exc:
+                self.owner.logger.exception("Error dispatching event: %s %s" % (log_event, exc))
         if center.notification_listeners[NotificationTypes.ACTIVATE]:
             self._activate_notification(log_event)
 
@@ -562,16 +701,12 @@ class _Dispatcher:
             return  # a conversion
         if project is None:
             return
-        experiment = project.experiments_by_id.get(decision.get("experiment_id"))
-        if experiment is None:
-            experiment = project.rule_by_id(decision.get("experiment_id"))
-        variation = project.variation_by_id(experiment, decision.get("variation_id"))
-        # A holdout's variation is a plain dict in optimizely-sdk's notification; others are entities.
-        is_holdout = experiment is not None and experiment.get("key") in project.holdout_keys()
-        variation_argument: Any = variation if is_holdout or variation is None else _Entity(variation)
+        is_holdout = (decision.get("metadata") or {}).get("rule_type") == "holdout"
+        experiment, variation = project.activate_arguments(decision.get("experiment_id"), decision.get("variation_id"),
+                                                           is_holdout)
         self.owner.notification_center.send_notifications(
-            NotificationTypes.ACTIVATE, _Entity(experiment or _DEFAULT_EXPERIMENT), visitor.get("visitor_id"),
-            getattr(self.owner._local, "attributes", None), variation_argument, log_event.__dict__)
+            NotificationTypes.ACTIVATE, experiment, visitor.get("visitor_id"),
+            getattr(self.owner._local, "attributes", None), variation, log_event.__dict__)
 
 
 class Optimizely:
@@ -580,10 +715,19 @@ class Optimizely:
     ``Optimizely(datafile=None, event_dispatcher=None, logger=None, error_handler=None,
     skip_json_validation=False, user_profile_service=None, sdk_key=None, config_manager=None,
     notification_center=None, event_processor=None, datafile_access_token=None, default_decide_options=None,
-    event_processor_options=None, settings=None)``. With ``sdk_key`` and no datafile the datafile is fetched
-    in the background. ``event_dispatcher`` receives :class:`LogEvent` objects; without one, events go to
-    libexperiment's own pipeline. Each instance keeps its state (forced variations) in a private temporary
-    directory, removed by :meth:`close`, so nothing outlives the instance (as in the reference).
+    event_processor_options=None, settings=None, cmab_service=None)``.
+
+    The datafile lifecycle is the reference's PollingConfigManager's, run by libexperiment: with ``sdk_key``
+    and no datafile the datafile is fetched in the background, and every call waits for it (at most
+    ``blocking_timeout``, 10 s, as the reference's get_config does; at once when the first fetch gave up);
+    with ``sdk_key`` and a datafile the instance starts from that datafile at once; either way the datafile
+    is then polled every 300 s (``OptimizelyFactory.set_polling_interval``) and each new revision fires
+    OPTIMIZELY_CONFIG_UPDATE. Without ``sdk_key`` the datafile is used as it is.
+
+    ``event_dispatcher`` receives :class:`LogEvent` objects; without one, events go to libexperiment's own
+    pipeline (its endpoint: the reference's logx URL unless configured otherwise) and LOG_EVENT listeners
+    still hear each one. Each instance keeps its state (forced variations, the event queue) in a private
+    temporary directory, removed by :meth:`close`, so nothing outlives the instance (as in the reference).
     """
 
     def __init__(self, datafile: Optional[str] = None, event_dispatcher: Any = None, logger: Any = None,
@@ -591,7 +735,8 @@ class Optimizely:
                  user_profile_service: Any = None, sdk_key: Optional[str] = None, config_manager: Any = None,
                  notification_center: Optional[NotificationCenter] = None, event_processor: Any = None,
                  datafile_access_token: Optional[str] = None, default_decide_options: Optional[List[str]] = None,
-                 event_processor_options: Optional[Dict[str, Any]] = None, settings: Any = None) -> None:
+                 event_processor_options: Optional[Dict[str, Any]] = None, settings: Any = None,
+                 cmab_service: Any = None) -> None:
         self.logger = logger if logger is not None else _null_logger()
         self.error_handler = error_handler
         self.notification_center = (notification_center if isinstance(notification_center, NotificationCenter)
@@ -602,7 +747,12 @@ class Optimizely:
         self._local = threading.local()
         self._client: Optional[Client] = None
         self._project: Optional[_Project] = None
-        self._datafile_text: Optional[str] = None
+        self._project_lock = threading.Lock()
+        # While the first datafile of a polling instance is awaited, calls wait for it (the reference's
+        # blocking get_config); an instance given an unusable datafile does not wait (nor does the reference).
+        self._awaits_first_datafile = False
+        lifecycle = getattr(_FACTORY_SETTINGS, "value", None) or {}
+        self._blocking_timeout = _blocking_timeout(lifecycle.get("blocking_timeout"))
         self._state_dir = tempfile.mkdtemp(prefix="experiment-optimizely-")
         self.sdk_key = sdk_key
         if default_decide_options is None:
@@ -616,43 +766,92 @@ class Optimizely:
             self.logger.error(_INVALID_INPUT.format("event_dispatcher"))
             self.is_valid = False
             return
-        options: Dict[str, Any] = {"state_dir": self._state_dir,
+        if datafile is None and not sdk_key:
+            self.logger.error(_INVALID_INPUT.format("datafile"))
+            self.is_valid = False
+            return
+        # keep_datafile: the facade reads the datafile in use back from the library (exp_client_datafile_json),
+        # whoever fetched it, to know the experiments, events and variables outside the decision path.
+        options: Dict[str, Any] = {"state_dir": self._state_dir, "keep_datafile": True,
                                    "profile_store": user_profile_service if user_profile_service else "none"}
         if isinstance(logger, logging.Logger):
             options["logger"] = logger
         if datafile_access_token:
             options["datafile_access_token"] = datafile_access_token
-        dispatcher = _Dispatcher(self, event_dispatcher) if event_dispatcher is not None else None
+        if sdk_key:
+            options["polling_interval_s"] = _polling_interval_s(lifecycle.get("polling_interval"))
+        self._dispatcher = _Dispatcher(self, event_dispatcher)
         try:
-            if datafile is not None:
-                self._client = Client(sdk_key, event_dispatcher=dispatcher, start="none", **options)
-                self._client.start(datafile)
-                self._set_project(datafile)
-            elif sdk_key is not None:
-                self._client = Client(sdk_key, event_dispatcher=dispatcher, start="async", **options)
-            else:
-                self.logger.error(_INVALID_INPUT.format("datafile"))
-                self.is_valid = False
-                return
+            # Not started yet: the listeners must be there when the first datafile (given or fetched) lands.
+            self._client = Client(sdk_key or None,
+                                  event_dispatcher=self._dispatcher if event_dispatcher is not None else None,
+                                  start="none", **options)
         except (Error, TypeError, ValueError) as exc:
-            self.logger.error('Provided "datafile" is in an invalid format. (%s)' % exc)
-            if self._client is not None:
-                self._client.close()
-            self._client = None
+            self.logger.error('Provided "sdk_key" or options are in an invalid format. (%s)' % exc)
             return
         self._client.add_listener("decision", self._on_decision)
         self._client.add_listener("config_update", self._on_config_update)
+        if event_dispatcher is None:
+            self._client.add_listener("event", self._dispatcher.on_event_notification)
+        self._start(datafile, bool(sdk_key))
+
+    def _start(self, datafile: Any, polls: bool) -> None:
+        """Starts as the reference's config managers do: static with a datafile alone; from the datafile at
+        once and then polling with an sdk_key too; fetching (calls wait for it) with an sdk_key alone."""
+        client = self._client
+        assert client is not None
+        if not polls:
+            try:
+                client.start(datafile)
+            except (Error, TypeError, ValueError) as exc:
+                self.logger.error('Provided "datafile" is in an invalid format. (%s)' % exc)
+                client.close()
+                self._client = None
+            return
+        handle = client._live()
+        if datafile:  # the reference uses a datafile only when it is truthy
+            try:
+                _start_sync(handle, datafile, SYNC_UPDATE_NOW | SYNC_GIVEN_FIRST)
+                _register(client, None, True)
+                return
+            except (Error, TypeError, ValueError) as exc:
+                # The reference logs the datafile and keeps polling; its calls do not wait meanwhile.
+                self.logger.error('Provided "datafile" is in an invalid format. (%s)' % exc)
+        else:
+            self._awaits_first_datafile = True
+        client.start_async()
 
     # -- plumbing ---------------------------------------------------------------------------------
 
-    def _set_project(self, datafile: Any) -> None:
-        text = datafile.decode("utf-8") if isinstance(datafile, (bytes, bytearray)) else str(datafile)
-        self._datafile_text = text
-        self._project = _Project(json.loads(text))
-
     def _ready(self) -> bool:
+        """Whether the instance has a datafile, waiting for the first one as the reference's get_config
+        does (at most blocking_timeout; at once when the library's first fetch gave up)."""
         client = self._client
-        return client is not None and not client.closed and client.ready
+        if client is None or client.closed:
+            return False
+        try:
+            if client.ready:
+                return True
+            if self._awaits_first_datafile:
+                return client.wait_ready(self._blocking_timeout)
+        except Error:  # closed meanwhile
+            return False
+        return False
+
+    def _load_project(self) -> Optional[_Project]:
+        """Reads the datafile in use back from the library and parses what the facade needs from it (at
+        start, and after every new revision: the library may have fetched it)."""
+        client = self._client
+        if client is None:
+            return None
+        with self._project_lock:
+            try:
+                text = client.datafile_json
+            except Error:  # not ready, or closed
+                return self._project
+            if self._project is None or text != self._project.text:
+                self._project = _Project(json.loads(text), text)
+            return self._project
 
     def _config(self, method: str) -> Optional[_Project]:
         """The parsed datafile when the instance can serve ``method``, else None (logged)."""
@@ -662,9 +861,7 @@ class Optimizely:
         if not self._ready():
             self.logger.error('Invalid config. Optimizely instance is not valid. Failing "%s".' % method)
             return None
-        if self._project is None:  # fetched in the background: the library holds it
-            return None
-        return self._project
+        return self._project if self._project is not None else self._load_project()
 
     def _on_decision(self, payload: Dict[str, Any]) -> None:
         # The library's decisions of user contexts; the facade makes every other DECISION notification itself.
@@ -699,6 +896,8 @@ class Optimizely:
                                                     attributes, info)
 
     def _on_config_update(self, _payload: Dict[str, Any]) -> None:
+        # On the thread that swapped the datafile in (a poll, or the start): the facade's view follows first.
+        self._load_project()
         self.notification_center.send_notifications(NotificationTypes.OPTIMIZELY_CONFIG_UPDATE)
 
     def _quiet_decide(self, flag_key: str, user_id: str, attributes: Optional[Dict[str, Any]],
@@ -1038,9 +1237,9 @@ class Optimizely:
     def get_optimizely_config(self) -> Optional["OptimizelyConfig"]:
         """The project configuration as an :class:`OptimizelyConfig` (None when there is none)."""
         project = self._config("get_optimizely_config")
-        if project is None or self._datafile_text is None:
+        if project is None:
             return None
-        return OptimizelyConfig(project.datafile, self._datafile_text, self.sdk_key)
+        return OptimizelyConfig(project.datafile, project.text)  # sdk_key: the datafile's, as the reference's
 
     def close(self) -> None:
         """Flushes and closes the client and removes the instance's state directory."""
@@ -1054,8 +1253,8 @@ from ._optimizely_config import OptimizelyConfig  # noqa: E402  (uses nothing fr
 
 class OptimizelyFactory:
     """The reference's factory: ``default_instance(sdk_key, datafile=None)``, ``custom_instance(...)`` and the
-    event-batching and polling setters (kept and returned; events here are handed on at once, so batch size
-    and flush interval have no effect)."""
+    setters. The polling interval and blocking timeout apply to the instances the factory creates; batch size
+    and flush interval are kept and returned but have no effect (events are handed on at once)."""
 
     max_event_batch_size: Optional[int] = None
     max_event_flush_interval: Optional[int] = None
@@ -1076,20 +1275,23 @@ class OptimizelyFactory:
 
     @staticmethod
     def set_polling_interval(polling_interval: int) -> int:
-        """Records the datafile polling interval in seconds and returns it."""
+        """Sets the datafile polling interval in seconds of the instances the factory creates (the library
+        polls at most every 10 s) and returns it."""
         OptimizelyFactory.polling_interval = polling_interval
         return polling_interval
 
     @staticmethod
     def set_blocking_timeout(blocking_timeout: int) -> int:
-        """Records the blocking timeout in seconds and returns it."""
+        """Sets how long the instances the factory creates wait for their first datafile, and returns it."""
         OptimizelyFactory.blocking_timeout = blocking_timeout
         return blocking_timeout
 
     @staticmethod
     def default_instance(sdk_key: str, datafile: Optional[str] = None) -> Optimizely:
-        """An instance for ``sdk_key`` (the datafile, when given, is used at once)."""
-        return Optimizely(datafile=datafile, sdk_key=sdk_key)
+        """An instance for ``sdk_key`` (the datafile, when given, is used at once), polling at the factory's
+        polling interval and waiting at most its blocking timeout for the first datafile."""
+        with _factory_settings():
+            return Optimizely(datafile=datafile, sdk_key=sdk_key)
 
     @staticmethod
     def custom_instance(sdk_key: str, datafile: Optional[str] = None, event_dispatcher: Any = None,
@@ -1097,7 +1299,19 @@ class OptimizelyFactory:
                         user_profile_service: Any = None, config_manager: Any = None,
                         notification_center: Optional[NotificationCenter] = None, settings: Any = None) -> Optimizely:
         """An instance with the given parts (as the reference's ``custom_instance``)."""
-        return Optimizely(datafile=datafile, event_dispatcher=event_dispatcher, logger=logger,
-                          error_handler=error_handler, skip_json_validation=skip_json_validation,
-                          user_profile_service=user_profile_service, sdk_key=sdk_key,
-                          notification_center=notification_center, settings=settings)
+        with _factory_settings():
+            return Optimizely(datafile=datafile, event_dispatcher=event_dispatcher, logger=logger,
+                              error_handler=error_handler, skip_json_validation=skip_json_validation,
+                              user_profile_service=user_profile_service, sdk_key=sdk_key,
+                              notification_center=notification_center, settings=settings)
+
+
+class _factory_settings:  # noqa: N801  (a context manager used as a statement)
+    """Hands OptimizelyFactory's polling interval and blocking timeout to the Optimizely created inside."""
+
+    def __enter__(self) -> None:
+        _FACTORY_SETTINGS.value = {"polling_interval": OptimizelyFactory.polling_interval,
+                                   "blocking_timeout": OptimizelyFactory.blocking_timeout}
+
+    def __exit__(self, *_exc: Any) -> None:
+        _FACTORY_SETTINGS.value = None

@@ -89,3 +89,53 @@ class UserExperiment:
         """The parameter's value parsed from JSON (None when absent: a JSON null is not a value)."""
         text = self._text(_lib.exp_experiment_param_json, name)
         return json.loads(text) if text is not None else None
+
+    # -- the experiment's flag values (Sigma SigmaExperiment.getFeatureFlagValue) ------------------------
+
+    def _flag(self, function: Any, out: Any, flag_key: str, variable_key: Optional[str]) -> bool:
+        if not isinstance(flag_key, str):
+            raise TypeError("flag_key: expected str, got %s" % type(flag_key).__name__)
+        if variable_key is not None and not isinstance(variable_key, str):
+            raise TypeError("variable_key: expected str or None, got %s" % type(variable_key).__name__)
+        found = c_int()
+        status = function(self._address, flag_key.encode("utf-8"),
+                          None if variable_key is None else variable_key.encode("utf-8"), byref(out), byref(found))
+        if status:
+            _raise(status)
+        return bool(found.value)
+
+    def flag_bool(self, flag_key: str, variable_key: Optional[str] = None) -> Optional[bool]:
+        """Sigma getFeatureFlagValue: the value flag ``flag_key`` gets from this variation when this
+        experiment decides it — with no ``variable_key`` whether the variation enables the flag, else that
+        boolean variable (the variation's value when it enables the flag, the default when it disables it).
+        UnknownFlagError; NotFoundError when the flag does not use this experiment or lacks the variable;
+        TypeMismatchError for a variable of another type."""
+        out = c_int()
+        return bool(out.value) if self._flag(_lib.exp_experiment_flag_bool, out, flag_key, variable_key) else None
+
+    def flag_int(self, flag_key: str, variable_key: str) -> Optional[int]:
+        """The integer variable ``variable_key`` of flag ``flag_key`` as :meth:`flag_bool` reads it."""
+        out = c_int64()
+        return out.value if self._flag(_lib.exp_experiment_flag_int, out, flag_key, variable_key) else None
+
+    def flag_double(self, flag_key: str, variable_key: str) -> Optional[float]:
+        """The double variable ``variable_key`` of flag ``flag_key`` as :meth:`flag_bool` reads it."""
+        out = c_double()
+        return out.value if self._flag(_lib.exp_experiment_flag_double, out, flag_key, variable_key) else None
+
+    def _flag_text(self, function: Any, flag_key: str, variable_key: str) -> Optional[str]:
+        out = c_char_p()
+        found = self._flag(function, out, flag_key, variable_key)
+        raw = out.value
+        if raw is not None:
+            _lib.exp_free(out)
+        return raw.decode("utf-8") if found and raw is not None else None
+
+    def flag_string(self, flag_key: str, variable_key: str) -> Optional[str]:
+        """The string variable ``variable_key`` of flag ``flag_key`` as :meth:`flag_bool` reads it."""
+        return self._flag_text(_lib.exp_experiment_flag_string, flag_key, variable_key)
+
+    def flag_json(self, flag_key: str, variable_key: str) -> Any:
+        """The json variable ``variable_key`` of flag ``flag_key``, parsed, as :meth:`flag_bool` reads it."""
+        text = self._flag_text(_lib.exp_experiment_flag_json, flag_key, variable_key)
+        return json.loads(text) if text is not None else None

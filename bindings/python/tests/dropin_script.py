@@ -2,20 +2,35 @@
 experiment.optimizely's (DROPIN=experiment). Everything it prints must be the same line for line.
 
     python dropin_script.py DATAFILE USERS_JSON
+
+DROPIN_SDK_KEY set: the instance is made with that sdk_key and no datafile (it fetches the datafile from
+DROPIN_URL_TEMPLATE, a server the test runs; the library's side gets the same template through
+EXPERIMENT_DATAFILE_URL_TEMPLATE) and with no event dispatcher (the default one: the reference's POSTs are
+caught here, ours go to the library's pipeline), so LOG_EVENT and ACTIVATE come from the default path.
 """
 
 import json
 import os
 import sys
 
+SDK_KEY = os.environ.get("DROPIN_SDK_KEY")
+
 if os.environ.get("DROPIN") == "experiment":
-    from experiment.optimizely import Optimizely, OptimizelyDecideOption, enums
+    from experiment.optimizely import NotificationCenter, Optimizely, OptimizelyDecideOption, enums
     from experiment.optimizely import OptimizelyUserContext
 else:
     from optimizely.optimizely import Optimizely
+    from optimizely.config_manager import PollingConfigManager
     from optimizely.decision.optimizely_decide_option import OptimizelyDecideOption
+    from optimizely.event_dispatcher import EventDispatcher
     from optimizely.helpers import enums
+    from optimizely.notification_center import NotificationCenter
     from optimizely.optimizely_user_context import OptimizelyUserContext
+
+    if SDK_KEY:
+        PollingConfigManager.DATAFILE_URL_TEMPLATE = os.environ["DROPIN_URL_TEMPLATE"]
+        # The default dispatcher would POST to logx.optimizely.com: the events are caught here instead.
+        EventDispatcher.dispatch_event = staticmethod(lambda event: None)  # type: ignore[method-assign]
 
 NotificationTypes = enums.NotificationTypes
 
@@ -79,24 +94,53 @@ def on_decision(kind, user_id, attributes, decision_info):
 def on_track(event_key, user_id, attributes, event_tags, event):
     show("notify-track %s %s" % (event_key, user_id), [attributes, event_tags])
     if event is not None:
-        print("notify-track-event", event["url"], normalized(event["params"]))
+        print("notify-track-event", event["url"], event["http_verb"], json.dumps(event["headers"], sort_keys=True),
+              normalized(event["params"]))
+
+
+def entity(value):
+    """An experiment or variation argument of ACTIVATE: an entity object's attributes, or a plain dict (a
+    holdout's variation)."""
+    return ["dict" if isinstance(value, dict) else "entity", value if isinstance(value, dict) else vars(value)]
 
 
 def on_activate(experiment, user_id, attributes, variation, event):
-    show("notify-activate %s %s %s" % (experiment.key, user_id, variation.key), attributes)
+    show("notify-activate %s %s %s" % (experiment.key, user_id, variation["key"] if isinstance(variation, dict)
+                                       else variation.key), [attributes, entity(experiment), entity(variation)])
+    print("notify-activate-event", event["url"], event["http_verb"], json.dumps(event["headers"], sort_keys=True),
+          normalized(event["params"]))
 
 
 def on_log_event(log_event):
-    LOGGED.extend(log_event.url + " " + line for line in visitors(log_event.params))
+    LOGGED.extend(" ".join([log_event.url, log_event.http_verb, json.dumps(log_event.headers, sort_keys=True),
+                            line]) for line in visitors(log_event.params))
+
+
+CONFIG_UPDATES = []
+
+
+def on_config_update(*args):
+    CONFIG_UPDATES.append(args)
 
 
 def main():
     datafile = open(sys.argv[1]).read()
     users = json.load(open(sys.argv[2]))
     config = json.loads(datafile)
-    client = Optimizely(datafile=datafile, event_dispatcher=Dispatcher(), user_profile_service=ProfileService(),
-                        default_decide_options=[OptimizelyDecideOption.INCLUDE_REASONS])
+    # A notification center of the program's own, with a listener before the instance exists: the first
+    # datafile's OPTIMIZELY_CONFIG_UPDATE reaches it.
+    own_center = NotificationCenter()
+    print("config-update listener", own_center.add_notification_listener(NotificationTypes.OPTIMIZELY_CONFIG_UPDATE,
+                                                                          on_config_update))
+    if SDK_KEY:
+        client = Optimizely(sdk_key=SDK_KEY, user_profile_service=ProfileService(), notification_center=own_center,
+                            default_decide_options=[OptimizelyDecideOption.INCLUDE_REASONS])
+    else:
+        client = Optimizely(datafile=datafile, event_dispatcher=Dispatcher(), user_profile_service=ProfileService(),
+                            default_decide_options=[OptimizelyDecideOption.INCLUDE_REASONS],
+                            notification_center=own_center)
     center = client.notification_center
+    print("own center", center is own_center)
     ids = [center.add_notification_listener(NotificationTypes.DECISION, on_decision),
            center.add_notification_listener(NotificationTypes.TRACK, on_track),
            center.add_notification_listener(NotificationTypes.ACTIVATE, on_activate),
@@ -185,6 +229,7 @@ def main():
                       client.get_forced_variation(key, user_id))
 
 
+    print("config updates", CONFIG_UPDATES)
     optimizely_config = client.get_optimizely_config()
     print("config", optimizely_config.revision, repr(optimizely_config.sdk_key), repr(optimizely_config.environment_key),
           optimizely_config.get_datafile() == datafile)

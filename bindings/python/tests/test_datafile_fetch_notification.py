@@ -84,6 +84,6 @@ def test_each_fetch_outcome_is_notified(tmp_path: Any) -> None:
 def test_unknown_listener_kind_is_refused() -> None:
     with experiment.Client() as client:
         with pytest.raises(experiment.InvalidArgumentError):
-            client.add_listener(6, lambda payload: None)
+            client.add_listener(7, lambda payload: None)
         listener_id = client.add_listener(5, lambda payload: None)  # EXP_NOTIFY_DATAFILE_FETCH by number
         client.remove_listener(listener_id)

@@ -641,3 +641,56 @@ def test_close_wakes_a_waiting_thread_and_cancels_a_stalled_fetch(server, revisi
     with capsys.disabled():
         print("\n  close() during a stalled fetch took %.0f ms" % elapsed_ms)
     assert elapsed_ms < 4000  # far below the server's 5 s stall and the 10 s request timeout
+
+
+# ------------------------------------------------------------------------------------------------
+# The datafile text in use (keep_datafile, exp_client_datafile_json)
+# ------------------------------------------------------------------------------------------------
+
+def test_datafile_json_is_the_text_in_use_as_polls_replace_it(server, revision, tmp_path):
+    key = new_key()
+    first, second = revision("1", padding=3), revision("2")
+    server.serve(key, Answer(second, delay_s=0.3))
+    with make_client(server, tmp_path, key, keep_datafile=True, polling_interval_s=10, start=None,
+                     datafile=first) as c:  # started at once from `first`, then kept fresh
+        assert c.datafile_json == first.decode()  # the given datafile, byte for byte, before the fetch
+        assert wait_for(lambda: c.config["revision"] == "2")
+        assert c.datafile_json == second.decode()
+        server.serve(key, Answer(b'{"version": "4", "revision": "3", broken'))  # rejected: "2" stays
+        assert wait_for(lambda: c.datafile_status()["rejected"] >= 1)
+        assert c.datafile_json == second.decode() and c.config["revision"] == "2"
+        c.start(first)  # a datafile given later replaces it too
+        assert c.datafile_json == first.decode()
+    with pytest.raises(experiment.ClosedError):
+        c.datafile_json
+
+
+def test_datafile_json_errors(datafile_text):
+    with experiment.Client(datafile=datafile_text) as plain:
+        raises(experiment.NotFoundError, ERR_NOT_FOUND, "keep_datafile", lambda: plain.datafile_json)
+    with experiment.Client(keep_datafile=True) as idle:
+        raises(experiment.NotReadyError, ERR_NOT_READY, "no datafile", lambda: idle.datafile_json)
+        with pytest.raises(experiment.InvalidOptionError):
+            experiment.Client(keep_datafile="yes")
+
+
+def test_datafile_json_read_during_swaps_is_always_one_whole_text(datafile_text):
+    """Readers on several threads while another thread swaps two datafiles in turn: each read is one of
+    the two texts, whole (the text and the config are swapped together under the client's lock)."""
+    texts = [datafile_text, json.dumps(dict(json.loads(datafile_text), revision="99"))]
+    seen: List[str] = []
+    stop = threading.Event()
+    with experiment.Client(datafile=texts[0], keep_datafile=True) as c:
+        def read() -> None:
+            while not stop.is_set():
+                seen.append(c.datafile_json)
+
+        readers = [threading.Thread(target=read) for _ in range(3)]
+        for thread in readers:
+            thread.start()
+        for index in range(200):
+            c.start(texts[index % 2])
+        stop.set()
+        for thread in readers:
+            thread.join()
+    assert seen and set(seen) <= set(texts)

@@ -491,7 +491,7 @@ def test_user_data_errors(datafile_text, tmp_path, server, idle_client):
         with raises(experiment.InvalidArgumentError, "goal_id"):
             c.track_conversion("u", -5)
         with raises(experiment.UnsupportedTypeError, "goal_id"):
-            c.track_conversion("u", "5")
+            c.track_conversion("u", "five")
         with raises(experiment.TooLargeError, "1000"):
             c.add_user_data("u", *[{"type": "interest", "index": i} for i in range(1001)])
         c.add_user_data("u", {"type": "interest", "index": 1})  # the client keeps working

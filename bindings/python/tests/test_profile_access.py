@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from typing import Any, Dict, Optional
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 import experiment
 
 U2 = {"country": "NL", "age": 30}
+U3 = {"plan": "premium", "score": 0.9}
 
 
 def test_sqlite_profile_read_and_delete(datafile_text, tmp_path):
@@ -81,3 +83,77 @@ def test_no_profile_store(datafile_text):
             c.user_profile(42)
     with pytest.raises(experiment.ClosedError):
         c.user_profile("u2")
+
+
+# ------------------------------------------------------------------------------------------------
+# A real redis-server shared by two clients (as two servers of a fleet)
+# ------------------------------------------------------------------------------------------------
+
+from test_profiles import RedisServer, _redis_store, redis_server  # noqa: E402,F401  (redis_server: a fixture)
+
+
+def test_redis_profile_read_and_delete_by_another_client(redis_server: RedisServer, datafile_text: str) -> None:
+    """A profile one client saved is read by another from the shared store, as redis holds it; the other
+    deletes it from redis (gone for every client that reads the store), and a pin written into redis by
+    someone else is read and decided by a new client."""
+    store = _redis_store(redis_server, ttl_s=3600)
+    with experiment.Client(datafile=datafile_text, profile_store=store) as a, \
+            experiment.Client(datafile=datafile_text, profile_store=store) as b:
+        assert a.user_profile("u2") is None and b.user_profile("u2") is None
+        assert a.decide("u2", "checkout_flow", U2, options=["DISABLE_DECISION_EVENT"]).variation_key == "control"
+        saved = json.loads(redis_server.cli("GET", "test:u2"))
+        assert b.user_profile("u2") == saved == a.user_profile("u2")
+        assert saved["user_id"] == "u2" and saved["experiment_bucket_map"]
+        assert 3500 < int(redis_server.cli("TTL", "test:u2")) <= 3600
+        assert b.delete_user_profile("u2") is True
+        assert redis_server.cli("EXISTS", "test:u2") == "0"
+        assert a.user_profile("u2") is None  # read from redis, not from a's cache
+        assert b.delete_user_profile("u2") is False
+        # Bucketed afresh by b (its cache lost the profile with the delete): saved to redis again.
+        assert b.decide("u2", "checkout_flow", U2, options=["DISABLE_DECISION_EVENT"]).variation_key == "control"
+        assert json.loads(redis_server.cli("GET", "test:u2")) == saved
+        assert a.profile_stats()["errors"] == 0 and b.profile_stats()["errors"] == 0
+    # Another program pins u2 to the other variation, straight into redis.
+    experiment_id = next(iter(saved["experiment_bucket_map"]))
+    datafile = json.loads(datafile_text)
+    ids = {v["key"]: v["id"] for e in datafile["experiments"] if e["id"] == experiment_id for v in e["variations"]}
+    pinned = {"user_id": "u2", "experiment_bucket_map": {experiment_id: {"variation_id": ids["treatment"]}}}
+    redis_server.cli("SET", "test:u2", json.dumps(pinned))
+    with experiment.Client(datafile=datafile_text, profile_store=store) as c:
+        assert c.user_profile("u2") == pinned
+        assert c.decide("u2", "checkout_flow", U2, options=["DISABLE_DECISION_EVENT"]).variation_key == "treatment"
+        assert c.delete_user_profile("u2") is True
+        assert c.decide("u2", "checkout_flow", U2, options=["DISABLE_DECISION_EVENT"]).variation_key == "control"
+
+
+def test_redis_profile_access_while_redis_is_down(redis_server: RedisServer, datafile_text: str) -> None:
+    """With redis gone, reading and deleting a profile raise StoreError (the store failed, not "no profile")
+    and the client keeps deciding; once redis is back, both work again."""
+    store = _redis_store(redis_server)
+    with experiment.Client(datafile=datafile_text, profile_store=store) as c:
+        c.decide("u2", "checkout_flow", U2, options=["DISABLE_DECISION_EVENT"])
+        redis_server.stop()
+        with pytest.raises(experiment.StoreError):
+            c.user_profile("u2")
+        with pytest.raises(experiment.StoreError):
+            c.delete_user_profile("u2")
+        assert c.decide("u2", "checkout_flow", U2, options=["DISABLE_DECISION_EVENT"]).variation_key == "control"
+        redis_server.start()
+
+        def reads() -> bool:  # the client reconnects at a later command
+            try:
+                c.user_profile("u2")
+                return True
+            except experiment.StoreError:
+                time.sleep(0.1)
+                return False
+
+        deadline = time.monotonic() + 10
+        while not reads() and time.monotonic() < deadline:
+            pass
+        # The restarted redis kept nothing (no persistence): no profile to read or delete; new saves land.
+        assert c.user_profile("u2") is None
+        assert c.delete_user_profile("u2") is False
+        assert c.decide("u3", "checkout_flow", U3, options=["DISABLE_DECISION_EVENT"]).variation_key == "treatment"
+        assert c.user_profile("u3")["user_id"] == "u3"
+        assert json.loads(redis_server.cli("GET", "test:u3")) == c.user_profile("u3")
