@@ -576,6 +576,22 @@ exp_status exp_activate_n(exp_client *client, const char *experiment_key, size_t
                           const char *user_id, size_t user_id_length, const exp_attribute_n *attributes,
                           size_t attribute_count, char **out_variation_key);
 
+/* exp_get_variation_n and exp_activate_n that also give the variation key's length in bytes through
+ * *out_variation_key_length (0 when *out_variation_key is NULL): a datafile's variation key may contain NUL
+ * bytes, which a reader stopping at the first NUL would cut off. *out_variation_key is still NUL-terminated
+ * and freed with exp_free(); out_variation_key_length may be NULL. Ownership, errors and thread-safety as
+ * exp_get_variation.
+ *     char *v = NULL; size_t n = 0;
+ *     if (exp_get_variation_len(c, "checkout_test", 13, "user-1", 6, NULL, 0, &v, &n) == EXP_OK && v)
+ *         fwrite(v, 1, n, stdout);
+ *     exp_free(v); */
+exp_status exp_get_variation_len(exp_client *client, const char *experiment_key, size_t experiment_key_length,
+                                 const char *user_id, size_t user_id_length, const exp_attribute_n *attributes,
+                                 size_t attribute_count, char **out_variation_key, size_t *out_variation_key_length);
+exp_status exp_activate_len(exp_client *client, const char *experiment_key, size_t experiment_key_length,
+                            const char *user_id, size_t user_id_length, const exp_attribute_n *attributes,
+                            size_t attribute_count, char **out_variation_key, size_t *out_variation_key_length);
+
 /*
  * Kameleoon-style: decides the experiment with id `experiment_id` for `user_id` and returns the variation
  * id through *out_variation_id (free with exp_free()), sending an impression event. The user's stored
@@ -618,6 +634,12 @@ exp_status exp_set_forced_variation(exp_client *client, const char *experiment_k
  *     char *v = NULL; exp_get_forced_variation(c, "checkout_test", "qa-user", &v); ... exp_free(v); */
 exp_status exp_get_forced_variation(exp_client *client, const char *experiment_key, const char *user_id,
                                     char **out_variation_key);
+/* exp_get_forced_variation that also gives the key's length in bytes (it may contain NUL bytes; 0 when
+ * *out_variation_key is NULL; out_variation_key_length may be NULL). Everything else as exp_get_forced_variation.
+ *     char *v = NULL; size_t n = 0;
+ *     exp_get_forced_variation_len(c, "checkout_test", "qa-user", &v, &n); ... exp_free(v); */
+exp_status exp_get_forced_variation_len(exp_client *client, const char *experiment_key, const char *user_id,
+                                        char **out_variation_key, size_t *out_variation_key_length);
 
 /*
  * Sets a forced decision (Optimizely user-context set_forced_decision) for `user_id`: for flag `flag_key`
@@ -1748,6 +1770,14 @@ exp_status exp_user_set_forced_decision(exp_user *user, const char *flag_key, si
                                         const char *variation_key, size_t variation_key_length);
 exp_status exp_user_get_forced_decision(exp_user *user, const char *flag_key, size_t flag_key_length,
                                         const char *rule_key, size_t rule_key_length, char **out_variation_key);
+/* exp_user_get_forced_decision that also gives the variation key's length in bytes (a key set with
+ * exp_user_set_forced_decision may contain NUL bytes; 0 when *out_variation_key is NULL; the length pointer may
+ * be NULL). Everything else as exp_user_get_forced_decision.
+ *     char *v = NULL; size_t n = 0;
+ *     exp_user_get_forced_decision_len(user, EXP_STR("free_shipping"), NULL, 0, &v, &n); exp_free(v); */
+exp_status exp_user_get_forced_decision_len(exp_user *user, const char *flag_key, size_t flag_key_length,
+                                            const char *rule_key, size_t rule_key_length, char **out_variation_key,
+                                            size_t *out_variation_key_length);
 exp_status exp_user_remove_forced_decision(exp_user *user, const char *flag_key, size_t flag_key_length,
                                            const char *rule_key, size_t rule_key_length, int *out_removed);
 exp_status exp_user_remove_all_forced_decisions(exp_user *user);

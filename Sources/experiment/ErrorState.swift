@@ -76,5 +76,30 @@ func required<T>(_ pointer: T?, _ name: StaticString) throws(ClientError) -> T {
     return pointer
 }
 
-/// A malloc'd copy of `text` for a `char **` out-parameter (freed by exp_free).
-func duplicate(_ text: String) -> UnsafeMutablePointer<CChar> { strdup(text)! }
+/// A malloc'd copy of `text` for a `char **` out-parameter (freed by exp_free): every byte, NUL bytes included,
+/// then a terminating NUL, so that the `_len` functions can give the whole text with its length.
+func duplicate(_ text: String) -> UnsafeMutablePointer<CChar> { duplicateCounted(text).pointer }
+
+/// `duplicate` and the copy's length in bytes (without the terminating NUL).
+func duplicateCounted(_ text: String) -> (pointer: UnsafeMutablePointer<CChar>, count: Int) {
+    var text = text
+    return text.withUTF8 { bytes in
+        let copy = malloc(bytes.count + 1)!.assumingMemoryBound(to: CChar.self)
+        if let base = bytes.baseAddress { memcpy(copy, base, bytes.count) }
+        copy[bytes.count] = 0
+        return (copy, bytes.count)
+    }
+}
+
+/// Stores a returned string and, when the caller asked for it, its length (0 for no string).
+func store(_ text: String?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>,
+           length: UnsafeMutablePointer<Int>?) {
+    if let text {
+        let (pointer, count) = duplicateCounted(text)
+        out.pointee = pointer
+        length?.pointee = count
+    } else {
+        out.pointee = nil
+        length?.pointee = 0
+    }
+}

@@ -21,10 +21,12 @@ private func experimentIndex(key: UnsafePointer<CChar>?, in config: ProjectConfi
 private func variationKey<Input: AttributeInput>(_ handle: OpaquePointer?, _ experimentKey: () throws(ClientError) -> UTF8Text,
                                                  _ userId: () throws(ClientError) -> UTF8Text, _ attributes: Input,
                                                  _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                                 length: UnsafeMutablePointer<Int>? = nil,
                                                  activate: Bool) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
         let out = try required(out, "out_variation_key")
+        length?.pointee = 0
         let user = try userId()
         let key = try experimentKey()
         let config = try client.config()
@@ -36,9 +38,9 @@ private func variationKey<Input: AttributeInput>(_ handle: OpaquePointer?, _ exp
         // activate gives no variation where it activates nobody (a variation whose key is "").
         if case .variation(let variation) = outcome,
            !activate || ExperimentCall.activate.sendsImpression(variationKey: config.experiments[experiment].variations[Int(variation)].key.text) {
-            out.pointee = duplicate(config.experiments[experiment].variations[Int(variation)].key.text)
+            store(config.experiments[experiment].variations[Int(variation)].key.text, out, length: length)
         } else {
-            out.pointee = nil
+            store(nil, out, length: length)
         }
     }
 }
@@ -54,10 +56,12 @@ private func variationKey(_ handle: OpaquePointer?, _ experimentKey: UnsafePoint
 private func variationKeyN(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?, _ experimentKeyLength: Int,
                            _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
                            _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int,
-                           _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, activate: Bool) -> exp_status {
+                           _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                           length: UnsafeMutablePointer<Int>? = nil, activate: Bool) -> exp_status {
     variationKey(handle, { () throws(ClientError) in try sizedText(experimentKey, experimentKeyLength, "experiment_key") },
                  { () throws(ClientError) in try sizedText(userId, userIdLength, "user_id") },
-                 SizedAttributeInput(pointer: attributes, count: attributeCount), out, activate: activate)
+                 SizedAttributeInput(pointer: attributes, count: attributeCount), out, length: length,
+                 activate: activate)
 }
 
 @_cdecl("exp_get_variation")
@@ -90,6 +94,26 @@ public func abiActivateN(_ handle: OpaquePointer?, _ experimentKey: UnsafePointe
                          _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
     variationKeyN(handle, experimentKey, experimentKeyLength, userId, userIdLength, attributes, attributeCount, out,
                   activate: true)
+}
+
+@_cdecl("exp_get_variation_len")
+public func abiGetVariationLen(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?,
+                               _ experimentKeyLength: Int, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                               _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int,
+                               _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                               _ outLength: UnsafeMutablePointer<Int>?) -> exp_status {
+    variationKeyN(handle, experimentKey, experimentKeyLength, userId, userIdLength, attributes, attributeCount, out,
+                  length: outLength, activate: false)
+}
+
+@_cdecl("exp_activate_len")
+public func abiActivateLen(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?, _ experimentKeyLength: Int,
+                           _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                           _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int,
+                           _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                           _ outLength: UnsafeMutablePointer<Int>?) -> exp_status {
+    variationKeyN(handle, experimentKey, experimentKeyLength, userId, userIdLength, attributes, attributeCount, out,
+                  length: outLength, activate: true)
 }
 
 @_cdecl("exp_trigger_experiment")
@@ -148,15 +172,30 @@ public func abiSetForcedVariation(_ handle: OpaquePointer?, _ experimentKey: Uns
 public func abiGetForcedVariation(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?,
                                   _ userId: UnsafePointer<CChar>?,
                                   _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    forcedVariation(handle, experimentKey, userId, out, length: nil)
+}
+
+@_cdecl("exp_get_forced_variation_len")
+public func abiGetForcedVariationLen(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?,
+                                     _ userId: UnsafePointer<CChar>?,
+                                     _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                     _ outLength: UnsafeMutablePointer<Int>?) -> exp_status {
+    forcedVariation(handle, experimentKey, userId, out, length: outLength)
+}
+
+private func forcedVariation(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?,
+                             _ userId: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                             length: UnsafeMutablePointer<Int>?) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
         let out = try required(out, "out_variation_key")
+        length?.pointee = 0
         let user = try string(userId, "user_id")
         let config = try client.config()
         let experiment = config.experiments[try experimentIndex(key: experimentKey, in: config)]
         let variationId = client.overrides.overrides(of: user).forcedVariation(experimentId: experiment.id.text)
         let index = variationId.flatMap { experiment.variationIndex(id: $0) }
-        out.pointee = index.map { duplicate(experiment.variations[$0].key.text) }
+        store(index.map { experiment.variations[$0].key.text }, out, length: length)
     }
 }
 

@@ -307,14 +307,30 @@ public func abiUserSetForcedDecision(_ user: OpaquePointer?, _ flagKey: UnsafePo
 public func abiUserGetForcedDecision(_ user: OpaquePointer?, _ flagKey: UnsafePointer<CChar>?, _ flagKeyLength: Int,
                                      _ ruleKey: UnsafePointer<CChar>?, _ ruleKeyLength: Int,
                                      _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    userForcedDecision(user, flagKey, flagKeyLength, ruleKey, ruleKeyLength, out, length: nil)
+}
+
+@_cdecl("exp_user_get_forced_decision_len")
+public func abiUserGetForcedDecisionLen(_ user: OpaquePointer?, _ flagKey: UnsafePointer<CChar>?, _ flagKeyLength: Int,
+                                        _ ruleKey: UnsafePointer<CChar>?, _ ruleKeyLength: Int,
+                                        _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                        _ outLength: UnsafeMutablePointer<Int>?) -> exp_status {
+    userForcedDecision(user, flagKey, flagKeyLength, ruleKey, ruleKeyLength, out, length: outLength)
+}
+
+private func userForcedDecision(_ user: OpaquePointer?, _ flagKey: UnsafePointer<CChar>?, _ flagKeyLength: Int,
+                                _ ruleKey: UnsafePointer<CChar>?, _ ruleKeyLength: Int,
+                                _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                length: UnsafeMutablePointer<Int>?) -> exp_status {
     api { () throws(ClientError) in
         let out = try required(out, "out_variation_key")
         out.pointee = nil
+        length?.pointee = 0
         let context = try context(user).takeUnretainedValue()
         try context.client.ensureOpen()
         let flag = try requiredString(flagKey, flagKeyLength, "flag_key")
         let rule = ruleKey == nil ? nil : try string(ruleKey, ruleKeyLength, "rule_key")
-        out.pointee = context.forcedDecision(flagKey: flag, ruleKey: rule).map(duplicate)
+        store(context.forcedDecision(flagKey: flag, ruleKey: rule), out, length: length)
     }
 }
 

@@ -246,6 +246,14 @@ inline std::optional<std::string> take_optional(char *&raw) {
     return std::string(owned.get());
 }
 
+/* A returned string whose length the library gave (it may contain NUL bytes). */
+inline std::optional<std::string> take_optional(char *&raw, size_t length) {
+    LibraryString owned(raw);
+    raw = nullptr;
+    if (!owned) return std::nullopt;
+    return std::string(owned.get(), length);
+}
+
 inline std::string take(char *&raw) {
     LibraryString owned(raw);
     raw = nullptr;
@@ -935,13 +943,13 @@ public:
        client without a datafile, as the reference SDK: exp_last_error() says why); sends no event. */
     std::optional<std::string> get_variation(std::string_view experiment_key, std::string_view user_id,
                                              const Attributes &attributes = {}) {
-        return variation_key(exp_get_variation_n, experiment_key, user_id, attributes);
+        return variation_key(exp_get_variation_len, experiment_key, user_id, attributes);
     }
 
     /* As get_variation, and records an impression when the user gets a variation. */
     std::optional<std::string> activate(std::string_view experiment_key, std::string_view user_id,
                                         const Attributes &attributes = {}) {
-        return variation_key(exp_activate_n, experiment_key, user_id, attributes);
+        return variation_key(exp_activate_len, experiment_key, user_id, attributes);
     }
 
     /*
@@ -971,8 +979,9 @@ public:
     std::optional<std::string> get_forced_variation(std::string_view experiment_key, std::string_view user_id) {
         detail::CString experiment(experiment_key, "experiment key"), user(user_id, "user id");
         char *variation = nullptr;
-        detail::check(exp_get_forced_variation(client_, experiment.c_str(), user.c_str(), &variation));
-        return detail::take_optional(variation);
+        size_t length = 0;
+        detail::check(exp_get_forced_variation_len(client_, experiment.c_str(), user.c_str(), &variation, &length));
+        return detail::take_optional(variation, length);
     }
 
     /* Forces flag `flag_key` (rule `rule_key`, or the whole flag when nullopt) to `variation_key` for the
@@ -1509,11 +1518,12 @@ private:
     std::optional<std::string> variation_key(Function function, std::string_view experiment_key,
                                              std::string_view user_id, const Attributes &attributes) {
         char *variation = nullptr;
+        size_t length = 0;
         exp_status status = function(client_, experiment_key.data(), experiment_key.size(), user_id.data(),
-                                     user_id.size(), attributes.data_n(), attributes.size(), &variation);
+                                     user_id.size(), attributes.data_n(), attributes.size(), &variation, &length);
         if (detail::is_data_error(status)) return std::nullopt;
         detail::check(status);
-        return detail::take_optional(variation);
+        return detail::take_optional(variation, length);
     }
 
     template <typename Function>
@@ -1796,9 +1806,10 @@ public:
     std::optional<std::string> get_forced_decision(std::string_view flag_key,
                                                    std::optional<std::string_view> rule_key = std::nullopt) const {
         char *variation = nullptr;
-        detail::check(exp_user_get_forced_decision(user_, text(flag_key), flag_key.size(), rule(rule_key),
-                                                   rule_key ? rule_key->size() : 0, &variation));
-        return detail::take_optional(variation);
+        size_t length = 0;
+        detail::check(exp_user_get_forced_decision_len(user_, text(flag_key), flag_key.size(), rule(rule_key),
+                                                       rule_key ? rule_key->size() : 0, &variation, &length));
+        return detail::take_optional(variation, length);
     }
     bool remove_forced_decision(std::string_view flag_key, std::optional<std::string_view> rule_key = std::nullopt) {
         int removed = 0;

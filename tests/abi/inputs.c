@@ -187,6 +187,47 @@ static void length_delimited(exp_client *c) {
     exp_decision_release(&d);
 }
 
+/* An A/B experiment whose only variation key holds a NUL byte: the _len calls give all of it. */
+static const char nul_key_datafile[] =
+    "{\"version\": \"4\", \"projectId\": \"1\", \"accountId\": \"1\", \"revision\": \"1\", \"anonymizeIP\": false,"
+    " \"botFiltering\": false, \"attributes\": [], \"audiences\": [], \"typedAudiences\": [], \"groups\": [],"
+    " \"experiments\": [{\"id\": \"301\", \"key\": \"exp\", \"status\": \"Running\", \"layerId\": \"l1\","
+    " \"audienceIds\": [], \"forcedVariations\": {}, \"variations\": [{\"id\": \"401\", \"key\": \"a\\u0000b\","
+    " \"featureEnabled\": true, \"variables\": []}], \"trafficAllocation\": [{\"entityId\": \"401\","
+    " \"endOfRange\": 10000}]}],"
+    " \"featureFlags\": [{\"id\": \"11\", \"key\": \"flag\", \"rolloutId\": \"\", \"experimentIds\": [\"301\"],"
+    " \"variables\": []}], \"rollouts\": [], \"events\": []}";
+
+static void returned_keys_with_nul(const char *options) {
+    exp_client *c = NULL;
+    EXPECT(exp_client_create(options, &c) == EXP_OK);
+    EXPECT(exp_client_start(c, nul_key_datafile, strlen(nul_key_datafile)) == EXP_OK);
+    char *variation = NULL;
+    size_t length = 99;
+    EXPECT(exp_get_variation_len(c, "exp", 3, "u", 1, NULL, 0, &variation, &length) == EXP_OK);
+    EXPECT(variation && length == 3 && memcmp(variation, "a\0b", 4) == 0);
+    exp_free(variation);
+    variation = NULL;
+    EXPECT(exp_activate_len(c, "exp", 3, "u", 1, NULL, 0, &variation, NULL) == EXP_OK);
+    EXPECT(variation && memcmp(variation, "a\0b", 4) == 0);
+    exp_free(variation);
+    variation = NULL;
+    length = 99;
+    EXPECT(exp_get_variation_len(c, "nope", 4, "u", 1, NULL, 0, &variation, &length) == EXP_ERR_UNKNOWN_EXPERIMENT);
+    EXPECT(variation == NULL);
+    EXPECT(exp_set_forced_variation(c, "exp", "qa", "a") == EXP_ERR_UNKNOWN_VARIATION);
+    EXPECT(exp_get_forced_variation_len(c, "exp", "qa", &variation, &length) == EXP_OK);
+    EXPECT(variation == NULL && length == 0);
+    exp_user *user = NULL;
+    EXPECT(exp_user_create(c, "u", 1, NULL, 0, &user) == EXP_OK);
+    EXPECT(exp_user_set_forced_decision(user, "flag", 4, NULL, 0, "x\0y", 3) == EXP_OK);
+    EXPECT(exp_user_get_forced_decision_len(user, "flag", 4, NULL, 0, &variation, &length) == EXP_OK);
+    EXPECT(variation && length == 3 && memcmp(variation, "x\0y", 4) == 0);
+    exp_free(variation);
+    exp_user_free(user);
+    exp_client_free(c);
+}
+
 static void error_decisions(exp_client *ready, exp_client *idle) {
     exp_decision d;
     memset(&d, 0, sizeof d);
@@ -232,6 +273,7 @@ int main(int argc, char **argv) {
     other_and_big_integers(ready);
     length_delimited(ready);
     error_decisions(ready, idle);
+    returned_keys_with_nul(options);
     exp_client_free(ready);
     exp_client_free(idle);
     if (failures) {

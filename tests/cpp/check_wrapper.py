@@ -121,10 +121,14 @@ def main() -> int:
     functions = header_functions()
     used = wrapper_lines()
     # A function with a length-delimited form (exp_decide -> exp_decide_n) is reached through that form: the
-    # wrapper passes std::string_view as pointer and length, NUL bytes included, so it calls only the _n one.
+    # wrapper passes std::string_view as pointer and length, NUL bytes included, so it calls only the _n one;
+    # likewise a function whose result has a _len form (exp_get_variation[_n] -> exp_get_variation_len: the
+    # returned key with its length).
     for name in functions:
-        if name not in used and name + "_n" in used:
-            used[name] = used[name + "_n"]
+        stem = name[:-2] if name.endswith("_n") else name
+        for form in (name + "_n", stem + "_len"):
+            if name not in used and form in used:
+                used[name] = used[form]
     unreached = [f for f in functions if f not in used]
     print("include/experiment.h declares %d exp_* functions; experiment.hpp reaches %d"
           % (len(functions), len(functions) - len(unreached)))

@@ -348,6 +348,9 @@ void user_contexts(const std::string &datafile) {
     CHECK(user.set_forced_decision("checkout_redesign", "checkout_redesign_ab", "control"));
     CHECK(user.get_forced_decision("checkout_redesign") == std::optional<std::string>("on"));
     CHECK(user.get_forced_decision("checkout_redesign", "checkout_redesign_ab") == std::optional<std::string>("control"));
+    // A key with a NUL byte comes back whole (exp_user_get_forced_decision_len).
+    CHECK(user.set_forced_decision("no_such_flag", std::nullopt, std::string_view("o\0n", 3)));
+    CHECK(user.get_forced_decision("no_such_flag") == std::optional<std::string>(std::string("o\0n", 3)));
     CHECK(user.decide("checkout_redesign").variation_key == std::optional<std::string>("on"));
     experiment::UserContext copy = user;
     CHECK(user.remove_forced_decision("checkout_redesign") && !user.remove_forced_decision("checkout_redesign"));

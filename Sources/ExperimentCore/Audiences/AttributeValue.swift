@@ -28,7 +28,8 @@ public enum ConditionValue: @unchecked Sendable, Equatable, BitwiseCopyable {
     case int(Int64)
     case double(Double)
     case string(UTF8Text)
-    /// An array or object: no match type accepts it.
+    /// An array: no match type accepts it. (An object is read as the reference reads it: the integer index its
+    /// audience decoder gives it, see `DatafileCompiler.numberObjects`.)
     case unsupported
 
     public static func == (lhs: ConditionValue, rhs: ConditionValue) -> Bool {

@@ -140,6 +140,8 @@ private struct Compilation {
     var audienceIndexById: [String: Int] = [:]
     /// The segments of the audience being compiled (see `Audience.segments`).
     var audienceSegments: [String] = []
+    /// How many JSON objects of the audience being compiled have been numbered (see `numberObjects`).
+    var audienceObjectCount = 0
     var experiments: [Experiment] = []
     var experimentIndexById: [String: Int] = [:]
     /// Experiment ids in first-seen order (the reference's id map iteration order).
@@ -394,6 +396,7 @@ private struct Compilation {
         let id = idField.value.identityKey
         let name = try entry.requiredString("name")
         audienceSegments = []
+        audienceObjectCount = 0
         let tree = try conditionTree(conditions)
         // OptimizelyConfig writes a null name as "" and leaves out the plain "$opt_dummy_audience".
         let nameIsText = entry.member("name").map { $0.value.isNull || $0.value.string != nil } ?? true
@@ -415,7 +418,7 @@ private struct Compilation {
     mutating func conditionTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
         switch node.value.kind {
         case .object:
-            let leaf = try leafCondition(node)
+            let leaf = leafCondition(node)
             if leaf.match == .qualified, case .string(let segment) = leaf.value {
                 let name = String(decoding: segment, as: UTF8.self)
                 if !audienceSegments.contains(name) { audienceSegments.append(name) }
@@ -439,7 +442,14 @@ private struct Compilation {
         }
     }
 
-    func leafCondition(_ node: DatafileReader) throws(DatafileError) -> LeafCondition {
+    /// A leaf condition. Numbers the objects inside it and then the leaf itself, in the reference's order.
+    mutating func leafCondition(_ node: DatafileReader) -> LeafCondition {
+        var valueNumber: Int? = nil
+        for (key, member) in node.value.members {
+            let number = numberObjects(in: member)
+            if key == "value" { valueNumber = number }
+        }
+        audienceObjectCount += 1
         let name = node.member("name")?.value.stringBytes.map(storedBytes)
         let type = node.member("type")?.value.string
         let matchField = node.member("match")?.value
@@ -449,9 +459,30 @@ private struct Compilation {
         case .string?: match = MatchType(name: matchField?.string)
         default: match = .unknown
         }
+        let value = valueNumber.map { ConditionValue.int(Int64($0)) } ?? conditionValue(node.member("value")?.value)
         return LeafCondition(attribute: name,
                              hasKnownType: type == "custom_attribute" || type == "third_party_dimension",
-                             match: match, value: conditionValue(node.member("value")?.value))
+                             match: match, value: value)
+    }
+
+    /// Numbers every JSON object in `value` as the reference's audience decoder does, and returns the number
+    /// `value` itself got when it is an object. The reference decodes audience conditions with a JSON object
+    /// hook that turns each object, innermost first in document order, into the next index of the audience's
+    /// condition list, so a condition "value" written as an object reaches the match as that integer index
+    /// (`{"match": "lt", "value": {"a": 1}}` compares against a number), and objects nested in list values,
+    /// names or match types take numbers too.
+    mutating func numberObjects(in value: JSONValue) -> Int? {
+        switch value.kind {
+        case .object:
+            for (_, member) in value.members { _ = numberObjects(in: member) }
+            audienceObjectCount += 1
+            return audienceObjectCount - 1
+        case .array:
+            for element in value.elements { _ = numberObjects(in: element) }
+            return nil
+        default:
+            return nil
+        }
     }
 
     /// A copy of `bytes` owned by the config.

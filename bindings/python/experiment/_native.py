@@ -207,6 +207,11 @@ _PROTOTYPES: List[Tuple[str, object, List[Any]]] = [
                                     c_size_t, c_char_pp]),
     ("exp_activate_n", c_int, [exp_client_p, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(ExpAttributeN),
                                c_size_t, c_char_pp]),
+    # The _len forms give the returned key's length: a variation key may contain NUL bytes.
+    ("exp_get_variation_len", c_int, [exp_client_p, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(ExpAttributeN),
+                                      c_size_t, POINTER(c_void_p), POINTER(c_size_t)]),
+    ("exp_activate_len", c_int, [exp_client_p, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(ExpAttributeN),
+                                 c_size_t, POINTER(c_void_p), POINTER(c_size_t)]),
     ("exp_track_n", c_int, [exp_client_p, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(ExpAttributeN),
                             c_size_t, c_char_p]),
     ("exp_decide_json", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_uint, c_char_pp]),
@@ -222,6 +227,7 @@ _PROTOTYPES: List[Tuple[str, object, List[Any]]] = [
     # forced variations / decisions
     ("exp_set_forced_variation", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p]),
     ("exp_get_forced_variation", c_int, [exp_client_p, c_char_p, c_char_p, c_char_pp]),
+    ("exp_get_forced_variation_len", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_size_t)]),
     ("exp_set_forced_decision", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_char_p]),
     ("exp_remove_forced_decisions", c_int, [exp_client_p, c_char_p]),
     # user properties
@@ -349,6 +355,8 @@ _PROTOTYPES += [
     ("exp_user_set_forced_decision", c_int, [exp_user_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p,
                                              c_size_t]),
     ("exp_user_get_forced_decision", c_int, [exp_user_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_pp]),
+    ("exp_user_get_forced_decision_len", c_int, [exp_user_p, c_char_p, c_size_t, c_char_p, c_size_t,
+                                                 POINTER(c_void_p), POINTER(c_size_t)]),
     ("exp_user_remove_forced_decision", c_int, [exp_user_p, c_char_p, c_size_t, c_char_p, c_size_t,
                                                 POINTER(c_int)]),
     ("exp_user_remove_all_forced_decisions", c_int, [exp_user_p]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import ctypes
 import json
 import logging
 import weakref
@@ -205,6 +206,15 @@ def _json_list(text: str) -> List[Dict[str, Any]]:
     """A JSON array of objects the library wrote."""
     value: List[Dict[str, Any]] = json.loads(text)
     return value
+
+
+def _take_sized_string(out: c_void_p, length: c_size_t) -> Optional[str]:
+    """Reads and frees a `char **` result whose length the library gave (it may contain NUL bytes)."""
+    if out.value is None:
+        return None
+    raw = ctypes.string_at(out.value, length.value)
+    _exp_free(out)
+    return raw.decode("utf-8")
 
 
 def _take_string(out: c_char_p) -> Optional[str]:
@@ -1259,11 +1269,11 @@ class Client(SegmentsMixin, UserContextMixin):
     def get_variation(self, experiment_key: Text, user_id: Text, attributes: Attributes = None) -> Optional[str]:
         """The variation key the user gets in the experiment (None when none), without an event. None (and a
         log message) for an unknown experiment or a client without a datafile, as the reference SDK."""
-        return self._variation_key(_lib.exp_get_variation_n, "get_variation", experiment_key, user_id, attributes)
+        return self._variation_key(_lib.exp_get_variation_len, "get_variation", experiment_key, user_id, attributes)
 
     def activate(self, experiment_key: Text, user_id: Text, attributes: Attributes = None) -> Optional[str]:
         """As get_variation, and sends an impression when the user gets a variation."""
-        return self._variation_key(_lib.exp_activate_n, "activate", experiment_key, user_id, attributes)
+        return self._variation_key(_lib.exp_activate_len, "activate", experiment_key, user_id, attributes)
 
     def _variation_key(self, function: Any, what: str, experiment_key: Text, user_id: Text,
                        attributes: Attributes) -> Optional[str]:
@@ -1275,15 +1285,15 @@ class Client(SegmentsMixin, UserContextMixin):
             return None
         key = _text_n(experiment_key, "experiment_key")
         array, count = _attributes_n(attributes)
-        out = c_char_p()
-        status = function(handle, key, len(key), uid, len(uid), array, count, byref(out))
+        out, length = c_void_p(), c_size_t()
+        status = function(handle, key, len(key), uid, len(uid), array, count, byref(out), byref(length))
         if status:
             message = (_last_error() or b"").decode("utf-8", "replace")
             if status not in _DATA_CONDITIONS:
                 raise _closed_error() if status == ERR_CLOSED else error_for_status(status, message)
             _logger_of(handle).error("%s: %s", what, message)
             return None
-        return _take_string(out)
+        return _take_sized_string(out, length)
 
     def trigger_experiment(self, user_id: Text, experiment_id: Union[Text, int], attributes: Attributes = None) -> str:
         """The variation id of the experiment with id ``experiment_id`` (a str, or an int as Kameleoon's
@@ -1385,12 +1395,12 @@ class Client(SegmentsMixin, UserContextMixin):
     def get_forced_variation(self, experiment_key: Text, user_id: Text) -> Optional[str]:
         """The variation key forced for ``user_id`` in the experiment, or None."""
         handle = self._live()
-        out = c_char_p()
-        status = _lib.exp_get_forced_variation(handle, _key(experiment_key, "experiment_key"),
-                                               _text(user_id, "user_id"), byref(out))
+        out, length = c_void_p(), c_size_t()
+        status = _lib.exp_get_forced_variation_len(handle, _key(experiment_key, "experiment_key"),
+                                                   _text(user_id, "user_id"), byref(out), byref(length))
         if status:
             _raise(status)
-        return _take_string(out)
+        return _take_sized_string(out, length)
 
     def set_forced_decision(self, user_id: Text, flag_key: Text, variation_key: Optional[Text],
                             rule_key: Optional[Text] = None) -> None:

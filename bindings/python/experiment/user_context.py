@@ -16,6 +16,7 @@ context, such as the one each decision carries in ``user_context``, keeps its ow
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import threading
@@ -456,14 +457,15 @@ class UserContext:
     def get_forced_decision(self, decision_context: Any) -> Optional["_ForcedDecision"]:
         """The forced decision for ``decision_context``, or None."""
         flag, rule = self._context_keys(decision_context)
-        out = c_char_p()
-        status = _lib.exp_user_get_forced_decision(self._live(), flag, len(flag), rule,
-                                                   len(rule) if rule is not None else 0, byref(out))
+        out, length = c_void_p(), c_size_t()
+        status = _lib.exp_user_get_forced_decision_len(self._live(), flag, len(flag), rule,
+                                                       len(rule) if rule is not None else 0, byref(out),
+                                                       byref(length))
         if status:
             _raise(status)
         if out.value is None:
             return None
-        variation = out.value.decode("utf-8")
+        variation = ctypes.string_at(out.value, length.value).decode("utf-8")
         _lib.exp_free(out)
         return OptimizelyForcedDecision(variation)
 

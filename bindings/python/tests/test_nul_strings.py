@@ -109,6 +109,33 @@ def test_variation_and_rule_keys_with_nul_come_back_whole(pair: Any) -> None:
     assert ("va\0r", "exp\0one") in seen and ("o\0n", "rule\0one") in seen
 
 
+def test_get_variation_and_activate_give_keys_with_nul_whole(pair: Any) -> None:
+    """get_variation / activate hand the key out through exp_get_variation_len / exp_activate_len (difffuzz:
+    "reference 'a\\u0000b' / ours 'a'")."""
+    ref, ours = pair
+    seen = set()
+    for number in range(40):
+        user = "user-%d" % number
+        for function in ("get_variation", "activate"):
+            expected = getattr(ref, function)("exp\0one", user)
+            assert getattr(ours, function)("exp\0one", user) == expected
+            seen.add(expected)
+    assert "va\0r" in seen and "control" in seen
+
+
+def test_forced_decision_keys_with_nul_come_back_whole(pair: Any) -> None:
+    from optimizely.optimizely_user_context import OptimizelyUserContext as Context
+    ref, ours = pair
+    context = Context.OptimizelyDecisionContext("fl\0ag", "exp\0one")
+    expected = ref.create_user_context("u1", {})
+    expected.set_forced_decision(context, Context.OptimizelyForcedDecision("va\0r"))
+    got = ours.create_user_context("u1")
+    got.set_forced_decision(context, Context.OptimizelyForcedDecision("va\0r"))
+    assert got.get_forced_decision(context).variation_key == expected.get_forced_decision(context).variation_key
+    assert got.get_forced_decision(context).variation_key == "va\0r"
+    assert _whole(got.decide("fl\0ag")) == _whole(expected.decide("fl\0ag"))
+
+
 def test_the_ctypes_path_gives_the_same_strings() -> None:
     """This file once more in a child without the accelerator (when this process has it)."""
     if os.environ.get("EXPERIMENT_NO_SPEEDUPS"):

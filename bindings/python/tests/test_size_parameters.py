@@ -98,10 +98,15 @@ def attribute_call(name: str) -> Callable[[Walk, int], int]:
     out_str = c_char_p()
     flag = (b"u1", b"checkout", b"count")
 
+    out_void = c_void_p()
+
     def release(status: int) -> int:
         if status == OK and out_str.value is not None:
             lib.exp_free(out_str)
             out_str.value = None
+        if status == OK and out_void.value is not None:
+            lib.exp_free(out_void)
+            out_void.value = None
         return status
 
     calls: Dict[str, Callable[[Walk, int], int]] = {
@@ -135,6 +140,10 @@ def attribute_call(name: str) -> Callable[[Walk, int], int]:
             w.handle, b"checkout_test", 13, b"u1", 2, ATTRIBUTES_N, n, byref(out_str))),
         "exp_activate_n": lambda w, n: release(lib.exp_activate_n(
             w.handle, b"checkout_test", 13, b"u1", 2, ATTRIBUTES_N, n, byref(out_str))),
+        "exp_get_variation_len": lambda w, n: release(lib.exp_get_variation_len(
+            w.handle, b"checkout_test", 13, b"u1", 2, ATTRIBUTES_N, n, byref(out_void), byref(c_size_t()))),
+        "exp_activate_len": lambda w, n: release(lib.exp_activate_len(
+            w.handle, b"checkout_test", 13, b"u1", 2, ATTRIBUTES_N, n, byref(out_void), byref(c_size_t()))),
         "exp_track_n": lambda w, n: lib.exp_track_n(w.handle, b"purchase", 8, b"u1", 2, ATTRIBUTES_N, n, None),
         "exp_user_create": lambda w, n: user_create(w, KEY_BUFFER, 2, ATTRIBUTES, n),
     }
@@ -228,6 +237,13 @@ def key_length_call(name: str, parameter: str) -> Callable[[Walk, int], int]:
 
     def variation(function: Callable[..., int], w: Walk, key: bytes, key_length: int, user: bytes,
                   user_length: int) -> int:
+        if name.endswith("_len"):
+            out_void = c_void_p()
+            status = function(w.handle, key, key_length, user, user_length, None, 0, byref(out_void),
+                              byref(c_size_t()))
+            if status == OK and out_void.value is not None:
+                lib.exp_free(out_void)
+            return status
         status = function(w.handle, key, key_length, user, user_length, None, 0, byref(out_str))
         if status == OK and out_str.value is not None:
             lib.exp_free(out_str)
@@ -333,7 +349,8 @@ def walked() -> Dict[Tuple[str, str], Tuple[object, Callable[[Walk, int], int]]]
     for name, parameter in size_parameters():
         if parameter == "attribute_count":
             table[(name, parameter)] = (MAX_ATTRIBUTES, attribute_call(name))
-        elif parameter.endswith("_length") and name.endswith("_n"):
+        elif parameter.endswith("_length") and (name.endswith("_n") or name in ("exp_get_variation_len",
+                                                                                  "exp_activate_len")):
             table[(name, parameter)] = (MAX_KEY, key_length_call(name, parameter))
     table[("exp_client_start", "length")] = (MAX_DATAFILE, datafile_length_call("exp_client_start"))
     table[("exp_validate_datafile", "length")] = (MAX_DATAFILE, datafile_length_call("exp_validate_datafile"))
@@ -434,6 +451,13 @@ def forced(function: str, position: int) -> Callable[[Walk, int], int]:
             if status == OK and out.value is not None:
                 lib.exp_free(out)
             return status
+        if function == "exp_user_get_forced_decision_len":
+            out_void = c_void_p()
+            status = lib.exp_user_get_forced_decision_len(user_of(walk), KEY_BUFFER, lengths[0], KEY_BUFFER,
+                                                          lengths[1], byref(out_void), byref(c_size_t()))
+            if status == OK and out_void.value is not None:
+                lib.exp_free(out_void)
+            return status
         return lib.exp_user_remove_forced_decision(user_of(walk), KEY_BUFFER, lengths[0], KEY_BUFFER, lengths[1],
                                                    None)
     return call
@@ -481,6 +505,10 @@ def context_walks() -> Dict[Tuple[str, str], Tuple[object, Callable[[Walk, int],
             MAX_KEY, forced("exp_user_set_forced_decision", 2)),
         ("exp_user_get_forced_decision", "flag_key_length"): (MAX_KEY, forced("exp_user_get_forced_decision", 0)),
         ("exp_user_get_forced_decision", "rule_key_length"): (MAX_KEY, forced("exp_user_get_forced_decision", 1)),
+        ("exp_user_get_forced_decision_len", "flag_key_length"): (
+            MAX_KEY, forced("exp_user_get_forced_decision_len", 0)),
+        ("exp_user_get_forced_decision_len", "rule_key_length"): (
+            MAX_KEY, forced("exp_user_get_forced_decision_len", 1)),
         ("exp_user_remove_forced_decision", "flag_key_length"): (
             MAX_KEY, forced("exp_user_remove_forced_decision", 0)),
         ("exp_user_remove_forced_decision", "rule_key_length"): (
