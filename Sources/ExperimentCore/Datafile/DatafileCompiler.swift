@@ -914,8 +914,9 @@ private struct Compilation {
                 entityId = text
             } else {
                 _ = try entry.object()  // an entry that is no object at all is still refused
-                let value = entry.optional("entityId")?.value
-                let falsy = value == nil || value?.bool == false || value?.int64 == 0 || value?.double == 0
+                // The reference tests the entity id with Python's truth: a missing one, null, false, 0, 0.0,
+                // [] and {} are all an empty range; any other value names a variation no id equals.
+                let falsy = entry.optional("entityId").map { !$0.value.pythonTruth } ?? true
                 if !falsy { emptyEntity = TrafficRange.unknownEntity }
                 warn(entry.warning("no string \"entityId\": the range leads to no variation, as in the reference"))
             }

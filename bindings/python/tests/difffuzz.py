@@ -735,6 +735,62 @@ DELIBERATE_REFUSALS = re.compile(
     r"|datafile: rollouts\[\d+\]\.experiments\[\d+\]\.trafficAllocation\[\d+\]: expected an object, got ")
 
 
+# A variation, flag or variable key that is a number, boolean or null in the datafile (the reference keeps
+# it, unchecked by its schema): the reference hands the value itself out (variation_key -1, a decide_all or
+# variables dict keyed by None), ours hands out Python's str() of it, since keys are strings in the C ABI
+# (README "Deliberate differences"; DatafileCompiler's `lenientText` / PythonScalars' `pythonText`; a list or
+# dict there is refused, as the reference's config construction cannot hash it). Counted apart, per place,
+# in Tally.deliberate -- and only where ours is exactly that text: any other value stays a difference.
+DELIBERATE_KEY_TEXT = "key handed out as str() of the datafile's non-string key (README)"
+
+
+def documented_key_text(value: Any) -> Optional[str]:
+    """What ours documents handing out for a datafile key `value` that is no string: Python's str() of a
+    number, boolean or null (`-1` -> "-1", `1.5` -> "1.5", `True` -> "True", `None` -> "None"); None
+    for a string (handed out as it is) and for anything else (not converted: refused when loaded)."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return str(value)
+    return None
+
+
+def is_documented_key_text(reference: Any, ours: Any) -> bool:
+    """Whether `ours` is exactly the documented text of the reference's non-string key `reference`."""
+    text = documented_key_text(reference)
+    return text is not None and type(ours) is str and ours == text
+
+
+def keys_as_documented_text(reference: dict, ours: dict) -> Tuple[dict, int]:
+    """The reference's dict with each non-string key renamed to its documented text where ours has that
+    text (and the reference has no such string key of its own): (the renamed dict, how many keys)."""
+    if not isinstance(reference, dict) or not isinstance(ours, dict):
+        return reference, 0
+    renamed, count = {}, 0
+    for key, value in reference.items():
+        text = documented_key_text(key)
+        if text is not None and text in ours and text not in reference:
+            renamed[text] = value
+            count += 1
+        else:
+            renamed[key] = value
+    return renamed, count
+
+
+def nonstring_key_texts(df: Any) -> set:
+    """The documented texts of the datafile's non-string `key` fields (variations, flags, variables, rules
+    anywhere): only a text in this set can be a deliberate difference (a string key "None" cannot)."""
+    found = set()
+    stack = [df]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "key" in node and documented_key_text(node["key"]) is not None:
+                found.add(documented_key_text(node["key"]))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
 def crash_kind(op: str, exc: BaseException) -> str:
     """A reference exception's kind: the call, the exception type and the innermost reference frame."""
     where = ""
@@ -806,11 +862,13 @@ class Tally:
         self.crashes: Dict[str, int] = collections.Counter()
         self.crash_examples: Dict[str, dict] = {}
         self.cases: Dict[str, int] = collections.Counter()
+        # documented deliberate differences (DELIBERATE_KEY_TEXT), per place: not differences
+        self.deliberate: Dict[str, int] = collections.Counter()
         self.mutation_kinds: Dict[str, int] = collections.Counter()
         self.all_differences: Optional[List[dict]] = None     # --replay keeps every one
 
     def merge(self, other: "Tally") -> None:
-        for name in ("comparisons", "differences", "crashes", "cases", "mutation_kinds"):
+        for name in ("comparisons", "differences", "crashes", "cases", "deliberate", "mutation_kinds"):
             getattr(self, name).update(getattr(other, name))
         for sig, ex in other.examples.items():
             self.examples.setdefault(sig, ex)
@@ -825,16 +883,25 @@ class Tally:
     def total_differences(self) -> int:
         return sum(self.differences.values())
 
+    @property
+    def total_deliberate(self) -> int:
+        """Documented deliberate differences: the refused datafiles and the keys handed out as text."""
+        return (self.cases["deliberate refusal (README), reference accepts"]
+                + self.cases["reference accepts, then raises deciding: ours refuses on purpose"]
+                + sum(self.deliberate.values()))
+
     def to_json(self) -> dict:
         return {"comparisons": dict(self.comparisons), "differences": dict(self.differences),
                 "examples": self.examples, "crashes": dict(self.crashes), "crash_examples": self.crash_examples,
-                "cases": dict(self.cases), "mutation_kinds": dict(self.mutation_kinds)}
+                "cases": dict(self.cases), "deliberate": dict(self.deliberate),
+                "mutation_kinds": dict(self.mutation_kinds)}
 
     @classmethod
     def from_json(cls, data: dict) -> "Tally":
         t = cls()
         for name in ("comparisons", "differences", "crashes", "cases", "mutation_kinds"):
             getattr(t, name).update(data[name])
+        t.deliberate.update(data.get("deliberate", {}))
         t.examples = dict(data["examples"])
         t.crash_examples = dict(data["crash_examples"])
         return t
@@ -851,6 +918,7 @@ class Case:
         self.mutations = mutate(seed, self.base) if mutations is None else mutations
         self.df = apply_mutations(self.base, self.mutations)
         self.text = json.dumps(self.df, ensure_ascii=random.Random(f"difffuzz-text-{seed}").random() < 0.5)
+        self.key_texts = nonstring_key_texts(self.df)
         self.ref: Any = None
         self.ours: Any = None
         self.ref_rec = RecordingDispatcher()
@@ -984,11 +1052,39 @@ class Case:
         for r, o in zip(ref_new, our_new):
             rn, _ = normalize_event(r)
             on, problems = normalize_event(o)
+            rn = self.event_keys_as_text(op, rn, on)
             if problems:
                 self.difference(f"{op} event: " + "; ".join(sorted(set(problems))), rn, on)
             d = typed_diff(rn, on, "event")
             if d:
                 self.difference(_signature(f"{op} event", d), rn, on, d)
+
+    def event_keys_as_text(self, op: str, rn: dict, on: dict) -> dict:
+        """The reference's event with each decision's metadata `flag_key` / `variation_key` replaced by
+        ours where ours is its documented text (DELIBERATE_KEY_TEXT); copies only what it changes."""
+        try:
+            rp, op_ = rn["params"], on["params"]
+            pairs = list(zip(rp["visitors"], op_["visitors"]))
+        except (KeyError, TypeError):
+            return rn
+        visitors = []
+        for rv, ov in pairs:
+            try:
+                snapshots = []
+                for rs, os_ in zip(rv["snapshots"], ov["snapshots"]):
+                    decisions = []
+                    for rd, od in zip(rs["decisions"], os_["decisions"]):
+                        meta = dict(rd["metadata"])
+                        for field in ("flag_key", "variation_key"):
+                            if field in meta and self.key_as_text(f"{op} event metadata.{field}", meta[field],
+                                                                  od["metadata"].get(field)):
+                                meta[field] = od["metadata"][field]
+                        decisions.append({**rd, "metadata": meta})
+                    snapshots.append({**rs, "decisions": decisions + rs["decisions"][len(decisions):]})
+                visitors.append({**rv, "snapshots": snapshots + rv["snapshots"][len(snapshots):]})
+            except (KeyError, TypeError, AttributeError):
+                visitors.append(rv)
+        return {**rn, "params": {**rp, "visitors": visitors + rp["visitors"][len(visitors):]}}
 
     # -- the calls --------------------------------------------------------------------------------
 
@@ -1013,9 +1109,32 @@ class Case:
             self.compare_decision(op, r, o)
         self.check_events(op)
 
+    def key_as_text(self, place: str, reference: Any, ours: Any) -> bool:
+        """Whether ours is the documented text of a non-string key the datafile has (DELIBERATE_KEY_TEXT):
+        then counted apart under `place`."""
+        if type(ours) is str and ours in self.key_texts and is_documented_key_text(reference, ours):
+            self.tally.deliberate[f"{place}: {DELIBERATE_KEY_TEXT}"] += 1
+            return True
+        return False
+
+    def dict_keys_as_text(self, place: str, reference: Any, ours: Any) -> Any:
+        """The reference's dict with its non-string keys renamed to ours' documented texts (counted apart)."""
+        if not isinstance(reference, dict) or not isinstance(ours, dict):
+            return reference
+        ours_known = {k: v for k, v in ours.items() if k in self.key_texts}
+        renamed, count = keys_as_documented_text(reference, ours_known)
+        if count:
+            self.tally.deliberate[f"{place}: {DELIBERATE_KEY_TEXT}"] += count
+        return renamed
+
     def compare_decision(self, op: str, r: dict, o: Any) -> None:
         ours = {k: getattr(o, k, None) for k in ("flag_key", "enabled", "variation_key", "rule_key", "variables")}
         ours["reasons"] = list(getattr(o, "reasons", []) or [])
+        r = dict(r)
+        for field in ("variation_key", "flag_key"):
+            if self.key_as_text(f"{op} {field}", r[field], ours[field]):
+                r[field] = ours[field]
+        r["variables"] = self.dict_keys_as_text(f"{op} variables", r["variables"], ours["variables"])
         for field in ("enabled", "variation_key", "rule_key", "variables", "flag_key", "reasons"):
             d = typed_diff(r[field], ours[field], field)
             if d:
@@ -1070,6 +1189,7 @@ class Case:
             self.ours_raised(op, exc, r)
         else:
             o = dict(o)
+            r = self.dict_keys_as_text("decide_all flag keys", r, o)
             if list(r) != list(o):
                 kind = "order" if set(r) == set(o) else "keys"
                 self.difference(f"decide_all: flag {kind} differ", list(r), list(o))
@@ -1094,6 +1214,8 @@ class Case:
         self.compared(op)
         if exc is not None:
             self.ours_raised(op, exc, r)
+        elif self.key_as_text(f"{op} variation key", r, o):
+            pass
         elif typed_diff(r, o):
             kind = ("reference None, ours a variation" if r is None else
                     "reference a variation, ours None" if o is None else "different variations")
@@ -1274,7 +1396,8 @@ def summary_line(tally: Tally, seeds: range, seconds: float) -> str:
     return (f"difffuzz: {tally.total_comparisons:,} comparisons against optimizely-sdk 5.7.0, "
             f"seeds {seeds.start}:{seeds.stop}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, "
             f"{tally.total_differences:,} differences ({len(tally.differences)} signatures), "
-            f"{sum(tally.crashes.values()):,} reference crashes skipped, {seconds:.0f} s")
+            f"{sum(tally.crashes.values()):,} reference crashes skipped, "
+            f"{tally.total_deliberate:,} deliberate differences apart, {seconds:.0f} s")
 
 
 def describe_example(sig: str, ex: dict, width: int = 600) -> List[str]:
@@ -1298,11 +1421,23 @@ def describe_example(sig: str, ex: dict, width: int = 600) -> List[str]:
     return lines
 
 
+def deliberate_lines(tally: Tally) -> List[str]:
+    """The documented deliberate differences (README), counted apart from the differences."""
+    refused = {k: v for k, v in tally.cases.items() if "on purpose" in k or "deliberate" in k}
+    if not refused and not tally.deliberate:
+        return []
+    lines = [f"deliberate differences (README \"Deliberate differences\"; not differences): {tally.total_deliberate:,}"]
+    for kind, count in sorted({**refused, **tally.deliberate}.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {count:8,}  {kind}")
+    return lines
+
+
 def format_report(tally: Tally, limit: int = 60, example_width: int = 600) -> str:
     lines = []
     comp = ", ".join(f"{k} {v:,}" for k, v in sorted(tally.comparisons.items(), key=lambda kv: -kv[1]))
     lines.append(f"comparisons: {comp}")
     lines.append("cases: " + ", ".join(f"{k}: {v}" for k, v in sorted(tally.cases.items())))
+    lines += deliberate_lines(tally)
     if tally.differences:
         lines.append(f"{tally.total_differences:,} differences, {len(tally.differences)} signatures "
                      f"(count, signature, then its first example):")
@@ -1327,7 +1462,9 @@ def write_report(path: str, tally: Tally, seeds: range, seconds: float, n_users:
                            for s, c in sorted(tally.differences.items(), key=lambda kv: -kv[1])],
             "reference_crashes": [{"kind": k, "count": c, "example": tally.crash_examples.get(k)}
                                   for k, c in sorted(tally.crashes.items(), key=lambda kv: -kv[1])],
-            **{k: v for k, v in tally.to_json().items() if k in ("comparisons", "cases", "mutation_kinds")}}
+            "total_deliberate": tally.total_deliberate,
+            **{k: v for k, v in tally.to_json().items()
+               if k in ("comparisons", "cases", "deliberate", "mutation_kinds")}}
     with open(path, "w") as fh:
         json.dump(data, fh, indent=1, ensure_ascii=False, default=repr)
 
@@ -1337,6 +1474,12 @@ def markdown_report(tally: Tally, seeds: range, seconds: float) -> str:
     out = [f"`{summary_line(tally, seeds, seconds)}`", "",
            f"Library: `{os.environ.get('EXPERIMENT_LIBRARY')}`. Reproduce one seed with "
            "`python3 bindings/python/tests/difffuzz.py --replay SEED`.", ""]
+    deliberate = deliberate_lines(tally)
+    if deliberate:
+        out += [deliberate[0][:1].upper() + deliberate[0][1:] + ":", ""]
+        out += [f"- {line.split(None, 1)[0]} `{line.split(None, 1)[1]}`" for line in deliberate[1:]] + [""]
+    if tally.differences:
+        out += ["Differences (count, signature, first example):", ""]
     for sig, count in sorted(tally.differences.items(), key=lambda kv: -kv[1]):
         out.append(f"- **{count:,}** `{sig}`")
         out += [f"  - `{line}`" for line in describe_example(sig, tally.examples.get(sig, {}))]

@@ -120,3 +120,54 @@ def test_deliberate_refusals_of_datafiles_the_reference_accepts_are_only_the_rea
         "datafile: audiences[0].conditions[1][2]: expected a condition object or list, got a boolean")
     assert not difffuzz.DELIBERATE_REFUSALS.match(
         "datafile: rollouts[1].experiments[2].trafficAllocation[0].endOfRange: expected an integer, got a string")
+
+
+def test_keys_handed_out_as_text_are_apart_only_when_exactly_the_documented_text():
+    """README "Deliberate differences": a variation, flag or variable key that is a number, boolean or null
+    is handed out as Python's str() of it (the reference: the value). The fuzzer counts that apart, and only
+    that: a wrong text, a string where the datafile has none, or another type stays a difference."""
+    assert difffuzz.documented_key_text(-1) == "-1"
+    assert difffuzz.documented_key_text(None) == "None"
+    assert difffuzz.documented_key_text(True) == "True"
+    assert difffuzz.documented_key_text(2.5) == "2.5"
+    assert difffuzz.documented_key_text("k") is None and difffuzz.documented_key_text({}) is None
+    assert difffuzz.is_documented_key_text(-1, "-1")
+    assert not difffuzz.is_documented_key_text(-1, "-1.0")      # a wrong text
+    assert not difffuzz.is_documented_key_text(-1, -1.0)        # not a string
+    assert not difffuzz.is_documented_key_text(None, "null")    # JSON's spelling, not str()'s
+    assert not difffuzz.is_documented_key_text(True, "true")
+    assert not difffuzz.is_documented_key_text("k", "k")        # a string key is no deliberate difference
+    renamed, count = difffuzz.keys_as_documented_text({-1: 1, None: 2, "a": 3}, {"-1": 1, "none": 2, "a": 3})
+    assert renamed == {"-1": 1, None: 2, "a": 3} and count == 1
+
+    # Through a case: every variation of seed 0's delivery rules keyed -1 (the reference's schema does not
+    # check rollout rules), decided by both engines: apart, never a difference.
+    seed = 0
+    base = generate_datafile(seed)
+    mutations = [{"kind": "retype str->int", "op": "set", "path": path + ["variations", i, "key"], "value": -1}
+                 for path, rule in difffuzz.experiments_of(base) if path[0] == "rollouts"
+                 for i in range(len(rule.get("variations", [])))]
+    assert mutations
+    tally = difffuzz.Tally()
+    difffuzz.Case(seed, 6, tally, mutations=mutations).run()
+    assert not tally.differences, {s: tally.examples[s] for s in tally.differences}
+    assert tally.deliberate["decide variation_key: " + difffuzz.DELIBERATE_KEY_TEXT] > 0, tally.deliberate
+
+    # The classifier on one decision: ours "-1" for the reference's -1 is apart; a wrong value of ours
+    # (what a library answering "-1.0", -1 or a string the datafile has no key for would give) is a difference.
+    from types import SimpleNamespace
+    reference = {"flag_key": "f", "enabled": True, "variation_key": -1, "rule_key": "r", "variables": {"v": 1},
+                 "reasons": []}
+    for ours_key, differs in (("-1", False), ("-1.0", True), (-1.0, True), ("-2", True)):
+        tally = difffuzz.Tally()
+        case = difffuzz.Case(seed, 0, tally, mutations=mutations)
+        ours = SimpleNamespace(**{**reference, "variation_key": ours_key})
+        case.compare_decision("decide", reference, ours)
+        assert bool(tally.differences) == differs, (ours_key, tally.differences)
+        assert bool(tally.deliberate) != differs, (ours_key, tally.deliberate)
+    # a variables dict keyed by the reference's None: ours "None" only where the datafile has such a key
+    tally = difffuzz.Tally()
+    case = difffuzz.Case(seed, 0, tally, mutations=mutations)      # keys -1 only: "None" is not documented here
+    case.compare_decision("decide", {**reference, "variables": {None: 1}},
+                          SimpleNamespace(**{**reference, "variables": {"None": 1}}))
+    assert tally.differences and not tally.deliberate, (tally.differences, tally.deliberate)
