@@ -23,7 +23,8 @@ let package = Package(
     ],
     targets: [
         // json-c: the library's one JSON reader (datafiles, options, JSON attributes and tags, profiles,
-        // server responses). A pure parser, so Core may use it.
+        // server responses). A pure parser, so Core may use it. Datafiles are parsed one top-level array
+        // element at a time from the caller's buffer (StreamedDatafile): no tree of a whole datafile.
         .systemLibrary(name: "CJSONC", path: "Sources/CJSONC", pkgConfig: "json-c",
                        providers: [.apt(["libjson-c-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",

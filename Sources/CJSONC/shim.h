@@ -28,6 +28,9 @@ static inline struct json_object *exp_json_member_value(struct lh_entry *entry) 
 
 /* The flags every JSON text of the library is parsed with. */
 static inline int exp_json_flags(void) { return JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8; }
+/* The same for one value inside a larger text (a datafile read element by element): json-c stops after the
+ * value (and the whitespace after it) and json_tokener_get_parse_end says where. */
+static inline int exp_json_value_flags(void) { return exp_json_flags() | JSON_TOKENER_ALLOW_TRAILING_CHARS; }
 /* The compact form json-c writes: no spaces, '/' not escaped. */
 static inline int exp_json_plain(void) { return JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE; }
 #endif

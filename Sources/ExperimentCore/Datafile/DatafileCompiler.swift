@@ -21,34 +21,77 @@ public enum DatafileCompiler {
     /// The reference's supported versions: it reads "2" and "3" datafiles with the same code as "4".
     public static let supportedVersions: Set<String> = ["2", "3", "4"]
 
-    /// The steps of a compilation, for callers that time them (see `compile(_:after:)`).
-    public enum Step: Sendable { case parsed, compiled, freed }
+    /// The steps of a compilation, for callers that time them (see `compile(_:after:)`): the callback
+    /// hears each step as it begins (a streamed compilation alternates between them element by element)
+    /// and `.done` at the end.
+    public enum Step: Sendable { case parse, compile, free, done }
 
     public static func compile(_ bytes: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
         try compile(bytes, after: nil)
     }
 
-    /// json-c parses `bytes` in place, the compiler reads its tree into the config, and the tree is freed
-    /// before the config is returned (so before a caller publishes it). `after` is called once each step
-    /// is done (parsed, compiled, freed): the runtime times them for its debug log.
+    /// json-c parses `bytes` in place, one element of the large top-level arrays at a time
+    /// (`StreamedDatafile`): the compiler reads each element into the config and its tree is freed before
+    /// the next one is parsed, so json-c's tree of the whole datafile never exists. A datafile the
+    /// streamed pass does not accept as it is (any error: malformed JSON, a problem of the datafile) is
+    /// compiled again from json-c's tree of the whole text, which gives the result and the message every
+    /// caller and test knows. Every tree is freed before the config is returned (so before a caller
+    /// publishes it). `after` hears each step as it begins: the runtime times them for its debug log.
     public static func compile(_ bytes: UnsafeRawBufferPointer, after: ((Step) -> Void)?) throws(DatafileError)
         -> ProjectConfig
     {
+        after?(.parse)
+        if let config = compileStreamed(bytes, after: after) {
+            after?(.done)
+            return config
+        }
+        return try compileWholeText(bytes, after: after)
+    }
+
+    /// json-c's tree of the whole text, compiled: the path every datafile took before the streamed one,
+    /// and the one that words every error.
+    static func compileWholeText(_ bytes: UnsafeRawBufferPointer, after: ((Step) -> Void)?) throws(DatafileError)
+        -> ProjectConfig
+    {
+        after?(.parse)
         var document: JSONDocument?
         do {
             document = try JSONDocument.parse(bytes, what: "datafile", maxBytes: maxBytes, maxDepth: maxDepth)
         } catch {
+            after?(.done)
             throw DatafileError(error)
         }
-        after?(.parsed)
+        after?(.compile)
         // The readers borrow json-c's tree: the document must outlive the compilation.
         let config = try withExtendedLifetime(document!) { () throws(DatafileError) -> ProjectConfig in
             var compiler = Compilation(root: DatafileReader(document!.root))
             return try compiler.run()
         }
-        after?(.compiled)
+        after?(.free)
         document = nil
-        after?(.freed)
+        after?(.done)
+        return config
+    }
+
+    /// The config of a datafile read element by element, or nil when the whole-text path must decide
+    /// (see `compile(_:after:)`).
+    static func compileStreamed(_ bytes: UnsafeRawBufferPointer, after: ((Step) -> Void)?) -> ProjectConfig? {
+        let stream = StreamedDatafile(bytes, step: after)
+        defer {
+            after?(.free)
+            stream.release()
+        }
+        guard !stream.failed else { return nil }
+        after?(.compile)
+        var compiler = Compilation(root: DatafileReader(stream.skeleton.root), stream: stream)
+        let config: ProjectConfig
+        do {
+            config = try compiler.run()
+        } catch {
+            return nil
+        }
+        after?(.parse)
+        guard stream.finish() else { return nil }
         return config
     }
 
@@ -119,10 +162,21 @@ private struct Compilation {
     var globalHoldouts: [Int32] = []
     var holdoutsByRuleId: [String: [Int32]] = [:]
     var indexes = ProjectConfig.Indexes()
+    /// The datafile read element by element, when it is (else `root` is json-c's tree of the whole text).
+    let stream: StreamedDatafile?
+    /// Element documents whose readers are kept past their element (see `pin`).
+    var pinned: [JSONDocument] = []
 
-    init(root: DatafileReader, collectsProblems: Bool = false) {
+    init(root: DatafileReader, collectsProblems: Bool = false, stream: StreamedDatafile? = nil) {
         self.root = root
         self.collectsProblems = collectsProblems
+        self.stream = stream
+    }
+
+    /// Keeps the document `reader` reads alive until the compilation ends: a streamed element's tree is
+    /// otherwise freed when its section's loop moves on.
+    mutating func pin(_ reader: DatafileReader) {
+        pinned.append(reader.value.document)
     }
 
     /// A problem with one entity: compiling stops at it, validating records it and carries on.
@@ -199,9 +253,17 @@ private struct Compilation {
 
     /// An optional top-level list. Absent is empty; present as null the reference iterates None and its
     /// config construction raises, so it is refused.
-    func section(_ name: String) throws(DatafileError) -> [DatafileReader] {
-        guard let field = root.member(name) else { return [] }
-        return try field.array()
+    func section(_ name: String) throws(DatafileError) -> DatafileSection {
+        if let stream, let spans = stream.spans(of: name) { return DatafileSection(stream, name, spans) }
+        guard let field = root.member(name) else { return DatafileSection([]) }
+        return DatafileSection(try field.array())
+    }
+
+    /// A required top-level list. A streamed datafile's elements are parsed one at a time as the loop
+    /// reaches them: a reader kept past its element needs `pin`.
+    func requiredSection(_ name: String) throws(DatafileError) -> DatafileSection {
+        if let stream, let spans = stream.spans(of: name) { return DatafileSection(stream, name, spans) }
+        return DatafileSection(try root.requiredArray(name))
     }
 
     /// The first "integrations" entry with key "odp" (later ones are ignored, as in the reference).
@@ -218,7 +280,7 @@ private struct Compilation {
 
     mutating func readAttributes() throws(DatafileError) -> [Attribute] {
         var attributes: [Attribute] = []
-        for entry in try root.requiredArray("attributes") {
+        for entry in try requiredSection("attributes") {
             do throws(DatafileError) {
                 let attribute = Attribute(id: try entry.requiredString("id"), key: try entry.requiredKey())
                 indexes.attributes.insert(attribute.key, attributes.count, replacing: true)
@@ -232,7 +294,7 @@ private struct Compilation {
 
     mutating func readEvents() throws(DatafileError) -> [Event] {
         var events: [Event] = []
-        for entry in try root.requiredArray("events") {
+        for entry in try requiredSection("events") {
             do throws(DatafileError) {
                 let event = Event(id: try entry.requiredString("id"), key: try entry.requiredKey())
                 for id in try entry.requiredArray("experimentIds") { _ = try id.string() }
@@ -248,7 +310,7 @@ private struct Compilation {
     // MARK: audiences
 
     mutating func readAudiences() throws(DatafileError) {
-        for entry in try root.requiredArray("audiences") {
+        for entry in try requiredSection("audiences") {
             do throws(DatafileError) {
                 let conditionsField = try entry.required("conditions")
                 guard let textBytes = conditionsField.value.stringBytes else {
@@ -447,6 +509,7 @@ private struct Compilation {
             return .leaf(audiences[index].slot)
         case .int, .double, .bool, .null:
             scalarAudienceLeaves.append(node)
+            pin(node)  // read again for a message once the rule's context is known
             return .leaf(unknownAudience())
         case .array:
             let (op, operands) = try Compilation.operation(node)
@@ -487,7 +550,7 @@ private struct Compilation {
     // MARK: experiments, groups, rollouts
 
     mutating func readExperiments() throws(DatafileError) {
-        for entry in try root.requiredArray("experiments") {
+        for entry in try requiredSection("experiments") {
             do throws(DatafileError) {
                 try addExperiment(entry, kind: .experiment, group: -1, groupId: "", context: .experiment)
             } catch {
@@ -510,7 +573,9 @@ private struct Compilation {
             rolloutRulesById[id] = rules
         }
         var groupEntries: [(reader: DatafileReader, id: String, experiments: [Int])] = []
-        for entry in try root.requiredArray("groups") {
+        // A streamed group's tree is freed when the loop moves on unless kept (until this function returns).
+        var groupDocuments: [JSONDocument] = []
+        for entry in try requiredSection("groups") {
             let id = try entry.requiredString("id")
             let policy = try entry.requiredString("policy")
             var members: [Int] = []
@@ -524,6 +589,7 @@ private struct Compilation {
                     try record(error)
                 }
             }
+            groupDocuments.append(entry.value.document)  // its "trafficAllocation" is read below
             groupEntries.append((entry, id, members))
         }
         let experimentIndexById = self.experimentIndexById
@@ -533,6 +599,7 @@ private struct Compilation {
             }
             groups.append(Group(id: ConfigString(id, in: strings), traffic: ranges))
         }
+        withExtendedLifetime(groupDocuments) {}
         // A flag's rollout rules are the reference's experiments by id: the last definition of each id
         // (a repeated rule, or a group experiment with the same id) serves every place that names it.
         for (id, rules) in rolloutRulesById {
@@ -797,7 +864,8 @@ private struct Compilation {
     // MARK: feature flags
 
     mutating func readFlags() throws(DatafileError) -> [Flag] {
-        struct FlagSource { let reader: DatafileReader; let id: String; let key: String; let variables: [Variable]
+        // No reader is kept: a streamed flag's tree is freed when the loop moves on.
+        struct FlagSource { let id: String; let key: String; let variables: [Variable]
                             let experimentRules: [Int32]; let rolloutRules: [Int32]; let rollout: FlagRollout }
         var sources: [FlagSource] = []
         var usedRolloutIds = Set<String>()
@@ -818,7 +886,7 @@ private struct Compilation {
                     guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\" (no such id in \"rollouts\")") }
                     rolloutRules = rules
                 }
-                sources.append(FlagSource(reader: entry, id: try entry.requiredString("id"), key: try entry.requiredKey(),
+                sources.append(FlagSource(id: try entry.requiredString("id"), key: try entry.requiredKey(),
                                           variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules,
                                           rollout: rolloutId.isEmpty ? .none
                                               : rolloutRulesById[rolloutId] == nil ? .missing : .found(id: rolloutId)))
@@ -831,7 +899,7 @@ private struct Compilation {
         let usages = variableUsagesByVariationId()
         var flags: [Flag] = []
         for source in sources {
-            let flag = try compileFlag(source.reader, id: source.id, key: source.key, variables: source.variables,
+            let flag = try compileFlag(id: source.id, key: source.key, variables: source.variables,
                                        experimentRules: source.experimentRules, rolloutRules: source.rolloutRules,
                                        rollout: source.rollout, usages: usages)
             indexes.flags.insert(source.key, flags.count, replacing: true)
@@ -891,7 +959,7 @@ private struct Compilation {
         return usages
     }
 
-    mutating func compileFlag(_ entry: DatafileReader, id: String, key: String, variables: [Variable], experimentRules: [Int32],
+    mutating func compileFlag(id: String, key: String, variables: [Variable], experimentRules: [Int32],
                               rolloutRules: [Int32], rollout: FlagRollout, usages: [String: [VariableValue]])
         throws(DatafileError) -> Flag
     {

@@ -143,9 +143,12 @@ struct DatafileReader {
     func optionalArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try optional(key)?.array() ?? [] }
 
     /// The place of `target` in its document: each step down from the root ("name" or "[index]",
-    /// joined as "a.b[2].c"), after the place of the string it was read from for a nested document.
+    /// joined as "a.b[2].c"), after the place of the string it was read from for a nested document, or
+    /// the element's place for one element of a datafile read element by element.
     static func path(of target: JSONValue) -> String {
-        var text = target.document.enclosingField.map { path(of: $0) } ?? ""
+        let document = target.document
+        var text = document.enclosingField.map { path(of: $0) }
+            ?? document.section.map { "\($0)[\(document.sectionIndex)]" } ?? ""
         for step in target.steps ?? [] {
             switch step {
             case .member(let name): text += (text.isEmpty ? "" : ".") + String(cString: name)

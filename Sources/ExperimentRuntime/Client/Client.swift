@@ -132,18 +132,31 @@ public final class Client: @unchecked Sendable {
         return (previousRevision, compiled)
     }
 
-    /// Compiles `datafile`; with debug logging on, logs how long json-c's parse, the compilation and the
-    /// freeing of json-c's tree took (bench_load reads this line).
+    /// Compiles `datafile`; with debug logging on, logs how long json-c's parsing, the compilation and the
+    /// freeing of json-c's trees took in all (the datafile is read element by element, so the three
+    /// alternate; bench_load reads this line).
     private func compileTimed(_ datafile: UnsafeRawBufferPointer) throws(DatafileError) -> ProjectConfig {
         guard logger.isEnabled(.debug) else { return try DatafileCompiler.compile(datafile) }
-        var marks: [Double] = [Client.monotonicMilliseconds()]
-        let config = try DatafileCompiler.compile(datafile) { _ in marks.append(Client.monotonicMilliseconds()) }
+        var totals: [Double] = [0, 0, 0]  // parse, compile, free
+        var current: Int? = nil
+        var mark = Client.monotonicMilliseconds()
+        let config = try DatafileCompiler.compile(datafile) { step in
+            let now = Client.monotonicMilliseconds()
+            if let current { totals[current] += now - mark }
+            mark = now
+            switch step {
+            case .parse: current = 0
+            case .compile: current = 1
+            case .free: current = 2
+            case .done: current = nil
+            }
+        }
         func span(_ index: Int) -> String {
-            let microseconds = (marks[index] - marks[index - 1]) * 1000
+            let microseconds = totals[index] * 1000
             return String(Double(Int(microseconds.rounded())) / 1000)
         }
-        logger.log(.debug, "datafile of \(datafile.count) bytes: parse \(span(1)) ms (json-c), compile \(span(2)) ms, "
-                   + "free \(span(3)) ms")
+        logger.log(.debug, "datafile of \(datafile.count) bytes: parse \(span(0)) ms (json-c), compile \(span(1)) ms, "
+                   + "free \(span(2)) ms")
         return config
     }
 

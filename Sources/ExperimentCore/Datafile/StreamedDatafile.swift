@@ -1,0 +1,408 @@
+import CJSONC
+
+/// A datafile read without json-c's tree of the whole text: json-c parses one element of a large
+/// top-level array at a time, straight from the caller's bytes, the compiler reads it, and its tree is
+/// freed before the next one is parsed. Peak memory is then one element's tree (json-c's tree of a whole
+/// datafile is ~12x its size), and freeing a small, recently allocated tree is cheap where freeing a
+/// large one is not.
+///
+/// This type only handles the top level's punctuation: `{`, `"name"`, `:`, `,`, `}` and the `[`, `,`, `]`
+/// of the streamed arrays. json-c parses every value: the other top-level members at once (into one small
+/// object, `skeleton`), each element of a streamed array when the compiler reaches it (`section(_:)`).
+/// The compiler reads the sections in its own order, not the text's, so the walk first notes where each
+/// element is (skipping strings and brackets, without judging the grammar: json-c does that when it parses
+/// the element, and its end must be where the walk put it).
+///
+/// The result is the whole text's: the same depth limit (an element sits two levels down), the same
+/// strict flags, the UTF-8 and strict-token passes over the whole text, a repeated top-level name keeps its
+/// last value, nothing may follow the object. Anything this reader does not settle itself (a malformed
+/// text, a NUL byte, a top-level array of another shape) makes `failed` true and the caller compiles the
+/// whole text the usual way instead, which also words every error exactly as before. An element json-c
+/// refuses does the same.
+///
+/// Readers of an element are valid while the element is the current one of its section's loop: a reader
+/// kept longer must have its document pinned (`Compilation.pin`).
+final class StreamedDatafile {
+    /// The top-level arrays the compiler reads element by element.
+    static let streamedNames: Set<String> = [
+        "attributes", "events", "audiences", "typedAudiences", "experiments", "rollouts", "groups",
+        "featureFlags", "holdouts", "localHoldouts",
+    ]
+
+    private let text: UnsafeBufferPointer<UInt8>
+    /// json-c tokeners for top-level values (one level down) and for elements of top-level arrays (two):
+    /// the library's depth limit counts the levels above them.
+    private let valueTokener: UnsafeMutablePointer<json_tokener>
+    private let elementTokener: UnsafeMutablePointer<json_tokener>
+    /// The top-level members that are not streamed, in one json-c object (a repeated name: its last value).
+    private(set) var skeleton: JSONDocument
+    /// The byte ranges of each streamed array's elements (a repeated name: the last array).
+    private var sections: [String: [Range<Int>]] = [:]
+    /// How many leading elements of each section json-c has parsed (every one must be, see `finish`).
+    private var parsedCounts: [String: Int] = [:]
+    /// Set when the text needs the whole-text path (see the type's comment).
+    var failed = false
+    /// The compilation's step callback (see `DatafileCompiler.compile(_:after:)`).
+    let step: ((DatafileCompiler.Step) -> Void)?
+
+    /// Walks the top level of `bytes` (`failed` tells whether it could).
+    init(_ bytes: UnsafeRawBufferPointer, step: ((DatafileCompiler.Step) -> Void)?) {
+        text = bytes.assumingMemoryBound(to: UInt8.self)
+        self.step = step
+        // json-c returns NULL only when out of memory.
+        valueTokener = json_tokener_new_ex(Int32(DatafileCompiler.maxDepth - 1))!
+        elementTokener = json_tokener_new_ex(Int32(DatafileCompiler.maxDepth - 2))!
+        json_tokener_set_flags(valueTokener, exp_json_value_flags())
+        json_tokener_set_flags(elementTokener, exp_json_value_flags())
+        skeleton = JSONDocument(tree: json_object_new_object())
+        guard text.count > 0, text.count <= min(DatafileCompiler.maxBytes, Int(Int32.max) - 1),
+              UTF8Validation.firstInvalidByte(text) == nil,
+              JSONStrictTokens.firstProblem(bytes) == nil,
+              walk()
+        else {
+            failed = true
+            return
+        }
+    }
+
+    deinit {
+        json_tokener_free(valueTokener)
+        json_tokener_free(elementTokener)
+    }
+
+    /// The element ranges of a streamed top-level array, or nil when the datafile has no such array
+    /// (absent, or another JSON type: then it is a member of `skeleton`).
+    func spans(of name: String) -> [Range<Int>]? { sections[name] }
+
+    /// json-c's parse of one element, as a document placed at `name[index]`; nil (and `failed`) when
+    /// json-c refuses it or ends it elsewhere than the walk did.
+    func element(_ name: String, _ index: Int, _ span: Range<Int>) -> JSONDocument? {
+        guard let (tree, end) = parseValue(at: span.lowerBound, with: elementTokener), end == skipSpace(span.upperBound)
+        else {
+            failed = true
+            return nil
+        }
+        parsedCounts[name] = max(parsedCounts[name] ?? 0, index + 1)
+        let document = JSONDocument(tree: tree)
+        document.section = name
+        document.sectionIndex = index
+        return document
+    }
+
+    /// After the compilation: json-c parses (and frees at once) the elements the compiler did not read,
+    /// so the whole text has been checked. False when the text needs the whole-text path.
+    func finish() -> Bool {
+        for (name, spans) in sections where (parsedCounts[name] ?? 0) < spans.count {
+            guard check(spans[(parsedCounts[name] ?? 0)...]) else { return false }
+        }
+        return !failed
+    }
+
+    /// Frees the skeleton's tree.
+    func release() {
+        skeleton = JSONDocument(tree: nil)
+    }
+
+    // MARK: the walk
+
+    private static let space: UInt8 = 0x20, tab: UInt8 = 0x09, newline: UInt8 = 0x0A, carriageReturn: UInt8 = 0x0D
+    private static let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\"), colon = UInt8(ascii: ":"),
+                       comma = UInt8(ascii: ","), openBrace = UInt8(ascii: "{"), closeBrace = UInt8(ascii: "}"),
+                       openBracket = UInt8(ascii: "["), closeBracket = UInt8(ascii: "]")
+
+    /// `{ "name": value, ... }` and nothing after it but whitespace.
+    private func walk() -> Bool {
+        var index = skipSpace(0)
+        guard byte(index) == Self.openBrace else { return false }
+        index = skipSpace(index + 1)
+        if byte(index) == Self.closeBrace {
+            return skipSpace(index + 1) == text.count
+        }
+        while true {
+            guard byte(index) == Self.quote, let (name, nameEnd) = memberName(at: index) else { return false }
+            index = skipSpace(nameEnd)
+            guard byte(index) == Self.colon else { return false }
+            index = skipSpace(index + 1)
+            if Self.streamedNames.contains(name), byte(index) == Self.openBracket {
+                guard let (spans, end) = elementSpans(at: index) else { return false }
+                guard replaceSection(name, with: spans) else { return false }
+                index = end
+            } else {
+                guard let (tree, end) = parseValue(at: index, with: valueTokener) else { return false }
+                guard dropSection(name) else {
+                    json_object_put(tree)
+                    return false
+                }
+                // Takes the tree; a name given before keeps its position and gets this value, as in json-c.
+                json_object_object_add(skeleton.tree, name, tree)
+                index = end
+            }
+            index = skipSpace(index)
+            if byte(index) == Self.comma {
+                index = skipSpace(index + 1)
+                continue
+            }
+            guard byte(index) == Self.closeBrace else { return false }
+            return skipSpace(index + 1) == text.count
+        }
+    }
+
+    /// A member name starting at the quote at `index`, as json-c stores names (up to an escaped NUL), and
+    /// the index after its closing quote.
+    private func memberName(at index: Int) -> (String, Int)? {
+        guard let end = skipString(index) else { return nil }
+        let inner = UnsafeBufferPointer(rebasing: text[(index + 1)..<(end - 1)])
+        if !inner.contains(Self.backslash) { return (String(decoding: inner, as: UTF8.self), end) }
+        guard let (tree, parsedEnd) = parseValue(at: index, with: valueTokener) else { return nil }
+        defer { json_object_put(tree) }
+        guard parsedEnd == skipSpace(end), let decoded = json_object_get_string(tree) else { return nil }
+        return (String(cString: decoded), end)
+    }
+
+    /// The element ranges of the array starting at `index` and the index after its `]`.
+    private func elementSpans(at index: Int) -> ([Range<Int>], Int)? {
+        var spans: [Range<Int>] = []
+        var index = skipSpace(index + 1)
+        if byte(index) == Self.closeBracket { return (spans, index + 1) }
+        while true {
+            guard let end = skipValue(index) else { return nil }
+            spans.append(index..<end)
+            index = skipSpace(end)
+            if byte(index) == Self.comma {
+                index = skipSpace(index + 1)
+                continue
+            }
+            guard byte(index) == Self.closeBracket else { return nil }
+            return (spans, index + 1)
+        }
+    }
+
+    /// A streamed array named again: the earlier one is still checked by json-c, then replaced.
+    private func replaceSection(_ name: String, with spans: [Range<Int>]) -> Bool {
+        guard dropSection(name) else { return false }
+        json_object_object_del(skeleton.tree, name)
+        sections[name] = spans
+        return true
+    }
+
+    /// A streamed array replaced by a later value of its name: json-c checks its elements.
+    private func dropSection(_ name: String) -> Bool {
+        guard let spans = sections.removeValue(forKey: name) else { return true }
+        return check(spans[...])
+    }
+
+    /// json-c parses each element and frees it at once.
+    private func check(_ spans: ArraySlice<Range<Int>>) -> Bool {
+        for span in spans {
+            guard let (tree, end) = parseValue(at: span.lowerBound, with: elementTokener),
+                  end == skipSpace(span.upperBound)
+            else { return false }
+            json_object_put(tree)
+        }
+        return true
+    }
+
+    /// json-c's parse of the value at `offset` (it stops after the value and the whitespace after it):
+    /// the tree (owned by the caller) and the index where json-c stopped, or nil when it refused.
+    private func parseValue(at offset: Int, with tokener: UnsafeMutablePointer<json_tokener>) -> (OpaquePointer?, Int)? {
+        json_tokener_reset(tokener)
+        let start = UnsafeRawPointer(text.baseAddress! + offset).assumingMemoryBound(to: CChar.self)
+        let tree = json_tokener_parse_ex(tokener, start, Int32(text.count - offset))
+        guard json_tokener_get_error(tokener) == json_tokener_success else {
+            json_object_put(tree)
+            return nil
+        }
+        return (tree, offset + Int(json_tokener_get_parse_end(tokener)))
+    }
+
+    // MARK: skipping (no judgement of the grammar: json-c parses what is skipped)
+
+    @inline(__always)
+    private func byte(_ index: Int) -> UInt8 {
+        index < text.count ? text[index] : 0
+    }
+
+    private func skipSpace(_ start: Int) -> Int {
+        var index = start
+        while index < text.count {
+            let next = text[index]
+            guard next == Self.space || next == Self.newline || next == Self.carriageReturn || next == Self.tab
+            else { break }
+            index += 1
+        }
+        return index
+    }
+
+    /// The index after the string starting at the quote at `start`; nil when it does not end. (A NUL or
+    /// another control character in it is refused by the strict-token pass.)
+    private func skipString(_ start: Int) -> Int? {
+        var index = start + 1
+        while true {
+            guard let found = Self.firstOf(Self.quote, Self.backslash, in: text, from: index) else { return nil }
+            if text[found] == Self.quote { return found + 1 }
+            index = found + 2
+        }
+    }
+
+    /// The index after the value starting at `start` (a string, a container with everything in it, or a
+    /// scalar up to the next whitespace or punctuation).
+    private func skipValue(_ start: Int) -> Int? {
+        guard start < text.count else { return nil }
+        var index = start
+        switch text[index] {
+        case Self.quote:
+            return skipString(index)
+        case Self.openBrace, Self.openBracket:
+            var depth = 0
+            while let found = Self.firstBracketOrQuote(in: text, from: index) {
+                switch text[found] {
+                case Self.quote:
+                    guard let end = skipString(found) else { return nil }
+                    index = end
+                    continue
+                case Self.openBrace, Self.openBracket:
+                    depth += 1
+                default:
+                    depth -= 1
+                    if depth == 0 { return found + 1 }
+                }
+                index = found + 1
+            }
+            return nil
+        case Self.comma, Self.closeBracket, Self.closeBrace, 0:
+            return nil
+        default:
+            while index < text.count {
+                switch text[index] {
+                case Self.space, Self.newline, Self.carriageReturn, Self.tab, Self.comma, Self.closeBracket,
+                     Self.closeBrace:
+                    return index
+                default:
+                    index += 1
+                }
+            }
+            return nil
+        }
+    }
+
+    // Eight bytes at a time: the walk skips most of a datafile, and a byte-by-byte loop costs a third
+    // of json-c's own parse.
+
+    private static let ones: UInt64 = 0x0101_0101_0101_0101, highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// The high bit of each byte of `word` that equals `byte` (exact for the lowest such byte).
+    @inline(__always)
+    private static func bytes(of word: UInt64, equalTo byte: UInt8) -> UInt64 {
+        let difference = word ^ (ones &* UInt64(byte))
+        return (difference &- ones) & ~difference & highBits
+    }
+
+    @inline(__always)
+    private static func word(_ text: UnsafeBufferPointer<UInt8>, at index: Int) -> UInt64 {
+        UInt64(littleEndian: UnsafeRawPointer(text.baseAddress! + index).loadUnaligned(as: UInt64.self))
+    }
+
+    /// The first index at or after `start` holding `first` or `second`.
+    @inline(__always)
+    static func firstOf(_ first: UInt8, _ second: UInt8, in text: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        var index = start
+        while index + 8 <= text.count {
+            let word = Self.word(text, at: index)
+            let found = bytes(of: word, equalTo: first) | bytes(of: word, equalTo: second)
+            if found != 0 { return index + found.trailingZeroBitCount / 8 }
+            index += 8
+        }
+        while index < text.count {
+            if text[index] == first || text[index] == second { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// The first index at or after `start` holding a quote or a bracket or brace.
+    @inline(__always)
+    static func firstBracketOrQuote(in text: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        var index = start
+        while index + 8 <= text.count {
+            let word = Self.word(text, at: index)
+            // '[' and ']' differ from '{' and '}' in the 0x20 bit alone.
+            let folded = word | (ones &* 0x20)
+            let found = bytes(of: word, equalTo: quote) | bytes(of: folded, equalTo: openBrace)
+                | bytes(of: folded, equalTo: closeBrace)
+            if found != 0 { return index + found.trailingZeroBitCount / 8 }
+            index += 8
+        }
+        while index < text.count {
+            switch text[index] {
+            case quote, openBrace, openBracket, closeBrace, closeBracket: return index
+            default: index += 1
+            }
+        }
+        return nil
+    }
+}
+
+/// The elements of a datafile's top-level array, as the compiler iterates them: readers of a json-c tree
+/// (the whole-text path), or elements json-c parses one at a time (`StreamedDatafile`), each freed when
+/// the loop moves to the next one.
+struct DatafileSection: Sequence {
+    fileprivate enum Source {
+        case readers([DatafileReader])
+        case streamed(StreamedDatafile, String, [Range<Int>])
+    }
+
+    private let source: Source
+
+    init(_ readers: [DatafileReader]) {
+        source = .readers(readers)
+    }
+
+    init(_ stream: StreamedDatafile, _ name: String, _ spans: [Range<Int>]) {
+        source = .streamed(stream, name, spans)
+    }
+
+    var underestimatedCount: Int {
+        switch source {
+        case .readers(let readers): return readers.count
+        case .streamed(_, _, let spans): return spans.count
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(source: source) }
+
+    struct Iterator: IteratorProtocol {
+        fileprivate let source: Source
+        private var index = 0
+        /// The element being compiled: the iterator owns its tree.
+        private var current: JSONDocument? = nil
+
+        fileprivate init(source: Source) {
+            self.source = source
+        }
+
+        mutating func next() -> DatafileReader? {
+            switch source {
+            case .readers(let readers):
+                guard index < readers.count else { return nil }
+                index += 1
+                return readers[index - 1]
+            case .streamed(let stream, let name, let spans):
+                if current != nil {
+                    stream.step?(.free)
+                    current = nil  // the previous element's tree, unless pinned
+                }
+                guard index < spans.count, !stream.failed else {
+                    stream.step?(.compile)
+                    return nil
+                }
+                stream.step?(.parse)
+                let document = stream.element(name, index, spans[index])
+                stream.step?(.compile)
+                guard let document else { return nil }
+                current = document
+                index += 1
+                return DatafileReader(document.root)
+            }
+        }
+    }
+}
