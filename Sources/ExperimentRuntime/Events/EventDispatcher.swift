@@ -235,7 +235,7 @@ final class EventDispatcher: @unchecked Sendable {
         let events = records.compactMap { record -> QueuedEvent? in
             guard let parts = EventBatch.split(record.body) else { return nil }
             return QueuedEvent(id: 0, uuid: record.uuid, url: record.url, batchPrefix: parts.prefix,
-                               visitor: parts.visitor, attempts: 0, createdMs: now)
+                               visitor: parts.visitor, attempts: 0, createdMs: now, journalOffset: record.offset)
         }
         journalStoreError.withLock { $0 = nil }
         var start = 0
@@ -246,7 +246,9 @@ final class EventDispatcher: @unchecked Sendable {
                 // flushing (the flush tries them next, from the queue), after a backoff otherwise.
                 pool.waitIdle()
                 let due = EventIdentity.timestampMillis() + (stopping || forced ? 0 : backoff(afterAttempts: 1))
-                try queue.insert(Array(events[start...]), attempts: 0, at: due)
+                let rest = Array(events[start...])
+                try queue.insert(rest, attempts: 0, at: due)
+                journal?.markSettled(rest.lazy.map(\.journalOffset))
                 break
             }
             let end = min(start + settings.batchSize, events.count)
@@ -310,7 +312,7 @@ final class EventDispatcher: @unchecked Sendable {
             stats.ownSent.add(group.reduce(0) { $0 + ($1.foreign ? 0 : 1) }, ordering: .relaxed)
             // Completion callbacks run once the queue and the counters say what they report.
             defer { watch?.settle(group.lazy.map(\.uuid), delivered: true) }
-            return settle(ids, journaled: journaled, shrinks: true) { () throws(SQLiteError) in
+            return settle(ids, journaled: journaled, events: group, shrinks: true) { () throws(SQLiteError) in
                 if !journaled { try queue.remove(ids) }
                 stats.sent.add(ids.count, ordering: .relaxed)
                 stats.batches.add(1, ordering: .relaxed)
@@ -327,7 +329,7 @@ final class EventDispatcher: @unchecked Sendable {
             }
             let reason = "HTTP \(response.status) from \(url): " + Self.snippet(response.body)
             defer { watch?.settle(CollectionOfOne(first.uuid), delivered: false) }
-            return settle(ids, journaled: journaled, shrinks: !journaled) { () throws(SQLiteError) in
+            return settle(ids, journaled: journaled, events: group, shrinks: !journaled) { () throws(SQLiteError) in
                 if journaled {
                     try queue.poisonNew(first, status: response.status, reason: reason, now: EventIdentity.timestampMillis())
                 } else {
@@ -347,7 +349,7 @@ final class EventDispatcher: @unchecked Sendable {
         case .failure where !forced && closing && group.allSatisfy(\.foreign):
             // Cut short by the close: not an attempt.
             if journaled {
-                _ = settle(ids, journaled: true) { () throws(SQLiteError) in
+                _ = settle(ids, journaled: true, events: group) { () throws(SQLiteError) in
                     try queue.insert(group, attempts: 0, at: EventIdentity.timestampMillis())
                     return .transientFailure
                 }
@@ -381,7 +383,7 @@ final class EventDispatcher: @unchecked Sendable {
         if !expired.isEmpty {
             let why = "undelivered after \(settings.maxAttempts) attempts (event_max_attempts) or "
                 + "\(settings.maxAgeMs / 1000) s (event_max_age_s); last failure: \(reason)"
-            let moved = settle(expired.map(\.id), journaled: journaled, shrinks: !journaled) { () throws(SQLiteError) in
+            let moved = settle(expired.map(\.id), journaled: journaled, events: expired, shrinks: !journaled) { () throws(SQLiteError) in
                 if journaled {
                     for event in expired {
                         try queue.poisonNew(event, status: status, reason: why, now: now, attempts: event.attempts + 1)
@@ -399,7 +401,7 @@ final class EventDispatcher: @unchecked Sendable {
         let ids = retried.map(\.id)
         stats.retried.add(ids.count, ordering: .relaxed)
         throttled.log(.warning, kind: "retry", "event batch of \(ids.count) not delivered (\(reason)); retrying in \(delay) ms")
-        _ = settle(ids, journaled: journaled) { () throws(SQLiteError) in
+        _ = settle(ids, journaled: journaled, events: retried) { () throws(SQLiteError) in
             if journaled {
                 try queue.insert(retried, attempts: 1, at: EventIdentity.timestampMillis() + delay)
             } else {
@@ -440,10 +442,15 @@ final class EventDispatcher: @unchecked Sendable {
 
     /// Runs a queue update; a failing state file leaves the events where they are (they will be sent
     /// again: at-least-once) and is reported.
-    private func settle(_ ids: [Int64], journaled: Bool = false, shrinks: Bool = false,
+    /// Journaled `events` whose update committed (delivered, or now in SQLite) are marked settled in the
+    /// journal: if another batch of the same drain fails to settle, the journal keeps its segment, and the
+    /// settled ones must not be sent from it again.
+    private func settle(_ ids: [Int64], journaled: Bool = false, events: [QueuedEvent] = [], shrinks: Bool = false,
                         _ update: () throws(SQLiteError) -> Outcome) -> Outcome {
         do {
-            return shrinks ? try withReserve(update) : try update()
+            let outcome = shrinks ? try withReserve(update) : try update()
+            if journaled { journal?.markSettled(events.lazy.map(\.journalOffset)) }
+            return outcome
         } catch {
             if journaled { journalStoreError.withLock { $0 = error } }
             stats.recordError("event queue: \(error.message)")

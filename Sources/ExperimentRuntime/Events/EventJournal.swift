@@ -19,8 +19,16 @@ import Glibc
 ///
 /// Record: [UInt32 payload length][UInt32 magic] payload, padded to 8 bytes. The header is stored after the
 /// payload, so a process killed mid-copy leaves a zero header, which ends the journal.
+///
+/// A drain settles records one batch at a time (delivered, or moved into SQLite for a retry); each settled
+/// record's magic becomes `settledMagic`, so when another batch of the same drain cannot be settled (the
+/// state file is locked) and the segment is kept, the next drain (or the client that recovers the file)
+/// offers only the records still unsettled. Without it, events already delivered or already queued in
+/// SQLite would be sent again from the journal: a duplicate that no lost answer explains.
 final class EventJournal: @unchecked Sendable {
     static let magic: UInt32 = 0x4A45_5645  // "EVEJ"
+    /// A record a drain already settled: skipped by `read`.
+    static let settledMagic: UInt32 = 0x4A45_5644  // "DVEJ"
     static let filePrefix = "event-journal-"
 
     /// One journal file, mapped.
@@ -86,6 +94,8 @@ final class EventJournal: @unchecked Sendable {
         let url: String
         /// The whole one-visitor batch (split into header and visitor when ingested, off the caller's path).
         let body: String
+        /// Where the record starts in the segment being drained (for `markSettled`).
+        var offset: Int = -1
     }
 
     private let appendLock = Lock()
@@ -220,10 +230,32 @@ final class EventJournal: @unchecked Sendable {
         if retired.records > 0 { try hand(retired, to: take) }
     }
 
+    /// The segment a drain is handing out (guarded by ingestLock; `markSettled` writes into it).
+    private var handing: Segment?
+
     private func hand(_ segment: Segment, to take: ([Record]) throws(SQLiteError) -> Void) throws(SQLiteError) {
-        try take(Self.read(segment.base, size: segment.used))
+        handing = segment
+        defer { handing = nil }
+        do {
+            try take(Self.read(segment.base, size: segment.used))
+        } catch {
+            // Kept for the next drain: count only the records still to settle.
+            let live = Self.read(segment.base, size: segment.used).count
+            recordCount.add(live - segment.records, ordering: .relaxed)
+            segment.records = live
+            throw error
+        }
         recordCount.add(-segment.records, ordering: .relaxed)
         segment.reset()
+    }
+
+    /// Marks records of the drain under way as settled (delivered, or in the SQLite queue): a later drain of
+    /// the same segment skips them. Called by `take` (on any thread) before it returns.
+    func markSettled<Offsets: Sequence<Int>>(_ offsets: Offsets) {
+        guard let segment = handing else { return }
+        for offset in offsets where offset >= 0 && offset + 8 <= segment.used {
+            (segment.base + offset + 4).storeBytes(of: Self.settledMagic, as: UInt32.self)
+        }
     }
 
     /// Ingests what is left and removes this client's journal files; when the state file refuses the
@@ -249,12 +281,16 @@ final class EventJournal: @unchecked Sendable {
         while offset + 8 <= size {
             let length = Int(base.load(fromByteOffset: offset, as: UInt32.self))
             let magic = base.load(fromByteOffset: offset + 4, as: UInt32.self)
-            guard length > 0, magic == Self.magic, offset + 8 + length <= size else { break }
+            guard length > 0, magic == Self.magic || magic == Self.settledMagic, offset + 8 + length <= size else { break }
+            if magic == Self.settledMagic {
+                offset += (8 + length + 7) & ~7
+                continue
+            }
             let fields = UnsafeBufferPointer(start: (base + offset + 8).assumingMemoryBound(to: UInt8.self), count: length)
                 .split(separator: 0, maxSplits: 2, omittingEmptySubsequences: false)
             if fields.count == 3 {
                 let text = fields.map { String(decoding: $0, as: UTF8.self) }
-                records.append(Record(uuid: text[0], url: text[1], body: text[2]))
+                records.append(Record(uuid: text[0], url: text[1], body: text[2], offset: offset))
             }
             offset += (8 + length + 7) & ~7
         }

@@ -17,6 +17,8 @@ public struct QueuedEvent: Sendable {
     public var createdMs: Int64 = 0
     /// Queued by another client (another program, an earlier run): adopted, not waited for at close.
     public var foreign = false
+    /// A journaled event not yet in SQLite: where its record is in the journal segment being drained.
+    var journalOffset: Int = -1
 }
 
 /// The durable event queue: table `event_queue` in the client's state file, one row per event, and

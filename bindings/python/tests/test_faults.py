@@ -194,6 +194,9 @@ def test_state_file_locked_past_the_busy_timeout(datafile_text, tmp_path, log):
     server.stop()  # down: events must wait on the local state
     try:
         c = make_client(datafile_text, tmp_path, server.url, log)
+        posts: List[Tuple[bool, dict]] = []  # (server up, outcome of each POST)
+        server_up = [False]
+        c.add_listener("log_event", lambda payload: posts.append((server_up[0], payload)))
         c.decide(USERS[0], "checkout_flow")
         c.track("purchase", "warm", tags={"seq": 0})  # opens the pipeline (its tables) before the lock
         lock = StateLock(tmp_path, 7.0)
@@ -225,11 +228,30 @@ def test_state_file_locked_past_the_busy_timeout(datafile_text, tmp_path, log):
         # backoff after the failed POSTs (with several POSTs in flight it may sleep through the whole lock);
         # a failed move is logged, never raised. Either way every accepted event must arrive, checked below.
         server = EventServer(port)  # back on the same port
+        server_up[0] = True
         assert flush_until_empty(c, rounds=100)
         c.close()
-        assert seqs(server.events()) == list(range(accepted))
+        # A transport failure (status 0) while the server is up is a POST whose answer may have been lost.
+        answers_lost = any(up and p["outcome"] == "retry" and p["status"] == 0 for up, p in posts)
+        assert_each_delivered_once(server, accepted, answers_lost)
     finally:
         server.stop()
+
+
+def assert_each_delivered_once(server: EventServer, accepted: int, answers_lost: bool) -> None:
+    """Every accepted event arrived, and only once, unless a POST failed on the client's side while the
+    server was up (`answers_lost`: a timeout or reset after the server may have taken it; the retry is
+    legitimate at-least-once and repeats the same uuid). A journal drain that failed part-way (one batch's
+    SQLite write refused by the lock) used to send batches it had already delivered or moved into SQLite
+    again: up to 289 of 350 events twice, with no lost answer at all."""
+    copies: Dict[int, List[str]] = {}
+    for event in server.events():
+        if "seq" in event.get("tags", {}):
+            copies.setdefault(event["tags"]["seq"], []).append(event["uuid"])
+    assert sorted(copies) == list(range(accepted))
+    repeated = {seq: uuids for seq, uuids in copies.items() if len(uuids) > 1}
+    assert all(len(set(uuids)) == 1 for uuids in repeated.values()), "a repeat with another uuid"
+    assert not repeated or answers_lost, "sent twice without a lost answer: seqs %s" % sorted(repeated)[:10]
 
 
 # ------------------------------------------------------------------------------------------------
