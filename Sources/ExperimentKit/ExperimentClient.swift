@@ -169,7 +169,7 @@ public final class ExperimentClient: @unchecked Sendable {
             try runtime.startAsync(fallback: nil) { [runtime] failure in
                 guard let failure else { return completion(.success(())) }
                 let detail = runtime.datafileStatusLastError ?? "no usable datafile"
-                completion(.failure(ExperimentError(runtime: failure, "the asynchronous start failed: \(detail)")))
+                completion(.failure(ExperimentError(failure, "the asynchronous start failed: \(detail)")))
             }
         } catch {
             completion(.failure(ExperimentError(error)))

@@ -109,8 +109,7 @@ public final class ExperimentUserContext: @unchecked Sendable {
         let effectiveOptions = effective(callOptions)
         let snapshot = context.snapshot
         var decisions: [String: ExperimentDecision] = [:]
-        // As the reference: a key asked for again adds its new reasons to its earlier ones.
-        var reasonsByFlag: [Int: [String]] = [:]
+        var repeated = RepeatedKeyReasons()  // a key asked for again adds its new reasons to its earlier ones
         for key in keys {
             guard let flag = config.flagIndex.find(key) else {
                 decisions[key] = ExperimentDecision(failed: key, reasons: [], context: self)
@@ -119,13 +118,7 @@ public final class ExperimentUserContext: @unchecked Sendable {
             var decided: DecideResult? = nil
             runtime.decide(config: config, flags: flag..<(flag + 1), context: context, snapshot: snapshot,
                            options: callOptions.subtracting(.enabledFlagsOnly)) { decided = $0 }
-            var result = decided!
-            if let earlier = reasonsByFlag[flag] {
-                result = DecideResult(decision: result.decision,
-                                      reasons: earlier + result.reasons.dropFirst(result.forcedDecisionReasonCount),
-                                      forcedDecisionReasonCount: result.forcedDecisionReasonCount)
-            }
-            reasonsByFlag[flag] = result.reasons
+            let result = repeated.merged(decided!, flag: flag)
             if effectiveOptions.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) {
                 decisions[key] = nil
                 continue

@@ -61,25 +61,6 @@ final class ReasonStrings {
     }
 }
 
-/// The reference's decide_for_keys keeps one reasons list per key: a key asked for again appends its new
-/// evaluation's reasons (without the flag-level forced decision's, which start the list once) to the
-/// earlier ones. Each later decision of a repeated key carries the reasons so far, so the last one (the
-/// one a map keyed by flag keeps) has the reference's.
-private struct RepeatedKeyReasons {
-    private var reasonsByFlag: [Int: [String]] = [:]
-
-    mutating func merged(_ result: DecideResult, flag: Int) -> DecideResult {
-        guard let earlier = reasonsByFlag[flag] else {
-            reasonsByFlag[flag] = result.reasons
-            return result
-        }
-        let reasons = earlier + result.reasons.dropFirst(result.forcedDecisionReasonCount)
-        reasonsByFlag[flag] = reasons
-        return DecideResult(decision: result.decision, reasons: reasons,
-                            forcedDecisionReasonCount: result.forcedDecisionReasonCount)
-    }
-}
-
 /// Fills a caller's exp_decision. The decision retains the lease on the config its strings point into
 /// (the calling thread's lease: retaining it writes to no memory other threads use).
 private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideResult, lease: ConfigLease,

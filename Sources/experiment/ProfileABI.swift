@@ -84,20 +84,24 @@ private func checkMembership(_ client: Client, experimentId: String, groupIndex:
     }
 }
 
+/// Forces `user` into the experiment: at the variation position `groupIndex`, or (-1) bucketed as usual.
+private func forceInclude(_ client: Client, user: String, experimentId: String, groupIndex: Int32) throws(ClientError) {
+    guard groupIndex >= -1 else {
+        throw ClientError(.invalidArgument, "group_index: \(groupIndex) (expected -1 or a variation position)")
+    }
+    let position = groupIndex >= 0 ? Int(groupIndex) : nil
+    try checkMembership(client, experimentId: experimentId, groupIndex: position)
+    client.overrides.setMembership(userId: user, experimentId: experimentId, .included(variationIndex: position))
+}
+
 @_cdecl("exp_force_include")
 public func abiForceInclude(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ experimentId: UnsafePointer<CChar>?,
                             _ groupIndex: Int32) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
         try client.ensureOpen()
-        let user = try string(userId, "user_id")
-        let experiment = try string(experimentId, "experiment_id")
-        guard groupIndex >= -1 else {
-            throw ClientError(.invalidArgument, "group_index: \(groupIndex) (expected -1 or a variation position)")
-        }
-        let position = groupIndex >= 0 ? Int(groupIndex) : nil
-        try checkMembership(client, experimentId: experiment, groupIndex: position)
-        client.overrides.setMembership(userId: user, experimentId: experiment, .included(variationIndex: position))
+        try forceInclude(client, user: try string(userId, "user_id"),
+                         experimentId: try string(experimentId, "experiment_id"), groupIndex: groupIndex)
     }
 }
 
@@ -154,14 +158,8 @@ public func abiForceIncludeKey(_ handle: OpaquePointer?, _ userId: UnsafePointer
                                _ experimentKey: UnsafePointer<CChar>?, _ groupIndex: Int32) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
-        let user = try string(userId, "user_id")
-        let experiment = try experimentId(client, key: experimentKey)
-        guard groupIndex >= -1 else {
-            throw ClientError(.invalidArgument, "group_index: \(groupIndex) (expected -1 or a variation position)")
-        }
-        let position = groupIndex >= 0 ? Int(groupIndex) : nil
-        try checkMembership(client, experimentId: experiment, groupIndex: position)
-        client.overrides.setMembership(userId: user, experimentId: experiment, .included(variationIndex: position))
+        try forceInclude(client, user: try string(userId, "user_id"),
+                         experimentId: try experimentId(client, key: experimentKey), groupIndex: groupIndex)
     }
 }
 

@@ -229,8 +229,7 @@ public func abiUserDecideForKeys(_ user: OpaquePointer?, _ keys: UnsafePointer<U
         let effective = options.union(client.options.defaultDecideOptions)
         let snapshot = context.snapshot
         var filled = 0
-        // The reference keeps one reasons list per key: a repeated key's later decision carries them all.
-        var reasonsByFlag: [Int: [String]] = [:]
+        var repeated = RepeatedKeyReasons()
         for (position, flag) in flags.enumerated() {
             guard let flag else {
                 // The key is copied: the caller's need not outlive the decision, nor be NUL-terminated.
@@ -246,13 +245,7 @@ public func abiUserDecideForKeys(_ user: OpaquePointer?, _ keys: UnsafePointer<U
             var decided: DecideResult? = nil
             client.decide(config: config, flags: flag..<(flag + 1), context: context, snapshot: snapshot,
                           options: options.subtracting(.enabledFlagsOnly)) { decided = $0 }
-            var result = decided!
-            if let earlier = reasonsByFlag[flag] {
-                result = DecideResult(decision: result.decision,
-                                      reasons: earlier + result.reasons.dropFirst(result.forcedDecisionReasonCount),
-                                      forcedDecisionReasonCount: result.forcedDecisionReasonCount)
-            }
-            reasonsByFlag[flag] = result.reasons
+            let result = repeated.merged(decided!, flag: flag)
             if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
             fillDecision(out + filled, result.decision, reasons: result.reasons, lease: lease, options: effective)
             filled += 1

@@ -20,6 +20,7 @@ extension Client {
         return change.config
     }
 
+    @discardableResult
     public func install(datafile: [UInt8], source: DatafileSource, requireSameProject: Bool = false)
         throws(ClientError) -> ProjectConfig
     {

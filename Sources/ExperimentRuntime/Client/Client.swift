@@ -30,6 +30,27 @@ public enum ExperimentCall: Sendable {
     }
 }
 
+/// The reference's decide_for_keys keeps one reasons list per key: a key asked for again appends its new
+/// evaluation's reasons (without the flag-level forced decision's, which start the list once) to the
+/// earlier ones. Each later decision of a repeated key carries the reasons so far, so the last one (the
+/// one a map keyed by flag keeps) has the reference's.
+public struct RepeatedKeyReasons {
+    public init() {}
+
+    private var reasonsByFlag: [Int: [String]] = [:]
+
+    public mutating func merged(_ result: DecideResult, flag: Int) -> DecideResult {
+        guard let earlier = reasonsByFlag[flag] else {
+            reasonsByFlag[flag] = result.reasons
+            return result
+        }
+        let reasons = earlier + result.reasons.dropFirst(result.forcedDecisionReasonCount)
+        reasonsByFlag[flag] = reasons
+        return DecideResult(decision: result.decision, reasons: reasons,
+                            forcedDecisionReasonCount: result.forcedDecisionReasonCount)
+    }
+}
+
 public struct DecideResult {
     public let decision: FlagDecision
     public let reasons: [String]
