@@ -1,0 +1,200 @@
+/// The datafile compiler's reading of feature flags, their variables and the variation values each rule serves (see
+/// `DatafileCompiler`).
+extension Compilation {
+    mutating func readFlags() throws(DatafileError) -> [Flag] {
+        // No reader is kept: a streamed flag's tree is freed when the loop moves on.
+        struct FlagSource { let id: String; let key: String; let variables: [Variable]
+                            let experimentRules: [Int32]; let rolloutRules: [Int32]; let rollout: FlagRollout }
+        var sources: [FlagSource] = []
+        var usedRolloutIds = Set<String>()
+        var keylessFlags = Set<Int>()
+        for entry in try section("featureFlags") {
+            do throws(DatafileError) {
+                let variables = try readVariables(entry.requiredArray("variables"))
+                var experimentRules: [Int32] = []
+                for idField in try entry.requiredArray("experimentIds") {
+                    let id = try idField.string()
+                    guard let index = experimentIndexById[id] else { throw idField.fail("unknown experiment \"\(id)\"") }
+                    experimentRules.append(Int32(index))
+                }
+                let rolloutField = try entry.required("rolloutId")
+                let rolloutId = try flagRolloutId(rolloutField)
+                usedRolloutIds.insert(rolloutId)
+                var rolloutRules: [Int32] = []
+                if !rolloutId.isEmpty {
+                    guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\" (no such id in \"rollouts\")") }
+                    rolloutRules = rules
+                }
+                let id = try entry.required("id").lenientText("only reported (OptimizelyConfig)", warn: { warn($0) })
+                let keyField = try entry.required("key")
+                let key = keyField.value.string != nil ? try entry.requiredKey()
+                    : try keyField.lenientText("no caller can name the flag; decide_all decides it under Python's str() "
+                                               + "of it here (the reference: under the value)", warn: { warn($0) })
+                if keyField.value.string == nil { keylessFlags.insert(sources.count) }
+                sources.append(FlagSource(id: id, key: key,
+                                          variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules,
+                                          rollout: rolloutId.isEmpty ? .none
+                                              : rolloutRulesById[rolloutId] == nil ? .missing : .found(id: rolloutId)))
+                appendEveryoneElse(toFeatureRolloutsOf: experimentRules,
+                                   writtenRolloutRules: rolloutId.isEmpty ? [] : writtenRolloutRules[rolloutId] ?? [])
+            } catch {
+                try record(error)
+            }
+        }
+        try resolveRolloutConditions(usedRolloutIds: usedRolloutIds)
+        let usages = variableUsagesByVariationId()
+        var flags: [Flag] = []
+        for (position, source) in sources.enumerated() {
+            let flag = try compileFlag(id: source.id, key: source.key, variables: source.variables,
+                                       experimentRules: source.experimentRules, rolloutRules: source.rolloutRules,
+                                       rollout: source.rollout, usages: usages)
+            if !keylessFlags.contains(position) { indexes.flags.insert(source.key, flags.count, replacing: true) }
+            flags.append(flag)
+        }
+        return flags
+    }
+
+    /// A flag's "rolloutId", outside the schema: the reference takes `len()` of it, so an empty list or
+    /// object is no rollout; a number, boolean or null (no len()) or a non-empty list or object (which it
+    /// cannot hash) makes its config construction raise.
+    mutating func flagRolloutId(_ field: DatafileReader) throws(DatafileError) -> String {
+        if let id = field.value.string { return id }
+        if (field.value.kind == .array || field.value.kind == .object) && field.value.count == 0 {
+            warn(field.warning("expected a string, got an empty \(field.value.kind == .array ? "array" : "object"): "
+                               + "no rollout, as in the reference"))
+            return ""
+        }
+        throw field.fail("expected a rollout id (a string), got \(field.value.kindName): the reference "
+                         + (field.value.isHashable ? "takes its len()" : "cannot hash it") + " (its config construction raises)")
+    }
+
+    /// A flag's variables, outside the schema: a "type" or "subType" that is no string is just not one the
+    /// reference compares it with (the values stay strings); an id or key that is no string keys its maps
+    /// as it is (a list or object cannot: refused).
+    mutating func readVariables(_ entries: [DatafileReader]) throws(DatafileError) -> [Variable] {
+        var variables: [Variable] = []
+        for entry in entries {
+            let typeField = try entry.required("type")
+            let typeName = typeField.comparedText("no known type: its values are strings", warn: { warn($0) })
+                ?? typeField.value.pythonText
+            let subType = entry.optional("subType")?.comparedText("not \"json\"", warn: { warn($0) })
+            let resolved = typeName == "string" && subType == "json" ? "json" : typeName
+            // The reference's typecast hands a value of any other type back as the string it is.
+            var type = VariableType.string
+            if let known = VariableType(rawValue: resolved) {
+                type = known
+            } else {
+                warn(typeField.warning("unknown variable type \"\(typeName)\" (boolean, integer, double, string, "
+                                       + "json): its values are strings, as in the reference"))
+            }
+            let defaultField = try entry.required("defaultValue")
+            var literal: VariableLiteral? = nil
+            if defaultField.value.string == nil {
+                warn(defaultField.warning("expected a string, got \(defaultField.value.kindName): typecast as it is, "
+                                          + "as in the reference"))
+                literal = VariableLiteral(defaultField.value)
+            }
+            let idField = try entry.required("id")
+            _ = try idField.lenientText("it matches only an equal variable id in a variation (Python's ==)",
+                                        warn: { warn($0) })
+            let key = try entry.required("key").lenientText("the decision's variables name it by Python's str() of it "
+                                                            + "here (the reference: by the value)", warn: { warn($0) })
+            variables.append(Variable(id: idField.value.identityKey, key: key,
+                                      type: type, defaultValue: defaultField.value.string ?? "", defaultLiteral: literal))
+        }
+        return variables
+    }
+
+    /// A flag's "fr" (feature rollout) experiments also serve the everyone-else variation to users
+    /// outside their traffic: the reference appends it with a range ending at 10000. It is the first
+    /// variation as written of the rollout's last rule as written (no map by id or key in between).
+    mutating func appendEveryoneElse(toFeatureRolloutsOf experimentRules: [Int32], writtenRolloutRules: [Int32]) {
+        guard let last = writtenRolloutRules.last, let everyoneElse = firstWrittenVariations[Int(last)] else { return }
+        for rule in experimentRules where experiments[Int(rule)].type == "fr" {
+            let experiment = experiments[Int(rule)]
+            experiments[Int(rule)] = experiment.with(
+                variations: experiment.variations + [everyoneElse],
+                traffic: experiment.traffic + [TrafficRange(endOfRange: 10_000, entity: Int32(experiment.variations.count))])
+        }
+    }
+
+    /// The reference keeps one variable-usage table keyed by variation id; later definitions win.
+    func variableUsagesByVariationId() -> [String: [VariableValue]] {
+        var usages: [String: [VariableValue]] = [:]
+        for id in experimentIdOrder {
+            for variation in experiments[experimentIndexById[id]!].variations {
+                usages[variation.id.text] = variation.variableValues
+            }
+        }
+        return usages
+    }
+
+    mutating func compileFlag(id: String, key: String, variables: [Variable], experimentRules: [Int32],
+                              rolloutRules: [Int32], rollout: FlagRollout, usages: [String: [VariableValue]])
+        throws(DatafileError) -> Flag
+    {
+        let variableIds = Set(variables.map(\.id))
+        var flagVariations: [FlagVariation] = []
+        var rules: [FlagRule] = []
+        for ruleIndex in experimentRules + rolloutRules {
+            let experiment = experiments[Int(ruleIndex)]
+            var flagVariationOf: [Int32] = []
+            for (position, variation) in experiment.variations.enumerated() {
+                // The reference looks values up by the flag's variable ids: any other usage is never read.
+                for usage in variation.variableValues where !variableIds.contains(usage.id) {
+                    let place = "experiment \"\(experiment.key.text)\" variation \"\(variation.key.text)\" (variations[\(position)])"
+                    warn(DatafileError(.invalidDatafile, "datafile: \(place): variable id \"\(usage.id)\" is not a "
+                        + "variable of flag \"\(key)\": its value is ignored, as in the reference", severity: .warning,
+                        place: place))
+                }
+                if let existing = flagVariations.firstIndex(where: { $0.id == variation.id.text }) {
+                    flagVariationOf.append(Int32(existing))
+                    continue
+                }
+                // The reference collects a rule's variations from its map by id: a repeated id stands at
+                // its first place with its last definition.
+                let definition = experiment.variations[experiment.variationIndex(id: variation.id.text) ?? position]
+                let json = variablesJSON(variables, overrides: usages[definition.id.text] ?? [])
+                flagVariations.append(FlagVariation(id: definition.id.text, key: definition.key,
+                                                    featureEnabled: definition.featureEnabled,
+                                                    variablesJSON: strings.store(json)))
+                flagVariationOf.append(Int32(flagVariations.count - 1))
+            }
+            rules.append(FlagRule(experiment: ruleIndex, holdouts: holdoutsByRuleId[experimentIdentities[Int(ruleIndex)]] ?? [],
+                                  flagVariationOf: flagVariationOf))
+        }
+        return Flag(id: id, key: ConfigString(key, in: strings), rules: rules, experimentRuleCount: experimentRules.count,
+                    rollout: rollout, variables: variables, flagVariations: flagVariations,
+                    defaultVariablesJSON: strings.store(variablesJSON(variables, overrides: [])),
+                    holdoutVariablesJSON: strings.store(holdoutVariablesJSON(variables)))
+    }
+
+    /// What the reference's typecasts make of a missing value: `None == "true"` for a boolean, an
+    /// exception (so null) for numbers and JSON, null itself for strings.
+    func holdoutVariablesJSON(_ variables: [Variable]) -> String {
+        var writer = JSONWriter()
+        writer.beginObject()
+        for variable in variables {
+            writer.key(variable.key)
+            writer.raw(variable.type == .boolean ? "false" : "null")
+        }
+        writer.endObject()
+        return writer.text
+    }
+
+    func variablesJSON(_ variables: [Variable], overrides: [VariableValue]) -> String {
+        var writer = JSONWriter()
+        writer.beginObject()
+        for variable in variables {
+            writer.key(variable.key)
+            if let usage = overrides.last(where: { $0.id == variable.id }) {
+                writer.raw(usage.literal?.json(as: variable.type) ?? VariableValues.json(usage.value, as: variable.type))
+            } else {
+                writer.raw(variable.defaultLiteral?.json(as: variable.type)
+                           ?? VariableValues.json(variable.defaultValue, as: variable.type))
+            }
+        }
+        writer.endObject()
+        return writer.text
+    }
+}
