@@ -206,6 +206,37 @@ private let members: [(String, String)] = [
     }
 }
 
+/// The tokens json-c's strict mode takes and Python's `json` refuses are caught by the walk as it skips
+/// (there is no separate pass over the text): wherever one is, the datafile gets the whole-text message.
+@Test func strictTokensAreCaughtWhereverTheWalkMeetsThem() {
+    let text = datafile(members)
+    let refused = [
+        // In an element of a streamed array, at any depth, and as a scalar element.
+        text.replacingOccurrences("\"endOfRange\": 5000", "\"endOfRange\": 5000."),
+        text.replacingOccurrences("\"endOfRange\": 5000", "\"endOfRange\": -05000"),
+        text.replacingOccurrences("\"endOfRange\": 5000", "\"endOfRange\": 5.e3"),
+        text.replacingOccurrences("\"endOfRange\": 5000", "\"endOfRange\": -"),
+        text.replacingOccurrences("\"experimentIds\": [\"10\"]}]", "\"experimentIds\": [[[1.]]]}]"),
+        datafile(members + [("events", "[1.]")]), datafile(members + [("events", "[-01, 2]")]),
+        datafile(members + [("events", "['x']")]),
+        // In a member that is not streamed, and in a member name.
+        datafile(members + [("botFiltering", "1.")]), datafile(members + [("anonymizeIP", "-0.")]),
+        datafile(members + [("unknown", #"{"a": ['b']}"#)]), datafile(members + [("na\u{1}me", "1")]),
+        datafile(members + [("unknownList", "[\"a\u{1F}b\"]")]),
+    ]
+    for malformed in refused {
+        #expect(malformed != text)
+        expectSame(malformed, streamedAlone: false)
+        #expect(outcome(malformed, streamed: true).hasPrefix("error: "), "\(malformed)")
+    }
+    // Numbers Python's `json` reads (NaN and the infinities included) stay on the streamed path.
+    let accepted = [
+        datafile(members + [("events", "[]"), ("unknownList", "[0, -0, -0.5, 1e5, 1E+5, 2.5e-3, -Infinity, Infinity, NaN]")]),
+        datafile(members + [("botFiltering", "-Infinity"), ("numbers", #"{"a": [-1, 10, 1.25]}"#)]),
+    ]
+    for text in accepted { expectSame(text, streamedAlone: true) }
+}
+
 @Test func theDepthLimitCountsTheLevelsAboveAnElement() {
     // 64 levels in all: the root object, "typedAudiences", the element, "conditions" and the lists in it.
     func nested(_ lists: Int) -> String {

@@ -14,8 +14,9 @@ import CJSONC
 /// the element, and its end must be where the walk put it).
 ///
 /// The result is the whole text's: the same depth limit (an element sits two levels down), the same
-/// strict flags, the UTF-8 and strict-token passes over the whole text, a repeated top-level name keeps its
-/// last value, nothing may follow the object. Anything this reader does not settle itself (a malformed
+/// strict flags, the UTF-8 pass over the whole text, the strict-token checks over every byte (done by the
+/// walk as it skips, see `JSONStrictTokens`), a repeated top-level name keeps its last value, nothing may
+/// follow the object. Anything this reader does not settle itself (a malformed
 /// text, a NUL byte, a top-level array of another shape) makes `failed` true and the caller compiles the
 /// whole text the usual way instead, which also words every error exactly as before. An element json-c
 /// refuses does the same.
@@ -57,7 +58,6 @@ final class StreamedDatafile {
         skeleton = JSONDocument(tree: json_object_new_object())
         guard text.count > 0, text.count <= min(DatafileCompiler.maxBytes, Int(Int32.max) - 1),
               UTF8Validation.firstInvalidByte(text) == nil,
-              JSONStrictTokens.firstProblem(bytes) == nil,
               walk()
         else {
             failed = true
@@ -108,7 +108,9 @@ final class StreamedDatafile {
     private static let space: UInt8 = 0x20, tab: UInt8 = 0x09, newline: UInt8 = 0x0A, carriageReturn: UInt8 = 0x0D
     private static let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\"), colon = UInt8(ascii: ":"),
                        comma = UInt8(ascii: ","), openBrace = UInt8(ascii: "{"), closeBrace = UInt8(ascii: "}"),
-                       openBracket = UInt8(ascii: "["), closeBracket = UInt8(ascii: "]")
+                       openBracket = UInt8(ascii: "["), closeBracket = UInt8(ascii: "]"),
+                       singleQuote = UInt8(ascii: "'"), minus = UInt8(ascii: "-"), zero = UInt8(ascii: "0"),
+                       nine = UInt8(ascii: "9")
 
     /// `{ "name": value, ... }` and nothing after it but whitespace.
     private func walk() -> Bool {
@@ -129,7 +131,9 @@ final class StreamedDatafile {
                 index = end
             } else {
                 guard let (tree, end) = parseValue(at: index, with: valueTokener) else { return false }
-                guard dropSection(name) else {
+                guard JSONStrictTokens.firstProblem(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: text[index..<end]))) == nil,
+                      dropSection(name)
+                else {
                     json_object_put(tree)
                     return false
                 }
@@ -215,7 +219,9 @@ final class StreamedDatafile {
         return (tree, offset + Int(json_tokener_get_parse_end(tokener)))
     }
 
-    // MARK: skipping (no judgement of the grammar: json-c parses what is skipped)
+    // MARK: skipping (no judgement of the grammar: json-c parses what is skipped; but the tokens json-c's
+    // strict mode takes and Python's `json` refuses are caught here, as the text goes by: see
+    // `JSONStrictTokens`. A skipped value with one of them fails the walk.)
 
     @inline(__always)
     private func byte(_ index: Int) -> UInt8 {
@@ -233,15 +239,24 @@ final class StreamedDatafile {
         return index
     }
 
-    /// The index after the string starting at the quote at `start`; nil when it does not end. (A NUL or
-    /// another control character in it is refused by the strict-token pass.)
+    /// The index after the string starting at the quote at `start`; nil when it does not end or holds a
+    /// control character (a NUL included) written as it is.
     private func skipString(_ start: Int) -> Int? {
         var index = start + 1
         while true {
-            guard let found = Self.firstOf(Self.quote, Self.backslash, in: text, from: index) else { return nil }
+            guard let found = Self.firstStringStop(in: text, from: index), text[found] >= Self.space else { return nil }
             if text[found] == Self.quote { return found + 1 }
             index = found + 2
         }
+    }
+
+    /// The index after the number token starting at `start`, or nil when Python's `json` would not read it
+    /// as one (json-c's strict mode takes `1.`, `-01`...). `-Infinity` is a token of its own.
+    private func skipNumber(_ start: Int) -> Int? {
+        var index = start
+        if text[index] == UInt8(ascii: "-"), byte(index + 1) == UInt8(ascii: "I") { return index + 1 }
+        while index < text.count, JSONStrictTokens.isNumberByte(text[index]) { index += 1 }
+        return JSONStrictTokens.isJSONNumber(UnsafeBufferPointer(rebasing: text[start..<index])) ? index : nil
     }
 
     /// The index after the value starting at `start` (a string, a container with everything in it, or a
@@ -254,7 +269,7 @@ final class StreamedDatafile {
             return skipString(index)
         case Self.openBrace, Self.openBracket:
             var depth = 0
-            while let found = Self.firstBracketOrQuote(in: text, from: index) {
+            while let found = Self.firstTokenStop(in: text, from: index) {
                 switch text[found] {
                 case Self.quote:
                     guard let end = skipString(found) else { return nil }
@@ -262,15 +277,25 @@ final class StreamedDatafile {
                     continue
                 case Self.openBrace, Self.openBracket:
                     depth += 1
-                default:
+                case Self.closeBrace, Self.closeBracket:
                     depth -= 1
                     if depth == 0 { return found + 1 }
+                case Self.singleQuote:
+                    return nil
+                default:
+                    guard let end = skipNumber(found) else { return nil }
+                    index = end
+                    continue
                 }
                 index = found + 1
             }
             return nil
-        case Self.comma, Self.closeBracket, Self.closeBrace, 0:
+        case Self.comma, Self.closeBracket, Self.closeBrace, Self.singleQuote, 0:
             return nil
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            guard let end = skipNumber(index) else { return nil }
+            index = end
+            fallthrough
         default:
             while index < text.count {
                 switch text[index] {
@@ -302,39 +327,54 @@ final class StreamedDatafile {
         UInt64(littleEndian: UnsafeRawPointer(text.baseAddress! + index).loadUnaligned(as: UInt64.self))
     }
 
-    /// The first index at or after `start` holding `first` or `second`.
+    /// The high bit of each byte of `word` below 0x20 (exact for the lowest such byte).
     @inline(__always)
-    static func firstOf(_ first: UInt8, _ second: UInt8, in text: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+    private static func controlBytes(of word: UInt64) -> UInt64 {
+        (word &- ones &* 0x20) & ~word & highBits
+    }
+
+    /// The high bit of each ASCII digit of `word` (exact: no carry crosses a byte).
+    @inline(__always)
+    private static func digitBytes(of word: UInt64) -> UInt64 {
+        let low = word & ~highBits
+        return (low &+ ones &* 0x50) & ~(low &+ ones &* 0x46) & ~word & highBits
+    }
+
+    /// In a string: the first index at or after `start` holding a quote, a backslash or a control character.
+    @inline(__always)
+    static func firstStringStop(in text: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
         var index = start
         while index + 8 <= text.count {
             let word = Self.word(text, at: index)
-            let found = bytes(of: word, equalTo: first) | bytes(of: word, equalTo: second)
+            let found = bytes(of: word, equalTo: quote) | bytes(of: word, equalTo: backslash) | controlBytes(of: word)
             if found != 0 { return index + found.trailingZeroBitCount / 8 }
             index += 8
         }
         while index < text.count {
-            if text[index] == first || text[index] == second { return index }
+            if text[index] == quote || text[index] == backslash || text[index] < space { return index }
             index += 1
         }
         return nil
     }
 
-    /// The first index at or after `start` holding a quote or a bracket or brace.
+    /// Between strings: the first index at or after `start` holding a quote, a bracket or brace, or the
+    /// start of a token the strict checks read (a number, or a single quote).
     @inline(__always)
-    static func firstBracketOrQuote(in text: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+    static func firstTokenStop(in text: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
         var index = start
         while index + 8 <= text.count {
             let word = Self.word(text, at: index)
             // '[' and ']' differ from '{' and '}' in the 0x20 bit alone.
             let folded = word | (ones &* 0x20)
             let found = bytes(of: word, equalTo: quote) | bytes(of: folded, equalTo: openBrace)
-                | bytes(of: folded, equalTo: closeBrace)
+                | bytes(of: folded, equalTo: closeBrace) | bytes(of: word, equalTo: singleQuote)
+                | bytes(of: word, equalTo: minus) | digitBytes(of: word)
             if found != 0 { return index + found.trailingZeroBitCount / 8 }
             index += 8
         }
         while index < text.count {
             switch text[index] {
-            case quote, openBrace, openBracket, closeBrace, closeBracket: return index
+            case quote, openBrace, openBracket, closeBrace, closeBracket, singleQuote, minus, zero...nine: return index
             default: index += 1
             }
         }

@@ -488,13 +488,13 @@ enum JSONStrictTokens {
         return index
     }
 
-    private static func isNumberByte(_ byte: UInt8) -> Bool {
+    static func isNumberByte(_ byte: UInt8) -> Bool {
         (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")
             || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")
     }
 
     /// RFC 8259's number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-    private static func isJSONNumber(_ token: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func isJSONNumber(_ token: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         let count = token.count
         func digits() -> Int {
