@@ -49,7 +49,10 @@ extension Compilation {
                     try record(error)
                 }
             }
-            groupDocuments.append(entry.value.document)  // its "trafficAllocation" is read below
+            // Its "trafficAllocation" is read below; the rest of a streamed group's tree, its compiled
+            // experiments, is freed now (all groups together are a large part of a datafile).
+            if stream != nil { entry.value.removeMember("experiments") }
+            groupDocuments.append(entry.value.document)
             groupEntries.append((entry, id, members))
         }
         let experimentIndexById = self.experimentIndexById

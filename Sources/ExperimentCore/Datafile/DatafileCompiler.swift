@@ -184,19 +184,11 @@ struct Compilation {
     var indexes = ProjectConfig.Indexes()
     /// The datafile read element by element, when it is (else `root` is json-c's tree of the whole text).
     let stream: StreamedDatafile?
-    /// Element documents whose readers are kept past their element (see `pin`).
-    var pinned: [JSONDocument] = []
 
     init(root: DatafileReader, collectsProblems: Bool = false, stream: StreamedDatafile? = nil) {
         self.root = root
         self.collectsProblems = collectsProblems
         self.stream = stream
-    }
-
-    /// Keeps the document `reader` reads alive until the compilation ends: a streamed element's tree is
-    /// otherwise freed when its section's loop moves on.
-    mutating func pin(_ reader: DatafileReader) {
-        pinned.append(reader.value.document)
     }
 
     /// A problem with one entity: compiling stops at it, validating records it and carries on.

@@ -22,7 +22,8 @@ import CJSONC
 /// refuses does the same.
 ///
 /// Readers of an element are valid while the element is the current one of its section's loop: a reader
-/// kept longer must have its document pinned (`Compilation.pin`).
+/// kept longer must keep its document (`DatafileReader.value.document`) alive, as `readExperiments` keeps
+/// the groups'.
 final class StreamedDatafile {
     /// The top-level arrays the compiler reads element by element.
     static let streamedNames: Set<String> = [

@@ -327,6 +327,13 @@ public struct JSONValue {
         }
     }
 
+    /// Removes the member named `key` from an object, freeing its tree: readers of values inside it must
+    /// not be used afterwards.
+    func removeMember(_ key: String) {
+        guard json_object_get_type(object) == json_type_object else { return }
+        json_object_object_del(object, key)
+    }
+
     /// Calls `body` with each member's stored name and value, in json-c's order (first position of a
     /// name, its last value).
     func forEachMember(_ body: (UnsafePointer<CChar>, JSONValue) throws -> Void) rethrows {
