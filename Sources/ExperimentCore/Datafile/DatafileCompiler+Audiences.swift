@@ -1,3 +1,5 @@
+import Glibc
+
 /// The datafile compiler's reading of audiences, typed audiences and the audience conditions of rules (see
 /// `DatafileCompiler`).
 extension Compilation {
@@ -57,6 +59,7 @@ extension Compilation {
         let nameIsText = entry.member("name").map { $0.value.isNull || $0.value.string != nil } ?? true
         if typed { typedAudienceNames[id] = nameIsText }
         else if id != "$opt_dummy_audience" { plainAudienceNames[id] = nameIsText }
+        mergedAudienceNames = nil
         if let existing = audienceIndexById[id] {
             self.conditions.replaceAudience(audiences[existing].slot, with: tree)
             audiences[existing] = Audience(id: idText, name: name, slot: audiences[existing].slot, conditionsText: conditionsText,
@@ -100,9 +103,9 @@ extension Compilation {
     /// A leaf condition. Numbers the objects inside it and then the leaf itself, in the reference's order.
     mutating func leafCondition(_ node: DatafileReader) -> LeafCondition {
         var valueNumber: Int? = nil
-        for (key, member) in node.value.members {
+        node.value.forEachMember { key, member in
             let number = numberObjects(in: member)
-            if key == "value" { valueNumber = number }
+            if strcmp(key, "value") == 0 { valueNumber = number }
         }
         audienceObjectCount += 1
         let name = node.member("name")?.value.stringBytes.map(storedBytes)
@@ -129,11 +132,11 @@ extension Compilation {
     mutating func numberObjects(in value: JSONValue) -> Int? {
         switch value.kind {
         case .object:
-            for (_, member) in value.members { _ = numberObjects(in: member) }
+            value.forEachMember { _, member in _ = numberObjects(in: member) }
             audienceObjectCount += 1
             return audienceObjectCount - 1
         case .array:
-            for element in value.elements { _ = numberObjects(in: element) }
+            for index in 0..<value.count { _ = numberObjects(in: value[index]) }
             return nil
         default:
             return nil
@@ -197,9 +200,15 @@ extension Compilation {
         return condition
     }
 
-    /// The audience names the reference's OptimizelyConfig writes conditions with.
+    /// The audience names the reference's OptimizelyConfig writes conditions with: merged once, when the first
+    /// rule needs them (every audience is read by then), not once per rule.
     var optimizelyConfigText: OptimizelyConfigText {
-        OptimizelyConfigText(nameIsText: plainAudienceNames.merging(typedAudienceNames) { $1 })
+        mutating get {
+            if let mergedAudienceNames { return mergedAudienceNames }
+            let merged = OptimizelyConfigText(nameIsText: plainAudienceNames.merging(typedAudienceNames) { $1 })
+            mergedAudienceNames = merged
+            return merged
+        }
     }
 
     static func scalarAudienceWarning(_ leaf: DatafileReader) -> DatafileError {

@@ -170,6 +170,8 @@ struct Compilation {
     /// text (see `OptimizelyConfigText`): plain audiences, then typed ones over them.
     var plainAudienceNames: [String: Bool] = [:]
     var typedAudienceNames: [String: Bool] = [:]
+    /// Both of them merged, typed over plain (see `optimizelyConfigText`).
+    var mergedAudienceNames: OptimizelyConfigText? = nil
     var groups: [Group] = []
     /// Per rollout id, its rules as the reference's decisions walk them (see `readExperiments`).
     var rolloutRulesById: [String: [Int32]] = [:]
