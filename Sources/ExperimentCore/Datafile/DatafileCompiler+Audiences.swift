@@ -15,7 +15,7 @@ extension Compilation {
                 do {
                     parsed = try JSONDocument.parse(UnsafeRawBufferPointer(textBytes), what: "datafile",
                                                     maxBytes: DatafileCompiler.maxBytes,
-                                                    maxDepth: DatafileCompiler.maxDepth)
+                                                    maxDepth: DatafileCompiler.maxDepth, tokener: conditionsTokener)
                 } catch {
                     // The place is worked out for the message only.
                     let message = error.message.dropFirst("datafile".count)
@@ -23,7 +23,7 @@ extension Compilation {
                 }
                 try withExtendedLifetime(parsed) { () throws(DatafileError) in
                     try addAudience(entry, conditions: DatafileReader(parsed.root, within: conditionsField.value),
-                                    conditionsText: String(decoding: textBytes, as: UTF8.self), typed: false)
+                                    typed: false)
                 }
             } catch {
                 try record(error)
@@ -32,7 +32,7 @@ extension Compilation {
         for entry in try section("typedAudiences") {
             do throws(DatafileError) {
                 let conditions = try entry.required("conditions")
-                try addAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText, typed: true)
+                try addAudience(entry, conditions: conditions, typed: true)
             } catch {
                 try record(error)
             }
@@ -41,7 +41,7 @@ extension Compilation {
 
     /// Compiles an audience into the condition forest. An id seen before (typedAudiences after audiences)
     /// replaces the earlier definition in place, as in the reference.
-    mutating func addAudience(_ entry: DatafileReader, conditions: DatafileReader, conditionsText: String, typed: Bool)
+    mutating func addAudience(_ entry: DatafileReader, conditions: DatafileReader, typed: Bool)
         throws(DatafileError)
     {
         let idField = try entry.required("id")
@@ -62,13 +62,11 @@ extension Compilation {
         mergedAudienceNames = nil
         if let existing = audienceIndexById[id] {
             self.conditions.replaceAudience(audiences[existing].slot, with: tree)
-            audiences[existing] = Audience(id: idText, name: name, slot: audiences[existing].slot, conditionsText: conditionsText,
-                                           segments: audienceSegments)
+            audiences[existing] = Audience(id: idText, name: name, slot: audiences[existing].slot, segments: audienceSegments)
         } else {
             let slot = self.conditions.addAudience(tree)
             audienceIndexById[id] = audiences.count
-            audiences.append(Audience(id: idText, name: name, slot: slot, conditionsText: conditionsText,
-                                      segments: audienceSegments))
+            audiences.append(Audience(id: idText, name: name, slot: slot, segments: audienceSegments))
         }
     }
 

@@ -135,6 +135,8 @@ public enum DatafileCompiler {
 struct Compilation {
     let root: DatafileReader
     let strings = StringStorage()
+    /// Parses the audiences' condition strings, one after another.
+    let conditionsTokener = JSONTokener(maxDepth: DatafileCompiler.maxDepth)
     var audiences: [Audience] = []
     /// Every condition tree of the config, flattened for evaluation.
     var conditions = ConditionForest()
