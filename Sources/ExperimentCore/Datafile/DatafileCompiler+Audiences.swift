@@ -51,7 +51,7 @@ extension Compilation {
                                                      warn: { warn($0) })
                            : try idField.string()
         let id = idField.value.identityKey
-        let name = try entry.requiredString("name")
+        let name = typed ? try typedAudienceName(entry.required("name")) : try entry.requiredString("name")
         audienceSegments = []
         audienceObjectCount = 0
         audienceConditionsRoot = conditions.value
@@ -71,6 +71,16 @@ extension Compilation {
             audienceIndexById[id] = audiences.count
             audiences.append(Audience(id: idText, name: name, slot: slot, segments: audienceSegments))
         }
+    }
+
+    /// A typed audience's "name", outside the reference's schema: any value is kept (the reference reads it only
+    /// when its OptimizelyConfig writes a rule's conditions with audience names, where a name that is no text
+    /// makes it raise: see `optimizelyConfigText`).
+    mutating func typedAudienceName(_ field: DatafileReader) -> String {
+        if let text = field.value.string { return text }
+        warn(field.warning("expected a string, got \(field.value.kindName): kept as it is, as in the reference (whose "
+                           + "OptimizelyConfig cannot write it into a rule's audiences)"))
+        return field.value.isHashable ? field.value.pythonText : field.value.jsonText
     }
 
     /// An audience's own condition tree: lists are operators (or an implicit "or"), objects are leaves.

@@ -12,8 +12,7 @@ extension Compilation {
             do throws(DatafileError) {
                 let variables = try readVariables(entry.requiredArray("variables"))
                 var experimentRules: [Int32] = []
-                for idField in try entry.requiredArray("experimentIds") {
-                    let id = try idField.string()
+                for (id, idField) in try flagExperimentIds(entry.required("experimentIds")) {
                     guard let index = experimentIndexById[id] else { throw idField.fail("unknown experiment \"\(id)\"") }
                     experimentRules.append(Int32(index))
                 }
@@ -52,6 +51,21 @@ extension Compilation {
             flags.append(flag)
         }
         return flags
+    }
+
+    /// A flag's "experimentIds" (outside the reference's schema) with the reader each id's messages name.
+    /// Python iterates a string character by character, so the reference reads text there as a list of
+    /// one-character ids: "" is no experiment, and any character that is no experiment id makes its config
+    /// construction raise, as an unknown id in a list does.
+    mutating func flagExperimentIds(_ field: DatafileReader) throws(DatafileError) -> [(String, DatafileReader)] {
+        guard let text = field.value.string else {
+            var ids: [(String, DatafileReader)] = []
+            for idField in try field.array() { ids.append((try idField.string(), idField)) }
+            return ids
+        }
+        warn(field.warning("expected a list of experiment ids, got a string: each of its characters is an experiment "
+                           + "id, as the reference iterates it"))
+        return text.unicodeScalars.map { (String($0), field) }
     }
 
     /// A flag's "rolloutId", outside the schema: the reference takes `len()` of it, so an empty list or

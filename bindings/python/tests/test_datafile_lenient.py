@@ -92,10 +92,16 @@ ACCEPTED = [
          "value": {"entityId": "x", "endOfRange": [1]}}, "rollouts[3].experiments[0].trafficAllocation[1]"),
     (7, {"kind": "lenient", "op": "insert", "path": ["rollouts", 5, "experiments", 2, "trafficAllocation", 2],
          "value": 5}, "rollouts[5].experiments[2].trafficAllocation[2]"),
+    # A flag's experimentIds given as text: Python iterates its characters (once refused).
+    (20, _set(["featureFlags", 0, "experimentIds"], ""), "featureFlags[0].experimentIds"),
+    # A typed audience's name that is no string, where no rule's conditions are written out with it (once refused).
+    (33, _set(["typedAudiences", 2, "name"], 5), "typedAudiences[2].name"),
+    (33, _set(["typedAudiences", 2, "name"], {"a": 1}), "typedAudiences[2].name"),
 ]
 
 # What the reference's JSON schema or config construction refuses: (seed, mutation, our message).
 REFUSED = [
+    (20, _set(["featureFlags", 0, "experimentIds"], "12"), r'featureFlags\[0\]\.experimentIds: unknown experiment "1"'),
     (3105, _set(["integrations"], None), r"datafile: integrations: expected an array, got null"),
     (675, _set(["integrations"], {}), r"datafile: integrations: expected an array, got an object"),
     (0, _set(["integrations"], [{"key": "odp", "host": None}]), r"integrations\[0\]\.host: expected a string, got null"),
