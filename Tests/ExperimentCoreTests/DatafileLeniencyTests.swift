@@ -243,6 +243,10 @@ private func rule(_ field: String, _ value: String) -> String {
     #expect(config.warnings.map(\.place) == ["featureFlags[0].experimentIds"])
     let none = try compiled(datafile(flags: #"[{"id": "40", "key": "f", "experimentIds": "", "rolloutId": "", "variables": []}]"#))
     #expect(none.flags[0].rules.isEmpty)
+    // An object is iterated by its names.
+    let named = try compiled(datafile(experiments: experiments,
+                                      flags: #"[{"id": "40", "key": "f", "experimentIds": {"2": 0, "1": [], "2": 1}, "rolloutId": "", "variables": []}]"#))
+    #expect(named.flags[0].rules.map { named.experiments[Int($0.experiment)].key.text } == ["two", "one"])
     // A character that is no experiment id: the reference's config construction raises (KeyError).
     #expect(problems(datafile(experiments: experiments,
                               flags: #"[{"id": "40", "key": "f", "experimentIds": "13", "rolloutId": "", "variables": []}]"#))

@@ -54,18 +54,24 @@ extension Compilation {
     }
 
     /// A flag's "experimentIds" (outside the reference's schema) with the reader each id's messages name.
-    /// Python iterates a string character by character, so the reference reads text there as a list of
-    /// one-character ids: "" is no experiment, and any character that is no experiment id makes its config
+    /// The reference iterates whatever is there: a string character by character, an object by its names, so
+    /// those are lists of ids too ("" and {} none); an id that names no experiment makes its config
     /// construction raise, as an unknown id in a list does.
     mutating func flagExperimentIds(_ field: DatafileReader) throws(DatafileError) -> [(String, DatafileReader)] {
-        guard let text = field.value.string else {
-            var ids: [(String, DatafileReader)] = []
+        var ids: [(String, DatafileReader)] = []
+        switch field.value.kind {
+        case .string:
+            warn(field.warning("expected a list of experiment ids, got a string: each of its characters is an "
+                               + "experiment id, as the reference iterates it"))
+            ids = field.value.string!.unicodeScalars.map { (String($0), field) }
+        case .object:
+            warn(field.warning("expected a list of experiment ids, got an object: each of its names is an experiment "
+                               + "id, as the reference iterates it"))
+            field.value.forEachMember { name, _ in ids.append((String(cString: name), field)) }
+        default:
             for idField in try field.array() { ids.append((try idField.string(), idField)) }
-            return ids
         }
-        warn(field.warning("expected a list of experiment ids, got a string: each of its characters is an experiment "
-                           + "id, as the reference iterates it"))
-        return text.unicodeScalars.map { (String($0), field) }
+        return ids
     }
 
     /// A flag's "rolloutId", outside the schema: the reference takes `len()` of it, so an empty list or

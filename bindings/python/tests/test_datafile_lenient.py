@@ -94,6 +94,7 @@ ACCEPTED = [
          "value": 5}, "rollouts[5].experiments[2].trafficAllocation[2]"),
     # A flag's experimentIds given as text: Python iterates its characters (once refused).
     (20, _set(["featureFlags", 0, "experimentIds"], ""), "featureFlags[0].experimentIds"),
+    (5986, _set(["featureFlags", 0, "experimentIds"], {}), "featureFlags[0].experimentIds"),  # difffuzz seed 5986
     # A typed audience's name that is no string, where no rule's conditions are written out with it (once refused).
     (33, _set(["typedAudiences", 2, "name"], 5), "typedAudiences[2].name"),
     (33, _set(["typedAudiences", 2, "name"], {"a": 1}), "typedAudiences[2].name"),
