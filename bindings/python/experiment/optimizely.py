@@ -258,6 +258,12 @@ class _Project:
                 e for g in datafile.get("groups") or [] for e in g.get("experiments") or []]:
             self.experiments[experiment.get("key")] = experiment
             self.experiments_by_id[experiment.get("id")] = experiment
+        # Delivery rules by key: the reference's get_variation / activate / forced variations take them too.
+        self.delivery_rules: Dict[str, Dict[str, Any]] = {}
+        for rollout in datafile.get("rollouts") or []:
+            for rule in (rollout.get("experiments") or []) if isinstance(rollout, dict) else []:
+                if isinstance(rule, dict):
+                    self.delivery_rules[rule.get("key")] = rule
         self.features: Dict[str, Dict[str, Any]] = {f.get("key"): f for f in datafile.get("featureFlags") or []}
         self.feature_experiment_ids = {i for f in self.features.values() for i in f.get("experimentIds") or []}
         self.events = {e.get("key") for e in datafile.get("events") or []}
@@ -447,6 +453,21 @@ def _attributes_valid(attributes: Any) -> bool:
     return attributes is None or isinstance(attributes, dict)
 
 
+# What the library is given for a forced decision whose variation key is None: the reference stores it and
+# then finds no variation for it ("Invalid variation is mapped to ..."); no datafile key is this text.
+_NO_VARIATION_KEY = "\u0000<no variation key>\u0000"
+
+
+def _forced_variation_text(variation_key: Any) -> str:
+    """The variation key of a forced decision as the library takes it: a str as it is, None as a key no
+    variation has, another value as its str() (the text the library gives such a datafile key)."""
+    if isinstance(variation_key, str):
+        return variation_key
+    if variation_key is None:
+        return _NO_VARIATION_KEY
+    return str(variation_key)
+
+
 class OptimizelyDecision:
     """The result of a user context's decide: ``variation_key``, ``enabled``, ``variables``, ``rule_key``,
     ``flag_key``, ``user_context`` and ``reasons``."""
@@ -508,10 +529,17 @@ class OptimizelyUserContext:
         self.user_id = user_id
         self._context = context
         self._attributes: Dict[str, Any] = dict(attributes or {})
+        # The forced decisions as the reference's forced_decisions_map holds them (what get / remove answer,
+        # whatever the keys: the reference stores any), and the qualified segments when there is no native
+        # context (an instance without a usable datafile: the reference's context keeps them all the same).
+        self._forced: Dict[Any, Any] = {}
+        self._segments: Optional[List[str]] = None
 
     def _clone(self) -> "OptimizelyUserContext":
         copy = OptimizelyUserContext(self.client, self.user_id, self._attributes, None)
         copy._context = self._context.copy() if self._context is not None else None
+        copy._forced = dict(self._forced)
+        copy._segments = list(self._segments) if self._segments is not None else None
         return copy
 
     def get_user_attributes(self) -> Dict[str, Any]:
@@ -570,71 +598,93 @@ class OptimizelyUserContext:
         return {k: self._wrap(d, copy) for k, d in decisions.items()}
 
     def decide_for_keys(self, keys: List[str], options: Optional[List[str]] = None) -> Dict[str, OptimizelyDecision]:
-        """Decides the flags ``keys`` (``{}`` when the instance is not usable)."""
+        """Decides the flags ``keys`` together, as the reference: one profile lookup and save for all, a key
+        that names no flag gets a disabled decision without reasons (kept whatever the options), a key given
+        twice carries both evaluations' reasons; the keys that name no flag come first (``{}`` when the
+        instance is not usable)."""
         if self._context is None or not self.client._ready() or not isinstance(keys, list):
             return {}
         names = self._options(options)
-        enabled_only = OptimizelyDecideOption.ENABLED_FLAGS_ONLY in names
-        result: Dict[str, OptimizelyDecision] = {}
-        # optimizely-sdk answers the keys that name no flag first, then the flags, each in the given order.
+        copy = self._clone()
         features = self.client._project.features if self.client._project is not None else {}
-        for key in [k for k in keys if k not in features] + [k for k in keys if k in features]:
-            decision = self.decide(key, names)
-            if not enabled_only or decision.enabled:
-                result[key] = decision
+        result: Dict[Any, OptimizelyDecision] = {}
+        for key in keys:
+            if key not in features:
+                result[key] = OptimizelyDecision(flag_key=key, user_context=copy)
+        known = [key for key in keys if key in features]
+        if known:
+            with _CallAttributes(self.client, self._attributes, names):
+                decisions = self._context.decide_for_keys(known, names)
+            for key in known:
+                if key in decisions and key not in result:
+                    result[key] = self._wrap(decisions[key], copy)
         return result
 
     def track_event(self, event_key: str, event_tags: Optional[Dict[str, Any]] = None) -> None:
         """Tracks ``event_key`` for this user with the context's attributes (as ``Optimizely.track``)."""
         self.client.track(event_key, self.user_id, self.get_user_attributes(), event_tags)
 
-    def set_forced_decision(self, decision_context: Any,
-                            decision: Any) -> bool:
-        """Forces a variation for a flag (or one of its rules) in this context only. True when set."""
-        if self._context is None:
-            return False
-        try:
-            return self._context.set_forced_decision(decision_context, decision)
-        except Error as exc:
-            self.client.logger.error(str(exc))
-            return False
+    def set_forced_decision(self, decision_context: Any, decision: Any) -> bool:
+        """Forces a variation for a flag (or one of its rules) in this context only. True, as the reference
+        (which stores any decision: an unknown or missing variation key makes later decisions say so)."""
+        self._forced[decision_context] = decision
+        if self._context is not None:
+            flag_key = getattr(decision_context, "flag_key", None)
+            rule_key = getattr(decision_context, "rule_key", None)
+            variation_key = getattr(decision, "variation_key", None)
+            if isinstance(flag_key, str) and (rule_key is None or isinstance(rule_key, str)):
+                try:
+                    self._context.set_forced_decision(
+                        OptimizelyDecisionContext(flag_key, rule_key),
+                        OptimizelyForcedDecision(_forced_variation_text(variation_key)))
+                except Error as exc:
+                    self.client.logger.error(str(exc))
+        return True
 
     def get_forced_decision(self, decision_context: Any) -> Any:
         """The forced decision for the decision context, or None."""
-        if self._context is None:
-            return None
-        try:
-            return self._context.get_forced_decision(decision_context)
-        except Error:
-            return None
+        return self._forced.get(decision_context) if self._forced else None
 
     def remove_forced_decision(self, decision_context: Any) -> bool:
         """Removes one forced decision; True when there was one."""
-        if self._context is None:
+        if decision_context not in self._forced:
             return False
-        try:
-            return self._context.remove_forced_decision(decision_context)
-        except Error:
-            return False
+        del self._forced[decision_context]
+        if self._context is not None:
+            flag_key = getattr(decision_context, "flag_key", None)
+            rule_key = getattr(decision_context, "rule_key", None)
+            if isinstance(flag_key, str) and (rule_key is None or isinstance(rule_key, str)):
+                try:
+                    self._context.remove_forced_decision(OptimizelyDecisionContext(flag_key, rule_key))
+                except Error as exc:
+                    self.client.logger.error(str(exc))
+        return True
 
     def remove_all_forced_decisions(self) -> bool:
         """Removes every forced decision of this context. True."""
-        if self._context is None:
-            return False
-        return self._context.remove_all_forced_decisions()
+        self._forced.clear()
+        if self._context is not None:
+            self._context.remove_all_forced_decisions()
+        return True
 
     def get_qualified_segments(self) -> Optional[List[str]]:
         """The context's qualified segments (None when never fetched or set)."""
-        return self._context.get_qualified_segments() if self._context is not None else None
+        if self._context is None:
+            return list(self._segments) if self._segments is not None else None
+        return self._context.get_qualified_segments()
 
     def set_qualified_segments(self, segments: Optional[List[str]]) -> None:
         """Replaces the context's qualified segments."""
         if self._context is not None:
             self._context.set_qualified_segments(segments)
+        else:
+            self._segments = None if segments is None else list(segments)
 
     def is_qualified_for(self, segment: str) -> bool:
         """Whether ``segment`` is among the context's qualified segments."""
-        return self._context.is_qualified_for(segment) if self._context is not None else False
+        if self._context is None:
+            return self._segments is not None and segment in self._segments
+        return self._context.is_qualified_for(segment)
 
     def fetch_qualified_segments(self, callback: Any = None, options: Optional[List[str]] = None) -> Any:
         """Fetches the user's qualified segments from ODP into the context (see the binding's UserContext)."""
@@ -934,7 +984,7 @@ class Optimizely:
         project = self._config("get_variation")
         if project is None or self._client is None:
             return None
-        experiment = project.experiments.get(experiment_key)
+        experiment = project.experiments.get(experiment_key) or project.delivery_rules.get(experiment_key)
         if experiment is None:
             self.logger.info('Experiment key "%s" is invalid. Not activating user "%s".' % (experiment_key, user_id))
             return None
