@@ -1696,6 +1696,10 @@ typedef struct exp_user exp_user;
  */
 exp_status exp_user_create(exp_client *client, const char *user_id, size_t user_id_length,
                            const exp_attribute *attributes, size_t attribute_count, exp_user **out_user);
+/* exp_user_create with exp_attribute_n attributes: keys and string values given with their byte lengths, so
+ * they may hold NUL bytes (as exp_decide_n's). Otherwise exactly exp_user_create. */
+exp_status exp_user_create_n(exp_client *client, const char *user_id, size_t user_id_length,
+                             const exp_attribute_n *attributes, size_t attribute_count, exp_user **out_user);
 
 /* Releases a context (NULL is a no-op). Never fails; no other call on it may run or follow. */
 void exp_user_free(exp_user *user);
@@ -1716,6 +1720,8 @@ exp_status exp_user_id(exp_user *user, const char **out_id, size_t *out_length);
  *     exp_user_set_attribute(user, EXP_STR("plan"), &plan);
  *     exp_user_remove_attribute(user, EXP_STR("plan")); */
 exp_status exp_user_set_attribute(exp_user *user, const char *key, size_t key_length, const exp_value *value);
+/* exp_user_set_attribute for one exp_attribute_n (key and string value with their byte lengths, NUL allowed). */
+exp_status exp_user_set_attribute_n(exp_user *user, const exp_attribute_n *attribute);
 exp_status exp_user_remove_attribute(exp_user *user, const char *key, size_t key_length);
 
 /* The context's attributes as a JSON object, in the order first set. Free *out_json with exp_free(). */

@@ -341,10 +341,12 @@ _PROTOTYPES += [("exp_client_start_sync", c_int, [exp_client_p, c_char_p, c_size
 exp_user_p = c_void_p
 _PROTOTYPES += [
     ("exp_user_create", c_int, [exp_client_p, c_char_p, c_size_t, c_void_p, c_size_t, POINTER(exp_user_p)]),
+    ("exp_user_create_n", c_int, [exp_client_p, c_char_p, c_size_t, c_void_p, c_size_t, POINTER(exp_user_p)]),
     ("exp_user_free", None, [exp_user_p]),
     ("exp_user_clone", c_int, [exp_user_p, POINTER(exp_user_p)]),
     ("exp_user_id", c_int, [exp_user_p, POINTER(c_void_p), POINTER(c_size_t)]),
     ("exp_user_set_attribute", c_int, [exp_user_p, c_char_p, c_size_t, POINTER(ExpValue)]),
+    ("exp_user_set_attribute_n", c_int, [exp_user_p, POINTER(ExpAttributeN)]),
     ("exp_user_remove_attribute", c_int, [exp_user_p, c_char_p, c_size_t]),
     ("exp_user_attributes_json", c_int, [exp_user_p, c_char_pp]),
     ("exp_user_decide", c_int, [exp_user_p, c_char_p, c_size_t, c_uint, c_void_p]),

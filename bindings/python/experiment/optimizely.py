@@ -759,6 +759,66 @@ class _Dispatcher:
             getattr(self.owner._local, "attributes", None), variation, log_event.__dict__)
 
 
+class _ProfileServiceAdapter:
+    """The program's user profile service as the library's profile store, with the reference's
+    UserProfileTracker semantics: a lookup that raises, returns None or returns no
+    ``{"user_id", "experiment_bucket_map"}`` starts the user from an empty profile (logged); what the library
+    saves is the profile the lookup gave (its own user_id, its entries as they were, unusable ones included)
+    with the call's new assignments written in, as the reference saves its UserProfile."""
+
+    def __init__(self, service: Any, logger: Any) -> None:
+        self.service = service
+        self.logger = logger
+        self._local = threading.local()
+
+    def lookup(self, user_id: str) -> Optional[Dict[str, Any]]:
+        loaded: Any = None
+        try:
+            profile = self.service.lookup(user_id)
+            if profile is None:
+                self.logger.info("Unable to get a user profile from the UserProfileService.")
+            elif "user_id" in profile and "experiment_bucket_map" in profile:
+                loaded = profile
+            else:
+                self.logger.info("User profile is missing keys: %s" % ", ".join(
+                    key for key in ("user_id", "experiment_bucket_map") if key not in profile))
+        except Exception:
+            self.logger.exception('Unable to retrieve user profile for user "%s" as lookup failed.' % user_id)
+        profiles = getattr(self._local, "profiles", None)
+        if profiles is None:
+            profiles = self._local.profiles = {}
+        profiles[user_id] = loaded
+        if loaded is None:
+            return None
+        bucket_map = loaded["experiment_bucket_map"]
+        usable = {}
+        if isinstance(bucket_map, dict):
+            for experiment_id, entry in bucket_map.items():
+                if isinstance(experiment_id, str) and isinstance(entry, dict) \
+                        and isinstance(entry.get("variation_id"), str):
+                    usable[experiment_id] = {"variation_id": entry["variation_id"]}
+        return {"user_id": user_id, "experiment_bucket_map": usable}
+
+    def save(self, profile: Dict[str, Any]) -> None:
+        user_id = profile.get("user_id")
+        loaded = (getattr(self._local, "profiles", None) or {}).pop(user_id, None)
+        if loaded is not None:
+            saved_user_id, bucket_map = loaded["user_id"], loaded["experiment_bucket_map"]
+            if not isinstance(bucket_map, dict):
+                bucket_map = {}
+        else:
+            saved_user_id, bucket_map = user_id, {}
+        for experiment_id, entry in (profile.get("experiment_bucket_map") or {}).items():
+            variation_id = entry.get("variation_id")
+            old = bucket_map.get(experiment_id)
+            if not (isinstance(old, dict) and old.get("variation_id") == variation_id):
+                bucket_map[experiment_id] = {"variation_id": variation_id}
+        try:
+            self.service.save({"user_id": saved_user_id, "experiment_bucket_map": bucket_map})
+        except Exception:
+            self.logger.exception('Unable to save user profile for user "%s".' % saved_user_id)
+
+
 class Optimizely:
     """An optimizely-sdk ``Optimizely`` instance deciding through libexperiment.
 
@@ -822,8 +882,13 @@ class Optimizely:
             return
         # keep_datafile: the facade reads the datafile in use back from the library (exp_client_datafile_json),
         # whoever fetched it, to know the experiments, events and variables outside the decision path.
+        # The program's user profile service is asked as the reference's UserProfileTracker asks it: every
+        # call looks the profile up (no cache in between) and saves what the reference would save.
         options: Dict[str, Any] = {"state_dir": self._state_dir, "keep_datafile": True,
-                                   "profile_store": user_profile_service if user_profile_service else "none"}
+                                   "profile_store": (_ProfileServiceAdapter(user_profile_service, self.logger)
+                                                     if user_profile_service else "none")}
+        if user_profile_service:
+            options["profile_cache"] = False
         if isinstance(logger, logging.Logger):
             options["logger"] = logger
         if datafile_access_token:
