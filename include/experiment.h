@@ -641,6 +641,16 @@ exp_status exp_get_forced_variation(exp_client *client, const char *experiment_k
 exp_status exp_get_forced_variation_len(exp_client *client, const char *experiment_key, const char *user_id,
                                         char **out_variation_key, size_t *out_variation_key_length);
 
+/* exp_set_forced_variation and exp_get_forced_variation_len with every string given with its byte length, so
+ * user ids and keys may hold NUL bytes (as the _n evaluation calls take them); variation_key NULL removes the
+ * forced variation. Everything else as the functions they are named after. */
+exp_status exp_set_forced_variation_n(exp_client *client, const char *experiment_key, size_t experiment_key_length,
+                                      const char *user_id, size_t user_id_length, const char *variation_key,
+                                      size_t variation_key_length);
+exp_status exp_get_forced_variation_n(exp_client *client, const char *experiment_key, size_t experiment_key_length,
+                                      const char *user_id, size_t user_id_length, char **out_variation_key,
+                                      size_t *out_variation_key_length);
+
 /*
  * Sets a forced decision (Optimizely user-context set_forced_decision) for `user_id`: for flag `flag_key`
  * and rule `rule_key` (NULL for the flag as a whole) the user gets the flag variation `variation_key`;
@@ -1595,6 +1605,11 @@ exp_status exp_client_set_profile_store(exp_client *client, exp_profile_lookup_f
  * Call it only on the thread running the lookup, with the `reply` it was given; the reply is invalid once
  * the lookup returns. Example: exp_client_set_profile_store. */
 exp_status exp_profile_reply_set(exp_profile_reply *reply, const char *json, size_t length);
+
+/* From inside an exp_profile_lookup_fn: the user id the lookup is for, whole (*out_id, NUL-terminated, valid
+ * until the lookup returns; *out_length its byte length): unlike the lookup's `user_id` argument it keeps a
+ * NUL byte the id may hold (a user id given to an _n call). Errors: EXP_ERR_INVALID_ARGUMENT (NULLs). */
+exp_status exp_profile_reply_user_id(exp_profile_reply *reply, const char **out_id, size_t *out_length);
 
 /*
  * The profile store's counters as a JSON object: {"store": "sqlite"|"redis"|"callbacks"|"none",

@@ -584,6 +584,13 @@ class OptimizelyUserContext:
         if self._context is None or not self.client._ready():
             return OptimizelyDecision(flag_key=key, user_context=copy, reasons=[_SDK_NOT_READY])
         names = self._options(options)
+        project = self.client._project
+        if not isinstance(options, list) and project is not None and key in project.features \
+                and OptimizelyDecideOption.ENABLED_FLAGS_ONLY in self.client.default_decide_options:
+            # As the reference: decide without a list of options takes the instance's default options
+            # themselves and removes ENABLED_FLAGS_ONLY from them (for good: later decide_all and
+            # decide_for_keys no longer filter).
+            self.client.default_decide_options.remove(OptimizelyDecideOption.ENABLED_FLAGS_ONLY)
         with _CallAttributes(self.client, self._attributes, names):
             return self._wrap(self._context.decide(key, names), copy)
 
@@ -613,11 +620,28 @@ class OptimizelyUserContext:
                 result[key] = OptimizelyDecision(flag_key=key, user_context=copy)
         known = [key for key in keys if key in features]
         if known:
-            with _CallAttributes(self.client, self._attributes, names):
-                decisions = self._context.decide_for_keys(known, names)
+            # The reference notifies once all flags are decided: a key given twice is notified twice, each
+            # time with the reasons of both evaluations (those of its decision).
+            # (ENABLED_FLAGS_ONLY filters here: a repeated key's notifications need its decision's reasons.)
+            held: List[Tuple[str, Tuple[Any, ...]]] = []
+            local = self.client._local
+            local.held_notifications = held
+            unfiltered = [name for name in names if name != OptimizelyDecideOption.ENABLED_FLAGS_ONLY]
+            try:
+                with _CallAttributes(self.client, self._attributes, unfiltered):
+                    decisions = self._context.decide_for_keys(known, unfiltered)
+            finally:
+                local.held_notifications = None
+            enabled_only = OptimizelyDecideOption.ENABLED_FLAGS_ONLY in names
             for key in known:
-                if key in decisions and key not in result:
+                if key in decisions and key not in result and (not enabled_only or decisions[key].enabled):
                     result[key] = self._wrap(decisions[key], copy)
+            repeated = {key for key in known if known.count(key) > 1}
+            for kind, args in held:
+                if kind == NotificationTypes.DECISION and repeated and args[3].get("flag_key") in repeated \
+                        and OptimizelyDecideOption.INCLUDE_REASONS in names and args[3]["flag_key"] in decisions:
+                    args[3]["reasons"] = list(decisions[args[3]["flag_key"]].reasons)
+                self.client.notification_center.send_notifications(kind, *args)
         return result
 
     def track_event(self, event_key: str, event_tags: Optional[Dict[str, Any]] = None) -> None:
@@ -754,9 +778,13 @@ class _Dispatcher:
         is_holdout = (decision.get("metadata") or {}).get("rule_type") == "holdout"
         experiment, variation = project.activate_arguments(decision.get("experiment_id"), decision.get("variation_id"),
                                                            is_holdout)
-        self.owner.notification_center.send_notifications(
-            NotificationTypes.ACTIVATE, experiment, visitor.get("visitor_id"),
-            getattr(self.owner._local, "attributes", None), variation, log_event.__dict__)
+        args = (experiment, visitor.get("visitor_id"), getattr(self.owner._local, "attributes", None), variation,
+                log_event.__dict__)
+        held = getattr(self.owner._local, "held_notifications", None)
+        if held is not None:
+            held.append((NotificationTypes.ACTIVATE, args))
+            return
+        self.owner.notification_center.send_notifications(NotificationTypes.ACTIVATE, *args)
 
 
 class _ProfileServiceAdapter:
@@ -800,6 +828,8 @@ class _ProfileServiceAdapter:
         return {"user_id": user_id, "experiment_bucket_map": usable}
 
     def save(self, profile: Dict[str, Any]) -> None:
+        if getattr(self._local, "no_save", False):
+            return
         user_id = profile.get("user_id")
         loaded = (getattr(self._local, "profiles", None) or {}).pop(user_id, None)
         if loaded is not None:
@@ -817,6 +847,21 @@ class _ProfileServiceAdapter:
             self.service.save({"user_id": saved_user_id, "experiment_bucket_map": bucket_map})
         except Exception:
             self.logger.exception('Unable to save user profile for user "%s".' % saved_user_id)
+
+
+class _NoProfileSave:
+    """While active on this thread, the adapter saves no profile."""
+
+    def __init__(self, adapter: Optional[_ProfileServiceAdapter]) -> None:
+        self.adapter = adapter
+
+    def __enter__(self) -> None:
+        if self.adapter is not None:
+            self.adapter._local.no_save = True
+
+    def __exit__(self, *_exc: Any) -> None:
+        if self.adapter is not None:
+            self.adapter._local.no_save = False
 
 
 class Optimizely:
@@ -856,6 +901,7 @@ class Optimizely:
         self.is_valid = True
         self._local = threading.local()
         self._client: Optional[Client] = None
+        self._profiles: Optional[_ProfileServiceAdapter] = None
         self._project: Optional[_Project] = None
         self._project_lock = threading.Lock()
         # While the first datafile of a polling instance is awaited, calls wait for it (the reference's
@@ -884,9 +930,9 @@ class Optimizely:
         # whoever fetched it, to know the experiments, events and variables outside the decision path.
         # The program's user profile service is asked as the reference's UserProfileTracker asks it: every
         # call looks the profile up (no cache in between) and saves what the reference would save.
+        self._profiles = _ProfileServiceAdapter(user_profile_service, self.logger) if user_profile_service else None
         options: Dict[str, Any] = {"state_dir": self._state_dir, "keep_datafile": True,
-                                   "profile_store": (_ProfileServiceAdapter(user_profile_service, self.logger)
-                                                     if user_profile_service else "none")}
+                                   "profile_store": self._profiles if self._profiles is not None else "none"}
         if user_profile_service:
             options["profile_cache"] = False
         if isinstance(logger, logging.Logger):
@@ -1007,6 +1053,10 @@ class Optimizely:
         attributes = getattr(self._local, "attributes", None)
         if attributes is None:
             attributes = payload.get("attributes") or {}
+        held = getattr(self._local, "held_notifications", None)
+        if held is not None:
+            held.append((NotificationTypes.DECISION, (payload["type"], payload["user_id"], attributes, info)))
+            return
         self.notification_center.send_notifications(NotificationTypes.DECISION, payload["type"], payload["user_id"],
                                                     attributes, info)
 
@@ -1026,6 +1076,12 @@ class Optimizely:
         finally:
             self._local.quiet = False
             self._local.attributes = None
+
+    def _same_call_again(self) -> "_NoProfileSave":
+        """For the library's second decision of one reference call (activate after get_variation, a feature
+        call's decision with its impression): the profile it looks up was saved by the first, and is not
+        saved again."""
+        return _NoProfileSave(self._profiles)
 
     def _capturing(self) -> List[LogEvent]:
         events: List[LogEvent] = []
@@ -1085,7 +1141,8 @@ class Optimizely:
         self._local.quiet = True
         self._local.attributes = attributes
         try:
-            self._client.activate(experiment_key, user_id, attributes)
+            with self._same_call_again():  # get_variation saved the profile: the reference saves it once
+                self._client.activate(experiment_key, user_id, attributes)
         finally:
             self._local.quiet = False
             self._local.attributes = None
@@ -1169,7 +1226,8 @@ class Optimizely:
         if send_event and source != "holdout":
             self._local.no_holdout_events = True
             try:
-                decision = self._quiet_decide(feature_key, user_id, attributes, ())
+                with self._same_call_again():
+                    decision = self._quiet_decide(feature_key, user_id, attributes, ())
             finally:
                 self._local.no_holdout_events = False
         project.sign_zeros(feature_key, decision.rule_key, decision.variation_key, decision.enabled,
