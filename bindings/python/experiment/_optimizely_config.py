@@ -116,6 +116,8 @@ def _readable(conditions: Any, names: Dict[str, str]) -> str:
             inner = _readable(item, names)
             pieces.append("%s (%s)" % (operator, inner) if last else "(%s) " % inner)
         else:
+            if names.get(item, item) is None:
+                continue  # a null id names no audience: optimizely-sdk leaves it out (keeping the positions)
             text = '"%s"' % name(item)
             if index < count - 2:
                 pieces.append("%s %s " % (text, operator))

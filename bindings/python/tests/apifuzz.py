@@ -631,8 +631,10 @@ class Case:
             except Exception:  # noqa: BLE001
                 pass
             ref.take(), ours.take()
-            # the contexts may now differ (a forced decision set on one side only): start them again
+            # the contexts may now differ (a forced decision set on one side only): start them again; ours
+            # may have saved a profile the reference did not reach: the stores start from the reference's
             ref.contexts.pop(index, None), ours.contexts.pop(index, None)
+            ours.ups.profiles = copy.deepcopy(ref.ups.profiles)
             return
         try:
             o = run_call(ours, index, user_id, attrs, call)
