@@ -319,8 +319,11 @@ class _Project:
         experiment = (holdouts if is_holdout else experiments).get(experiment_id)
         variation: Any = None
         if variation_id:
-            found = next((v for v in (experiment or {}).get("variations") or []
-                          if isinstance(v, dict) and v.get("id") == variation_id), None)
+            # The last variation with the id, as optimizely-sdk's variation maps keep it.
+            found = None
+            for candidate in (experiment or {}).get("variations") or []:
+                if isinstance(candidate, dict) and candidate.get("id") == variation_id:
+                    found = candidate
             if found is None:  # a flag-level forced decision: no experiment, a variation of one of its rules
                 found = self.variation_by_id(None, variation_id)
             if found is not None:
@@ -1327,10 +1330,26 @@ class Optimizely:
         value = decision.variables.get(variable_key)
         self.notification_center.send_notifications(
             NotificationTypes.DECISION, DecisionNotificationTypes.FEATURE_VARIABLE, user_id, attributes or {},
-            {"feature_key": feature_key, "feature_enabled": bool(decision.enabled), "source": source,
+            {"feature_key": feature_key, "feature_enabled": self._feature_enabled(feature_key, decision, source),
+             "source": source,
              "variable_key": variable_key, "variable_value": value, "variable_type": variable_type,
              "source_info": source_info})
         return value
+
+    def _feature_enabled(self, feature_key: str, decision: Any, source: str) -> Any:
+        """The feature_enabled of optimizely-sdk's variable notifications: the decided variation's
+        featureEnabled as the datafile has it (an experiment or rule variation: not made a bool), False
+        without a variation, a bool for a holdout's variation."""
+        project = self._project
+        if decision.variation_key is None or project is None:
+            return False
+        if source == "holdout":
+            return bool(decision.enabled)
+        variation = project.variation(project.rule_of(feature_key, decision.rule_key) or {}, decision.variation_key,
+                                      feature_key)
+        if variation is None:
+            return bool(decision.enabled)
+        return variation.get("featureEnabled", False)
 
     def get_all_feature_variables(self, feature_key: str, user_id: str,
                                   attributes: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
@@ -1343,7 +1362,8 @@ class Optimizely:
         values = dict(decision.variables)
         self.notification_center.send_notifications(
             NotificationTypes.DECISION, DecisionNotificationTypes.ALL_FEATURE_VARIABLES, user_id, attributes or {},
-            {"feature_key": feature_key, "feature_enabled": bool(decision.enabled), "variable_values": values,
+            {"feature_key": feature_key, "feature_enabled": self._feature_enabled(feature_key, decision, source),
+             "variable_values": values,
              "source": source, "source_info": source_info})
         return values
 

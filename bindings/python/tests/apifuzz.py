@@ -236,12 +236,15 @@ class Universe:
         self.holdouts = [h for p, h in difffuzz.holdouts_of(df) if isinstance(h.get("key"), str)]
         self.events = [e["key"] for e in listed(df.get("events")) if isinstance(e.get("key"), str)]
         self.variables = {f["key"]: [v for v in listed(f.get("variables"))] for f in self.flags}
-        by_id = {e.get("id"): e for e in self.experiments + self.rules}
-        rollouts = {r.get("id"): r for r in listed(df.get("rollouts"))}
+        by_id = {e.get("id"): e for e in self.experiments + self.rules if isinstance(e.get("id"), str)}
+        rollouts = {r.get("id"): r for r in listed(df.get("rollouts")) if isinstance(r.get("id"), str)}
         self.flag_rules: Dict[str, List[dict]] = {}
         for f in self.flags:
-            rules = [by_id[i] for i in f.get("experimentIds") or [] if isinstance(i, str) and i in by_id]
-            rules += listed((rollouts.get(f.get("rolloutId")) or {}).get("experiments"))
+            ids = f.get("experimentIds") if isinstance(f.get("experimentIds"), list) else []
+            rules = [by_id[i] for i in ids if isinstance(i, str) and i in by_id]
+            rollout_id = f.get("rolloutId")
+            rules += listed((rollouts.get(rollout_id) if isinstance(rollout_id, str) else None or {}).get("experiments")
+                            if isinstance(rollout_id, str) and isinstance(rollouts.get(rollout_id), dict) else [])
             self.flag_rules[f["key"]] = [r for r in rules if isinstance(r.get("key"), str)]
 
     @staticmethod
