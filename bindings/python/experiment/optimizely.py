@@ -357,7 +357,10 @@ class _Project:
     def everyone_else_variation(self, feature: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         """The first variation of the last rule of the flag's rollout (optimizely-sdk appends it to the flag's
         "fr" experiments), or None."""
-        rules = (_by(self.datafile.get("rollouts"), "id").get(feature.get("rolloutId")) or {}).get("experiments") or []
+        rollout_id = feature.get("rolloutId")
+        if not isinstance(rollout_id, str):  # (a mutated datafile's list or object there names no rollout)
+            return None
+        rules = (_by(self.datafile.get("rollouts"), "id").get(rollout_id) or {}).get("experiments") or []
         variations = (rules[-1].get("variations") or []) if rules and isinstance(rules[-1], dict) else []
         return variations[0] if variations and isinstance(variations[0], dict) else None
 
@@ -1347,9 +1350,12 @@ class Optimizely:
             return bool(decision.enabled)
         variation = project.variation(project.rule_of(feature_key, decision.rule_key) or {}, decision.variation_key,
                                       feature_key)
-        if variation is None:
+        raw = variation.get("featureEnabled", False) if variation is not None else None
+        # (A key may name two variations of an "fr" experiment: the datafile's value only where it is no bool
+        # and agrees with the decision.)
+        if variation is None or isinstance(raw, bool) or bool(raw) != bool(decision.enabled):
             return bool(decision.enabled)
-        return variation.get("featureEnabled", False)
+        return raw
 
     def get_all_feature_variables(self, feature_key: str, user_id: str,
                                   attributes: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:

@@ -6,7 +6,7 @@ API surface difffuzz.py does not drive.  Zero differences allowed.
     EXPERIMENT_LIBRARY=$PWD/.build/release/libexperiment.so PYTHONPATH=$PWD/bindings/python \\
         python3 bindings/python/tests/apifuzz.py --seeds 0:200
 
-Options: --seeds A:B (default 0:40, the slice `make test` runs through test_apifuzz.py), --users N,
+Options: --seeds A:B (default 0:120, the slice `make test` runs through test_apifuzz.py), --users N,
 --jobs N, --report FILE (JSON), --replay SEED (every difference of one seed), --quiet.
 
 Each seed is one case: difffuzz's mutated datafile of the seed (`difffuzz.mutate`), for two seeds in five
@@ -72,7 +72,7 @@ except Exception as exc:  # pragma: no cover - reported by main() and the test
     dropin = None  # type: ignore[assignment]
     IMPORT_ERROR = exc
 
-DEFAULT_SEEDS = (0, 40)
+DEFAULT_SEEDS = (0, 120)
 DEFAULT_USERS = 8
 OPS_PER_USER = (12, 30)
 OPTIONS = ["INCLUDE_REASONS", "EXCLUDE_VARIABLES", "DISABLE_DECISION_EVENT", "ENABLED_FLAGS_ONLY",
@@ -554,15 +554,19 @@ class Case:
                                                "call": difffuzz._jsonable(self.history[-1:]),
                                                "exception": f"{type(exc).__name__}: {exc}"[:300]}
 
-    def texted(self, value: Any) -> Any:
-        """The reference's value with the datafile's non-string keys as ours hands them out (str())."""
+    KEY_FIELDS = {"variation_key", "flag_key", "rule_key", "key", "experiment_key", "feature_key", "variable_key",
+                  None}
+
+    def texted(self, value: Any, field: Any = None) -> Any:
+        """The reference's value with the datafile's non-string keys as ours hands them out (str()): dict keys,
+        and values of key fields (a bare result too)."""
         if isinstance(value, dict):
             return {(difffuzz.documented_key_text(k) if difffuzz.documented_key_text(k) in self.key_texts
-                     and not isinstance(k, str) else k): self.texted(v) for k, v in value.items()}
+                     and not isinstance(k, str) else k): self.texted(v, k) for k, v in value.items()}
         if isinstance(value, list):
-            return [self.texted(v) for v in value]
+            return [self.texted(v, field) for v in value]
         text = difffuzz.documented_key_text(value)
-        if text is not None and text in self.key_texts:
+        if text is not None and text in self.key_texts and field in self.KEY_FIELDS:
             return text
         return value
 
@@ -680,6 +684,38 @@ class Case:
             return
         self.compare("get_optimizely_config", "contents", r, o)
         self.compare("get_optimizely_config", "datafile", r_text, o_text)
+
+
+def compare_calls(datafile: Any, user_id: Any, attributes: Dict[str, Any], calls: List[List[Any]],
+                  profiles: Optional[Dict[str, Any]] = None, raising: Tuple[str, ...] = (),
+                  default_options: Any = None, config: bool = False) -> Tally:
+    """Runs one user's `calls` (as draw_calls makes them) on both sides over `datafile` (a dict or JSON
+    text), comparing everything as the fuzzer does; the tally of what differed (for regression tests)."""
+    tally = Tally()
+    case = Case.__new__(Case)
+    case.seed, case.n_users, case.tally, case.mutations, case.segments = -1, 1, tally, [], False
+    case.text = datafile if isinstance(datafile, str) else json.dumps(datafile)
+    try:
+        case.df = json.loads(case.text)
+    except ValueError:
+        case.df = {}
+    case.key_texts = difffuzz.nonstring_key_texts(case.df)
+    case.users = [(user_id, attributes)]
+    case.default_options = default_options
+    case.profiles, case.raising = copy.deepcopy(profiles or {}), set(raising)
+    case.history, case.user = [], (0, user_id, attributes)
+    ref = Side("reference", case.text, case.profiles, case.raising, default_options)
+    ours = Side("ours", case.text, case.profiles, case.raising, default_options)
+    try:
+        for call in calls:
+            case.step(ref, ours, 0, user_id, attributes, call)
+        if config:
+            case.history = [["get_optimizely_config"]]
+            case.config(ref, ours)
+    finally:
+        ref.close()
+        ours.close()
+    return tally
 
 
 def run_seed(seed: int, n_users: int) -> Tally:
