@@ -206,12 +206,20 @@ _DEFAULT_EXPERIMENT: Dict[str, Any] = {"id": "", "key": "", "layerId": "", "stat
                                        "type": None}
 
 
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _by(items: Any, field: str) -> Dict[Any, Dict[str, Any]]:
     """Datafile entities by a field, as optimizely-sdk's key maps hold them: a repeated value keeps its first
     place and the last definition."""
     found: Dict[Any, Dict[str, Any]] = {}
-    for item in items or []:
-        if isinstance(item, dict):
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and _hashable(item.get(field)):
             found[item.get(field)] = item
     return found
 
@@ -258,12 +266,29 @@ class _Project:
                 e for g in datafile.get("groups") or [] for e in g.get("experiments") or []]:
             self.experiments[experiment.get("key")] = experiment
             self.experiments_by_id[experiment.get("id")] = experiment
-        # Delivery rules by key: the reference's get_variation / activate / forced variations take them too.
-        self.delivery_rules: Dict[str, Dict[str, Any]] = {}
-        for rollout in datafile.get("rollouts") or []:
-            for rule in (rollout.get("experiments") or []) if isinstance(rollout, dict) else []:
-                if isinstance(rule, dict):
-                    self.delivery_rules[rule.get("key")] = rule
+        # Experiments and delivery rules by key as optimizely-sdk's experiment_key_map holds them (what its
+        # get_variation / activate know): built from its map by id (experiments, then the rules of each
+        # rollout, then group experiments; a repeated id keeps its first place and its last definition).
+        by_id: Dict[Any, Dict[str, Any]] = {}
+        for raw in datafile.get("experiments") or []:
+            if isinstance(raw, dict) and _hashable(raw.get("id")):
+                by_id[raw.get("id")] = raw
+        for rollout in _by(datafile.get("rollouts"), "id").values():
+            for raw in rollout.get("experiments") or []:
+                if isinstance(raw, dict) and _hashable(raw.get("id")):
+                    by_id[raw.get("id")] = raw
+        for group in _by(datafile.get("groups"), "id").values():
+            for raw in _by(group.get("experiments"), "id").values():
+                by_id[raw.get("id")] = raw
+        self.has_null_variation_key = any(
+            isinstance(v, dict) and "key" in v and v["key"] is None
+            for e in list(by_id.values()) + [h for h in (datafile.get("holdouts") or []) + (
+                datafile.get("localHoldouts") or []) if isinstance(h, dict)]
+            for v in (e.get("variations") if isinstance(e.get("variations"), list) else []))
+        self.experiment_key_map: Dict[Any, Dict[str, Any]] = {}
+        for raw in by_id.values():
+            if _hashable(raw.get("key")):
+                self.experiment_key_map[raw.get("key")] = raw
         self.features: Dict[str, Dict[str, Any]] = {f.get("key"): f for f in datafile.get("featureFlags") or []}
         self.feature_experiment_ids = {i for f in self.features.values() for i in f.get("experimentIds") or []}
         self.events = {e.get("key") for e in datafile.get("events") or []}
@@ -316,7 +341,9 @@ class _Project:
         entities (here objects with the entities' attributes), a holdout's variation as a plain dict, the
         reference's empty experiment when there is none."""
         experiments, holdouts = self._entity_maps()
-        experiment = (holdouts if is_holdout else experiments).get(experiment_id)
+        # An impression without a variation (a delivery rule decision that found none) has no experiment
+        # either: optimizely-sdk passes its empty experiment, even when a rule's id is "" too.
+        experiment = (holdouts if is_holdout else experiments).get(experiment_id) if variation_id else None
         variation: Any = None
         if variation_id:
             # The last variation with the id, as optimizely-sdk's variation maps keep it.
@@ -663,10 +690,13 @@ class OptimizelyUserContext:
             rule_key = getattr(decision_context, "rule_key", None)
             variation_key = getattr(decision, "variation_key", None)
             if isinstance(flag_key, str) and (rule_key is None or isinstance(rule_key, str)):
+                project = self.client._project
+                text = _forced_variation_text(variation_key)
+                if variation_key is None and project is not None and project.has_null_variation_key:
+                    text = "None"  # the reference's None then matches a variation whose key is null ("None" here)
                 try:
                     self._context.set_forced_decision(
-                        OptimizelyDecisionContext(flag_key, rule_key),
-                        OptimizelyForcedDecision(_forced_variation_text(variation_key)))
+                        OptimizelyDecisionContext(flag_key, rule_key), OptimizelyForcedDecision(text))
                 except Error as exc:
                     self.client.logger.error(str(exc))
         return True
@@ -1111,7 +1141,7 @@ class Optimizely:
         project = self._config("get_variation")
         if project is None or self._client is None:
             return None
-        experiment = project.experiments.get(experiment_key) or project.delivery_rules.get(experiment_key)
+        experiment = project.experiment_key_map.get(experiment_key)
         if experiment is None:
             self.logger.info('Experiment key "%s" is invalid. Not activating user "%s".' % (experiment_key, user_id))
             return None

@@ -557,16 +557,21 @@ class Case:
     KEY_FIELDS = {"variation_key", "flag_key", "rule_key", "key", "experiment_key", "feature_key", "variable_key",
                   None}
 
-    def texted(self, value: Any, field: Any = None) -> Any:
-        """The reference's value with the datafile's non-string keys as ours hands them out (str()): dict keys,
-        and values of key fields (a bare result too)."""
-        if isinstance(value, dict):
-            return {(difffuzz.documented_key_text(k) if difffuzz.documented_key_text(k) in self.key_texts
-                     and not isinstance(k, str) else k): self.texted(v, k) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.texted(v, field) for v in value]
+    def texted(self, value: Any, ours: Any, field: Any = None) -> Any:
+        """The reference's value with the datafile's non-string keys as ours hands them out (str()), where ours
+        has exactly that text: dict keys, and values of key fields (a bare result too)."""
+        if isinstance(value, dict) and isinstance(ours, dict):
+            out = {}
+            for k, v in value.items():
+                text = difffuzz.documented_key_text(k) if not isinstance(k, str) else None
+                name = text if text is not None and text in self.key_texts and text in ours and k not in ours else k
+                out[name] = self.texted(v, ours.get(name), k)
+            return out
+        if isinstance(value, list) and isinstance(ours, list) and len(value) == len(ours):
+            return [self.texted(v, o, field) for v, o in zip(value, ours)]
         text = difffuzz.documented_key_text(value)
-        if text is not None and text in self.key_texts and field in self.KEY_FIELDS:
+        if text is not None and text in self.key_texts and field in self.KEY_FIELDS and type(ours) is str \
+                and ours == text:
             return text
         return value
 
@@ -575,7 +580,7 @@ class Case:
         d = typed_diff(reference, ours, "")
         if d is None:
             return
-        if self.key_texts and typed_diff(self.texted(reference), ours, "") is None:
+        if self.key_texts and typed_diff(self.texted(reference, ours), ours, "") is None:
             self.tally.deliberate[f"{op} {what}: {difffuzz.DELIBERATE_KEY_TEXT}"] += 1
             return
         self.difference(signature_of(op, what, d), reference, ours, d)
