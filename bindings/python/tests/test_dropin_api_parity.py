@@ -191,3 +191,21 @@ def test_optimizely_config_audiences_text_leaves_null_ids_out_and_keeps_variable
     df["experiments"][0]["audienceConditions"] = ["or", None, "2002", "2006"]
     df["featureFlags"][0]["variables"][0]["type"] = []
     same(df, [["decide", "checkout_redesign", [R]]], config=True)
+
+
+def test_forced_decision_with_variation_none_matches_a_variation_whose_key_is_null(demo: Dict[str, Any]) -> None:
+    df = copy.deepcopy(demo)
+    df["rollouts"][1]["experiments"][0]["variations"][0]["key"] = None
+    same(df, [["set_forced_decision", ["free_shipping", "free_shipping_nl_de"], None],
+              ["decide", "free_shipping", [R]], ["set_forced_decision", ["checkout_redesign", None], None],
+              ["decide", "checkout_redesign", [R]]])
+
+
+def test_get_variation_knows_the_keys_of_the_reference_experiment_map(demo: Dict[str, Any]) -> None:
+    """A rule repeated with its id and another key, before the original: the reference's map by id keeps the
+    later definition, so the copy's key names no experiment (no notification, None)."""
+    df = copy.deepcopy(demo)
+    rules = df["rollouts"][1]["experiments"]
+    rules.insert(0, dict(rules[0], key="free_shipping_nl_de_dup", status="Paused"))
+    same(df, [["get_variation", "free_shipping_nl_de_dup"], ["activate", "free_shipping_nl_de_dup"],
+              ["get_variation", "free_shipping_nl_de"]])
