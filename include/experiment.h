@@ -254,6 +254,9 @@ typedef struct exp_client exp_client;
  *   "keep_datafile"           bool     keep the text of the datafile in use beside its compiled config, for
  *                                      exp_client_datafile_json. Default false (it costs memory equal to
  *                                      the datafile's size).
+ *   "profile_cache"           bool     keep recently used profiles of the profile store in memory (default
+ *                                      true). False: every call looks the user's profile up in the store and
+ *                                      saves it without reading it again first, as optimizely-sdk does.
  *
  * On success *out_client receives a new client, not yet ready: give it a datafile with exp_client_start.
  * Errors: EXP_ERR_INVALID_ARGUMENT (out_client NULL), EXP_ERR_INVALID_JSON ("options: not valid JSON (...)"),
@@ -1586,7 +1589,7 @@ typedef int (*exp_profile_save_fn)(const char *user_id, const char *profile_json
  * Installs the host's profile store (lookup and save, with `user_data` for both), replacing the store the
  * options chose; NULL lookup and save removes sticky bucketing. The callbacks may run on many threads at
  * once. A bounded in-memory cache sits in front, so lookup is not called again for a user whose profile
- * was recently looked up or saved by this client.
+ * was recently looked up or saved by this client (unless the client option "profile_cache" is false).
  * Errors: EXP_ERR_INVALID_ARGUMENT (NULL client, only one of the two callbacks), EXP_ERR_CLOSED. Thread-safe.
  *
  *     static int my_lookup(const char *user, exp_profile_reply *reply, void *db) {
