@@ -280,11 +280,11 @@ class _Project:
         for group in _by(datafile.get("groups"), "id").values():
             for raw in _by(group.get("experiments"), "id").values():
                 by_id[raw.get("id")] = raw
-        self.has_null_variation_key = any(
-            isinstance(v, dict) and "key" in v and v["key"] is None
-            for e in list(by_id.values()) + [h for h in (datafile.get("holdouts") or []) + (
-                datafile.get("localHoldouts") or []) if isinstance(h, dict)]
-            for v in (e.get("variations") if isinstance(e.get("variations"), list) else []))
+        owners: List[Dict[str, Any]] = list(by_id.values()) + [
+            h for h in list(datafile.get("holdouts") or []) + list(datafile.get("localHoldouts") or [])
+            if isinstance(h, dict)]
+        variations: List[Any] = [v for e in owners if isinstance(e.get("variations"), list) for v in e["variations"]]
+        self.has_null_variation_key = any(isinstance(v, dict) and "key" in v and v["key"] is None for v in variations)
         self.experiment_key_map: Dict[Any, Dict[str, Any]] = {}
         for raw in by_id.values():
             if _hashable(raw.get("key")):
