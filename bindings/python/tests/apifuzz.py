@@ -610,8 +610,14 @@ class Case:
                 if difffuzz.DELIBERATE_REFUSALS.match(why):
                     t.cases["deliberate refusal (README), reference accepts"] += 1
                     return
-                # the reference may accept and then raise on every call (difffuzz counts these apart)
-                t.cases["ours refuses a datafile the reference accepts: " + difffuzz.template(why, 60)] += 1
+                if self.reference_cannot_decide(ref):
+                    # accepted, then the reference raises deciding it: ours refuses such a datafile on purpose
+                    # (README "Deliberate differences"; difffuzz counts these apart the same way)
+                    t.cases["reference accepts, then raises deciding: ours refuses on purpose"] += 1
+                    return
+                t.comparisons["accept"] += 1
+                self.difference("accept: reference accepts, ours refuses (%s)" % difffuzz.template(why, 90), True,
+                                why, "")
                 return
             t.comparisons["accept"] += 1
             if ours_ok and not ref_ok:
@@ -630,6 +636,23 @@ class Case:
         finally:
             ref.close()
             ours.close()
+
+    def reference_cannot_decide(self, ref: Side) -> bool:
+        """Whether the reference raises deciding the datafile for the case's users (as difffuzz asks it:
+        decide_all with reasons, get_variation of every experiment and delivery rule)."""
+        config = ref.client.config_manager.get_config()
+        experiments = [k for k in getattr(config, "experiment_key_map", {}) if isinstance(k, str)]
+        for user_id, attrs in difffuzz.fuzz_users(self.seed, self.base, 40) if self.seed >= 0 else self.users:
+            try:
+                context = ref.client.create_user_context(user_id, dict(attrs))
+                if context is not None:
+                    context.decide_all(["INCLUDE_REASONS"])
+                for key in experiments:
+                    ref.client.get_variation(key, user_id, dict(attrs))
+            except Exception as exc:  # noqa: BLE001 - the reference's own failure is what is asked
+                self.crash("decide_all on a datafile it accepted", exc)
+                return True
+        return False
 
     def step(self, ref: Side, ours: Side, index: int, user_id: Any, attrs: Dict[str, Any], call: List[Any]) -> None:
         op = call[0]
