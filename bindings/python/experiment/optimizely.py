@@ -336,7 +336,8 @@ class _Project:
         self._entities = (experiments, holdouts)
         return self._entities
 
-    def activate_arguments(self, experiment_id: Any, variation_id: Any, is_holdout: bool) -> Tuple[Any, Any]:
+    def activate_arguments(self, experiment_id: Any, variation_id: Any, is_holdout: bool,
+                           rule_key: Any = None) -> Tuple[Any, Any]:
         """The experiment and variation arguments of optimizely-sdk's ACTIVATE notification for an impression:
         entities (here objects with the entities' attributes), a holdout's variation as a plain dict, the
         reference's empty experiment when there is none."""
@@ -344,6 +345,8 @@ class _Project:
         # An impression without a variation (a delivery rule decision that found none) has no experiment
         # either: optimizely-sdk passes its empty experiment, even when a rule's id is "" too.
         experiment = (holdouts if is_holdout else experiments).get(experiment_id) if variation_id else None
+        if experiment_id == "" and rule_key == "":
+            experiment = None  # a flag-level forced decision: no experiment (whatever rule has the id "")
         variation: Any = None
         if variation_id:
             # The last variation with the id, as optimizely-sdk's variation maps keep it.
@@ -813,7 +816,7 @@ class _Dispatcher:
             return
         is_holdout = (decision.get("metadata") or {}).get("rule_type") == "holdout"
         experiment, variation = project.activate_arguments(decision.get("experiment_id"), decision.get("variation_id"),
-                                                           is_holdout)
+                                                           is_holdout, (decision.get("metadata") or {}).get("rule_key"))
         args = (experiment, visitor.get("visitor_id"), getattr(self.owner._local, "attributes", None), variation,
                 log_event.__dict__)
         held = getattr(self.owner._local, "held_notifications", None)

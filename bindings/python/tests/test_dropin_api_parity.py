@@ -209,3 +209,14 @@ def test_get_variation_knows_the_keys_of_the_reference_experiment_map(demo: Dict
     rules.insert(0, dict(rules[0], key="free_shipping_nl_de_dup", status="Paused"))
     same(df, [["get_variation", "free_shipping_nl_de_dup"], ["activate", "free_shipping_nl_de_dup"],
               ["get_variation", "free_shipping_nl_de"]])
+
+
+def test_activate_notification_of_a_flag_level_forced_decision_beside_a_rule_whose_id_is_empty(
+        demo: Dict[str, Any]) -> None:
+    """A flag-level forced decision's impression names no experiment (id ""): ACTIVATE gets the reference's
+    empty experiment, not a rule whose id happens to be "" too; a rule with id "" that decides is named."""
+    df = copy.deepcopy(demo)
+    df["rollouts"][1]["experiments"][0]["id"] = ""
+    same(df, [["set_forced_decision", ["free_shipping", None], "on"], ["decide", "free_shipping", [R]],
+              ["remove_all_forced_decisions"], ["decide", "free_shipping", [R]]])
+    same(df, [["decide", "free_shipping", [R]]], attributes={"country": "US"})
