@@ -607,9 +607,6 @@ class Case:
                     why = "?"
                 except Exception as exc:  # noqa: BLE001
                     why = str(exc)
-                if difffuzz.DELIBERATE_REFUSALS.match(why):
-                    t.cases["deliberate refusal (README), reference accepts"] += 1
-                    return
                 if self.reference_cannot_decide(ref):
                     # accepted, then the reference raises deciding it: ours refuses such a datafile on purpose
                     # (README "Deliberate differences"; difffuzz counts these apart the same way)
