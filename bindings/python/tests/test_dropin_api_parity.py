@@ -220,3 +220,12 @@ def test_activate_notification_of_a_flag_level_forced_decision_beside_a_rule_who
     same(df, [["set_forced_decision", ["free_shipping", None], "on"], ["decide", "free_shipping", [R]],
               ["remove_all_forced_decisions"], ["decide", "free_shipping", [R]]])
     same(df, [["decide", "free_shipping", [R]]], attributes={"country": "US"})
+
+
+def test_a_flag_whose_rollout_id_is_an_object(demo: Dict[str, Any]) -> None:
+    """A rolloutId that is no string (a mutated datafile: {}) names no rollout; the drop-in once raised
+    TypeError (unhashable) deciding it with ACTIVATE listeners."""
+    df = copy.deepcopy(demo)
+    df["featureFlags"][1]["rolloutId"] = {}
+    same(df, [["decide_for_keys", ["free_shipping", "checkout_redesign"], [R]], ["activate", "checkout_redesign_ab"],
+              ["decide", "free_shipping", [R]]])
