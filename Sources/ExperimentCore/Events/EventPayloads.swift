@@ -372,6 +372,23 @@ extension FlagDecision {
         return nil
     }
 
+    /// The decided variation's key as text (whole: a key may hold NUL bytes, which its C string cannot), or nil.
+    public func variationKeyText(in config: ProjectConfig) -> String? {
+        if holdout >= 0 {
+            return variation >= 0 ? config.holdouts[Int(holdout)].variations[Int(variation)].key.text : nil
+        }
+        if experiment >= 0 && variation >= 0 { return config.experiments[Int(experiment)].variations[Int(variation)].key.text }
+        if flagVariation >= 0 { return config.flags[Int(flag)].flagVariations[Int(flagVariation)].key.text }
+        return nil
+    }
+
+    /// The deciding rule's key as text (whole, NUL bytes included), or nil.
+    public func ruleKeyText(in config: ProjectConfig) -> String? {
+        if holdout >= 0 { return config.holdouts[Int(holdout)].key.text }
+        if experiment >= 0 { return config.experiments[Int(experiment)].key.text }
+        return nil
+    }
+
     /// The id of the deciding rule or holdout (the reference's `flag_decision.experiment.id`), or nil.
     public func experimentId(in config: ProjectConfig) -> String? {
         if holdout >= 0 { return config.holdouts[Int(holdout)].id.text }
