@@ -196,13 +196,19 @@ public final class Experiment: @unchecked Sendable {
     /// Index of the random-policy group this experiment belongs to, or -1.
     public let group: Int32
     public let groupId: String
+    /// The datafile's "id" as JSON when it is no string (a rollout rule's, outside the schema): impressions
+    /// carry it as it is, as the reference's do. Nil for a string id. Set by the compiler only.
+    public internal(set) var idJSON: String? = nil
 
     /// A copy with other variations, traffic or whitelist (the compiler's late adjustments; configs
     /// themselves never change once built).
     func with(variations: [Variation]? = nil, traffic: [TrafficRange]? = nil, whitelist: KeyIndex? = nil) -> Experiment {
-        Experiment(id: id, key: key, layerId: layerId, isRunning: isRunning, kind: kind, type: type, audience: audience,
-                   variations: variations ?? self.variations, traffic: traffic ?? self.traffic,
-                   whitelist: whitelist ?? self.whitelist, group: group, groupId: groupId)
+        let copy = Experiment(id: id, key: key, layerId: layerId, isRunning: isRunning, kind: kind, type: type,
+                              audience: audience, variations: variations ?? self.variations,
+                              traffic: traffic ?? self.traffic, whitelist: whitelist ?? self.whitelist, group: group,
+                              groupId: groupId)
+        copy.idJSON = idJSON
+        return copy
     }
 
     /// By id the last definition wins too, as in the reference's id map (built from its key map).
@@ -243,6 +249,8 @@ public final class Holdout: @unchecked Sendable {
     public let variations: [Variation]
     public let traffic: [TrafficRange]
     public let excludeTargetedDeliveries: Bool
+    /// The datafile's "id" as JSON when it is no string (see `Experiment.idJSON`). Set by the compiler only.
+    public internal(set) var idJSON: String? = nil
     public init(id: ConfigString, key: ConfigString, isRunning: Bool, audience: AudienceCondition?,
                 variations: [Variation], traffic: [TrafficRange], excludeTargetedDeliveries: Bool) {
         self.id = id

@@ -105,6 +105,7 @@ extension Compilation {
             isRunning: rule.isRunning, kind: kind, type: ruleType(entry),
             audience: try audienceCondition(entry, in: context), variations: variations, traffic: traffic,
             whitelist: nil, group: group, groupId: groupId)
+        experiment.idJSON = rule.idJSON
         let index = experiments.count
         experiments.append(experiment)
         experimentIdentities.append(id)

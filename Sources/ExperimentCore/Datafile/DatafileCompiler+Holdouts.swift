@@ -81,10 +81,12 @@ extension Compilation {
             variations.lastIndex { $0.id.text == entityId }
         }
         if !fields.keyIsText { traffic = Bucketing.neverBucketed }
-        return Holdout(
+        let holdout = Holdout(
             id: ConfigString(fields.id, in: strings), key: ConfigString(fields.key, in: strings),
             isRunning: fields.isRunning,
             audience: try audienceCondition(entry, in: .holdout), variations: variations, traffic: traffic,
             excludeTargetedDeliveries: truth(entry, "excludeTargetedDeliveries") ?? false)
+        holdout.idJSON = fields.idJSON
+        return holdout
     }
 }

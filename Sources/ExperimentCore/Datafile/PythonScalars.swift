@@ -156,6 +156,8 @@ struct RuleFields {
     var id: String
     /// As the reference's maps key it (`JSONValue.identityKey`).
     var identity: String
+    /// The id as JSON when it is no string: what impressions carry (see `Experiment.idJSON`).
+    var idJSON: String? = nil
     var key: String
     var keyIsText = true
     var isRunning: Bool
@@ -174,6 +176,7 @@ struct RuleFields {
         id = try idField.lenientText("formatted into the bucketing key as Python's str() of it; only an equal "
                                      + "value (Python's ==) names the rule", warn: warn)
         identity = idField.value.identityKey
+        if idField.value.string == nil { idJSON = PythonJSONText.dumps(idField.value) }
         let keyField = try entry.required("key")
         if keyField.value.string != nil {
             key = try entry.requiredKey()
@@ -190,9 +193,9 @@ struct RuleFields {
             if let text = layerField.value.string {
                 layerId = text
             } else {
-                warn(layerField.warning("expected a string, got \(layerField.value.kindName): events carry Python's "
-                                        + "str() of it as the campaign id here (the reference: the value as it is)"))
-                layerId = layerField.value.pythonText
+                // The reference's event takes a campaign id only when it is text, else the experiment id.
+                warn(layerField.warning("expected a string, got \(layerField.value.kindName): events carry the rule's "
+                                        + "id as the campaign id instead, as in the reference"))
             }
         }
     }

@@ -21,6 +21,15 @@ public struct EventClient: Sendable {
 /// The campaign and variation an impression reports.
 public struct ImpressionSubject {
     public var experimentId: String = ""
+    /// The experiment's or holdout's id as JSON when the datafile's is no string (`Experiment.idJSON`).
+    public var experimentIdJSON: String? = nil
+
+    /// Python's truth of a datafile id (the reference re-reads a variation only `if variation_id and
+    /// experiment_id`): text when not empty; a number when not zero; true; never false or null.
+    static func isTruthy(id text: String, json: String?) -> Bool {
+        guard let json else { return !text.isEmpty }
+        return !["false", "null", "0", "0.0", "-0.0"].contains(json)
+    }
     public var layerId: String = ""
     public var variationId: String? = nil
     public var variationKey: String = ""
@@ -53,13 +62,14 @@ public enum EventPayloads {
         if decision.holdout >= 0 {
             let holdout = config.holdouts[Int(decision.holdout)]
             subject.experimentId = holdout.id.text
+            subject.experimentIdJSON = holdout.idJSON
             subject.ruleKey = holdout.key.text
             if decision.variation >= 0 {
                 let variation = holdout.variations[Int(decision.variation)]
                 subject.enabled = variation.featureEnabled
                 // The reference re-reads a holdout's variation by holdout id and variation id, and finds
                 // none when either is empty (false to its `elif variation_id and experiment_id`).
-                if !holdout.id.text.isEmpty && !variation.id.text.isEmpty {
+                if ImpressionSubject.isTruthy(id: holdout.id.text, json: holdout.idJSON) && !variation.id.text.isEmpty {
                     subject.variationId = variation.id.text
                     subject.variationKey = variation.key.text
                 }
@@ -69,6 +79,7 @@ public enum EventPayloads {
         if decision.experiment >= 0 {
             let experiment = config.experiments[Int(decision.experiment)]
             subject.experimentId = experiment.id.text
+            subject.experimentIdJSON = experiment.idJSON
             subject.layerId = experiment.layerId
             subject.ruleKey = experiment.key.text
         }
@@ -104,10 +115,11 @@ public enum EventPayloads {
         let byKey = experiment.variationIndex(key: decided.key.text).map { experiment.variations[$0] } ?? decided
         var subject = ImpressionSubject()
         subject.experimentId = experiment.id.text
+        subject.experimentIdJSON = experiment.idJSON
         subject.layerId = experiment.layerId
         // Then by experiment id and variation id, where the last definition of an id wins (another key may
         // share it), and which finds nothing when either is empty: no variation.
-        if !experiment.id.text.isEmpty && !byKey.id.text.isEmpty {
+        if ImpressionSubject.isTruthy(id: experiment.id.text, json: experiment.idJSON) && !byKey.id.text.isEmpty {
             let byId = experiment.variationIndex(id: byKey.id.text).map { experiment.variations[$0] } ?? byKey
             subject.variationId = byId.id.text
             subject.variationKey = byId.key.text
@@ -123,13 +135,16 @@ public enum EventPayloads {
         timestamp: Int64, client: EventClient
     ) -> EventBatch {
         withPayloadWriter { writer in
-            let campaignId = subject.layerId.isEmpty ? subject.experimentId : subject.layerId
+            // The reference's campaign id: the layer id when it is text, else the experiment id when that is.
+            let campaignId = !subject.layerId.isEmpty ? subject.layerId
+                : subject.experimentIdJSON == nil ? subject.experimentId : ""
             writePrologue(&writer, config: config, client: client)
             writer.literal("{\"snapshots\":[{\"events\":[{\"entity_id\":"); writer.string(campaignId)
             writer.literal(",\"uuid\":"); writer.string(uuid)
             writer.literal(",\"key\":\"campaign_activated\",\"timestamp\":"); writer.int(timestamp)
             writer.literal("}],\"decisions\":[{\"campaign_id\":"); writer.string(campaignId)
-            writer.literal(",\"experiment_id\":"); writer.string(subject.experimentId)
+            writer.literal(",\"experiment_id\":")
+            if let raw = subject.experimentIdJSON { writer.raw(raw) } else { writer.string(subject.experimentId) }
             writer.literal(",\"variation_id\":"); writer.string(subject.variationId.flatMap { isNumericId($0) ? $0 : nil })
             writer.literal(",\"metadata\":{\"flag_key\":"); writer.string(subject.flagKey)
             writer.literal(",\"rule_key\":"); writer.string(subject.ruleKey)

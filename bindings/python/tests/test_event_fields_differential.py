@@ -132,3 +132,27 @@ def test_activate_of_a_variation_whose_id_another_key_repeats() -> None:
     ab["variations"].insert(1, {"id": ab["variations"][0]["id"], "key": "control_dup", "featureEnabled": True,
                                 "variables": []})
     assert _compare(datafile) >= 5
+
+
+@pytest.mark.parametrize("layer_id", [5.5, 7, None, True, "", "x", [1], {}])
+@pytest.mark.parametrize("rule_id", ["601", 601, 6.5, True, None, ""])
+def test_rule_ids_and_layer_ids_of_any_type(layer_id: Any, rule_id: Any) -> None:
+    """Outside the schema (a rollout rule): the impression's experiment_id is the rule's id as it is, and its
+    campaign id the layerId when that is text, else the rule id when that is, else "" (the reference's
+    event_id_normalizer). Ours sent both as Python's str()."""
+    datafile = copy.deepcopy(BASE)
+    datafile["experiments"] = [e for e in datafile["experiments"] if e["id"]]
+    rule = datafile["rollouts"][1]["experiments"][0]
+    rule["layerId"], rule["id"] = layer_id, rule_id
+    rule["variations"][0]["id"] = rule["trafficAllocation"][0]["entityId"] = "611"
+    assert _compare(datafile) >= 5
+
+
+@pytest.mark.parametrize("holdout_id", [7, 7.5, False])
+def test_holdout_ids_of_any_type(holdout_id: Any) -> None:
+    datafile = copy.deepcopy(BASE)
+    datafile["experiments"] = [e for e in datafile["experiments"] if e["id"]]
+    datafile["holdouts"] = [{"id": holdout_id, "key": "holdout", "status": "Running", "audienceIds": [],
+                             "variations": [{"id": "701", "key": "ho_off", "featureEnabled": False, "variables": []}],
+                             "trafficAllocation": [{"entityId": "701", "endOfRange": 10000}]}]
+    assert _compare(datafile) >= 3
