@@ -82,9 +82,10 @@ private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDec
         filled.variables_json = decision.variablesJSON(in: config)
         filled.enabled = decision.enabled(in: config) ? 1 : 0
     }
-    if options.contains(.excludeVariables) { filled.variables_json = emptyObjectPointer }
+    // A CMAB error decision has "{}" variables and its reasons whatever the options (as the reference's).
+    if options.contains(.excludeVariables) || decision.cmabFailed { filled.variables_json = emptyObjectPointer }
     filled.internal.0 = lease.retain().toOpaque()
-    if options.contains(.includeReasons), let reasons {
+    if options.contains(.includeReasons) || decision.cmabFailed, let reasons {
         let strings = ReasonStrings(reasons)
         filled.reasons = UnsafePointer(strings.pointers)
         filled.reason_count = strings.count
@@ -429,7 +430,7 @@ private func decideForKeys<Input: AttributeInput>(_ handle: OpaquePointer?, _ us
                                                            attributes: attributes,
                                                            options: options.subtracting(.enabledFlagsOnly)),
                                              flag: flag)
-                if effective.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
+                if effective.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { continue }
                 fill(out + filled, result, lease: lease, options: effective)
                 filled += 1
             }
@@ -458,7 +459,8 @@ private func decisionJSON(_ result: DecideResult?, flagKey: String, config: Proj
     writer.field("variation_key", decision.variationKeyCString(in: config).map { String(cString: $0) })
     writer.field("rule_key", decision.ruleKeyCString(in: config).map { String(cString: $0) })
     writer.key("variables")
-    writer.raw(options.contains(.excludeVariables) ? "{}" : String(cString: decision.variablesJSON(in: config)))
+    writer.raw(options.contains(.excludeVariables) || decision.cmabFailed ? "{}"
+               : String(cString: decision.variablesJSON(in: config)))
     writer.key("reasons"); writer.beginArray()
     result.reasons.forEach { writer.string($0) }
     writer.endArray()
@@ -518,7 +520,7 @@ public func abiDecideForKeysJSON(_ handle: OpaquePointer?, _ userId: UnsafePoint
                                                            attributes: attributes,
                                                            options: options.subtracting(.enabledFlagsOnly)),
                                              flag: flag)
-                if effective.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
+                if effective.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { continue }
                 writer.key(key)
                 decisionJSON(result, flagKey: key, config: config, options: effective, into: &writer)
             }

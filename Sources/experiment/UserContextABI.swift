@@ -246,7 +246,7 @@ public func abiUserDecideForKeys(_ user: OpaquePointer?, _ keys: UnsafePointer<U
             client.decide(config: config, flags: flag..<(flag + 1), context: context, snapshot: snapshot,
                           options: options.subtracting(.enabledFlagsOnly)) { decided = $0 }
             let result = repeated.merged(decided!, flag: flag)
-            if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
+            if options.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { continue }
             fillDecision(out + filled, result.decision, reasons: result.reasons, lease: lease, options: effective)
             filled += 1
         }

@@ -196,13 +196,15 @@ public final class Experiment: @unchecked Sendable {
     /// Index of the random-policy group this experiment belongs to, or -1.
     public let group: Int32
     public let groupId: String
+    /// The datafile's "cmab" object when it makes this a CMAB experiment (see `CMAB`), else nil.
+    public let cmab: CMABSettings?
 
     /// A copy with other variations, traffic or whitelist (the compiler's late adjustments; configs
     /// themselves never change once built).
     func with(variations: [Variation]? = nil, traffic: [TrafficRange]? = nil, whitelist: KeyIndex? = nil) -> Experiment {
         Experiment(id: id, key: key, layerId: layerId, isRunning: isRunning, kind: kind, type: type, audience: audience,
                    variations: variations ?? self.variations, traffic: traffic ?? self.traffic,
-                   whitelist: whitelist ?? self.whitelist, group: group, groupId: groupId)
+                   whitelist: whitelist ?? self.whitelist, group: group, groupId: groupId, cmab: cmab)
     }
 
     /// By id the last definition wins too, as in the reference's id map (built from its key map).
@@ -213,7 +215,8 @@ public final class Experiment: @unchecked Sendable {
 
     public init(id: ConfigString, key: ConfigString, layerId: String, isRunning: Bool, kind: RuleKind,
                 type: String, audience: AudienceCondition?, variations: [Variation], traffic: [TrafficRange],
-                whitelist: KeyIndex?, group: Int32, groupId: String) {
+                whitelist: KeyIndex?, group: Int32, groupId: String, cmab: CMABSettings? = nil) {
+        self.cmab = cmab
         self.id = id
         self.key = key
         self.layerId = layerId

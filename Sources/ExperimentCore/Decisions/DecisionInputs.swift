@@ -66,6 +66,11 @@ public struct FlagDecision: Sendable {
     /// besides the decision's own. Index into holdouts (and variation), or -1.
     public var exclusionHoldout: Int32 = -1
     public var exclusionHoldoutVariation: Int32 = -1
+    /// The prediction's UUID when a CMAB experiment decided (its impression carries it), else `.none`.
+    public var cmabUUID: CMABUUID = .none
+    /// A CMAB experiment's prediction failed: the reference's error decision (no variation, rule or
+    /// impression; "{}" variables; its reasons whatever the options).
+    public var cmabFailed = false
 
     public init(flag: Int32) { self.flag = flag }
 }

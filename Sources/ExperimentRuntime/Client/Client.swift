@@ -83,7 +83,7 @@ func decideEveryFlag(_ config: ProjectConfig, enabledFlagsOnly: Bool,
     // not call `body` re-entrantly, so it wants an escapable closure to hand it).
     withoutActuallyEscaping(body) { body in
         let answer = { (result: DecideResult) in
-            if !enabledFlagsOnly || result.decision.enabled(in: config) { body(result) }
+            if !enabledFlagsOnly || result.decision.keptByEnabledFlagsOnly(in: config) { body(result) }
         }
         for key in config.repeatedFlagKeys ?? [] {
             var results: [DecideResult] = []
@@ -120,6 +120,8 @@ public final class Client: @unchecked Sendable {
     /// Datafile lifecycle: readiness, the fetch/poll manager, the cache-TTL flag (Client+Datafile.swift).
     let datafileState = DatafileState()
     private let isClosed = Atomic<Bool>(false)
+    /// CMAB experiments' predictions: the cache and the prediction client (see `CMABService`).
+    public let cmab: CMABService
 
     public init(options: ClientOptions) {
         self.options = options
@@ -136,7 +138,15 @@ public final class Client: @unchecked Sendable {
         let state = Self.openStateDirectory(options, logger: logger)
         self.overrides = OverrideStore(state: state, logger: logger, capacity: options.userStoreCapacity)
         self.profileSlot = ProfileSlot(Self.makeProfileService(options, state: state, logger: logger))
+        var cmabOptions = options.cmab
+        cmabOptions.caFile = options.caFile
+        let closed = ClosedFlag()
+        self.cmab = CMABService(options: cmabOptions, logger: logger, isClosed: { closed.value.load(ordering: .acquiring) })
+        self.cmabClosed = closed
     }
+
+    /// Set when the client closes: a prediction request in flight is cut short.
+    private let cmabClosed: ClosedFlag
 
     // MARK: lifecycle
 
@@ -287,6 +297,7 @@ public final class Client: @unchecked Sendable {
     @discardableResult
     public func close() -> Int {
         isClosed.store(true, ordering: .releasing)
+        cmabClosed.value.store(true, ordering: .releasing)
         closeDatafileLifecycle()
         odp.close()
         let left = events.close(timeoutMs: options.closeTimeoutMs)
@@ -318,7 +329,9 @@ public final class Client: @unchecked Sendable {
               !notifications.hasListeners(.decision),
               // While any user has stored segments, properties or overrides, the full path looks them up
               // (once; this path would only repeat the lookups).
-              segments.isEmpty, properties.isEmpty, overrides.isEmpty
+              segments.isEmpty, properties.isEmpty, overrides.isEmpty,
+              // A CMAB rule may need the error decision's reasons and the prediction service.
+              !config.hot.flags[flag].hasCMABRule
         else { return nil }
         return DecisionService(config: config, userId: userId, attributes: attributes, overrides: NoOverrides(),
                                sticky: NoStickyAssignments(), reasons: nil).decide(flag: flag)
@@ -344,7 +357,7 @@ public final class Client: @unchecked Sendable {
         let options = callOptions.union(self.options.defaultDecideOptions)
         decideAll(config: config, flags: config.flags.indices, userId: userId, attributes: attributes,
                   options: options) { result in
-            if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
+            if options.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { return }
             body(result)
         }
     }
@@ -415,17 +428,30 @@ public final class Client: @unchecked Sendable {
         _ sticky: S, _ options: DecideOptions, _ body: (DecideResult) -> Void
     ) {
         for flag in flags {
-            // Owned here, read below after the service's last use: alive for all of it.
-            let reasons = options.contains(.includeReasons) ? ReasonLog() : nil
+            // Owned here, read below after the service's last use: alive for all of it. A flag with a CMAB
+            // rule always collects them: its error decision carries them whatever the options.
+            let includeReasons = options.contains(.includeReasons)
+            let hasCMAB = config.hot.flags[flag].hasCMABRule
+            let reasons = includeReasons || hasCMAB ? ReasonLog() : nil
             let service = DecisionService(config: config, userId: userId, attributes: attributes, overrides: overrides,
-                                          sticky: sticky, reasons: reasons)
+                                          sticky: sticky, reasons: reasons, cmab: hasCMAB ? cmab : nil,
+                                          cmabOptions: options)
             let decision = service.decide(flag: flag)
+            if decision.cmabFailed {
+                // The reference's error decision: no impression and no decision notification; the flag's own
+                // reasons (not the flag-level forced decision's) whatever the options.
+                let messages = reasons.map { Array($0.messages.dropFirst($0.forcedDecisionCount)) } ?? []
+                body(DecideResult(decision: decision, reasons: messages, forcedDecisionReasonCount: 0))
+                continue
+            }
             var dispatched = false
             if !options.contains(.disableDecisionEvent) {
                 dispatched = sendImpressions(of: decision, config: config, userId: userId, attributes: attributes)
             }
-            let result = DecideResult(decision: decision, reasons: reasons?.messages ?? [],
-                                      forcedDecisionReasonCount: reasons?.forcedDecisionCount ?? 0)
+            let result = includeReasons
+                ? DecideResult(decision: decision, reasons: reasons?.messages ?? [],
+                               forcedDecisionReasonCount: reasons?.forcedDecisionCount ?? 0)
+                : DecideResult(decision: decision, reasons: [], forcedDecisionReasonCount: 0)
             if notifications.hasListeners(.decision) {
                 notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, options: options,
                                    dispatched: dispatched)
@@ -457,11 +483,11 @@ public final class Client: @unchecked Sendable {
             outcome = ProfileTracker.withTracker(service: profiles, userId: userId) { tracker in
                 DecisionService(config: config, userId: userId, attributes: merged,
                                 overrides: overrides.overrides(of: userId), sticky: tracker,
-                                reasons: nil).outcome(experiment: experiment)
+                                reasons: nil, cmab: cmab).outcome(experiment: experiment)
             }
         } else {
             outcome = DecisionService(config: config, userId: userId, attributes: merged,
-                                      overrides: overrides.overrides(of: userId), reasons: nil)
+                                      overrides: overrides.overrides(of: userId), reasons: nil, cmab: cmab)
                 .outcome(experiment: experiment)
         }
         if case .variation(let variation) = outcome,
@@ -535,4 +561,9 @@ public final class Client: @unchecked Sendable {
             return false
         }
     }
+}
+
+/// A flag shared with the CMAB service's requests (set when the client closes).
+final class ClosedFlag: Sendable {
+    let value = Atomic<Bool>(false)
 }

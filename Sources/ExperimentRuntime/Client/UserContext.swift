@@ -161,7 +161,7 @@ extension Client {
         guard config.repeatedFlagKeys != nil else {
             return decide(config: config, flags: config.flags.indices, context: context, snapshot: context.snapshot,
                           options: options) { result in
-                if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
+                if options.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { return }
                 body(result)
             }
         }
