@@ -146,6 +146,11 @@ public protocol CMABDecisionProvider: AnyObject {
     func cmabDecision(_ request: CMABRequest, options: DecideOptions, collectReasons: Bool) -> CMABResult
 }
 
+extension ProjectConfig {
+    /// Whether a flag has a CMAB experiment rule (decide_all then answers CMAB error decisions first).
+    public var hasCMABRules: Bool { hot.flags.contains { $0.hasCMABRule } }
+}
+
 public enum CMAB {
     /// The reference's request for an experiment and user: the attributes the experiment lists by id that
     /// the user has (by the attribute's key), keyed by id, in the order of "attributeIds".

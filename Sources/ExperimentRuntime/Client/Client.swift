@@ -350,6 +350,18 @@ public final class Client: @unchecked Sendable {
     public func decideAll<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A,
                                              options callOptions: DecideOptions, _ body: (DecideResult) -> Void)
     {
+        if config.hasCMABRules {
+            return cmabErrorsFirst(body) { each in
+                decideAllInOrder(config: config, userId: userId, attributes: attributes, options: callOptions, each)
+            }
+        }
+        decideAllInOrder(config: config, userId: userId, attributes: attributes, options: callOptions, body)
+    }
+
+    private func decideAllInOrder<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A,
+                                                     options callOptions: DecideOptions,
+                                                     _ body: (DecideResult) -> Void)
+    {
         if config.repeatedFlagKeys != nil {
             return decideAllRepeatingKeys(config: config, userId: userId, attributes: attributes,
                                           options: callOptions, body)
@@ -560,6 +572,19 @@ public final class Client: @unchecked Sendable {
             logger.log(.warning, "impression not queued: \(error.message)")
             return false
         }
+    }
+}
+
+/// decide_all's order when CMAB error decisions are among its answers: the reference answers them first (in
+/// datafile order), then the other flags.
+func cmabErrorsFirst(_ body: (DecideResult) -> Void, _ run: ((DecideResult) -> Void) -> Void) {
+    // Not escaping in fact (as in `decideEveryFlag`): `run` calls it before returning.
+    withoutActuallyEscaping(body) { body in
+        var later: [DecideResult] = []
+        run { result in
+            if result.decision.cmabFailed { body(result) } else { later.append(result) }
+        }
+        later.forEach(body)
     }
 }
 

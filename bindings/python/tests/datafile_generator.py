@@ -780,6 +780,11 @@ def add_cmab(df: dict, seed: int, p: float = 0.6) -> None:
         if rng.random() < 0.15:
             ids.append(str(HOLDOUT_ID_BASE - 7))          # an id no attribute has
         experiment["cmab"] = {"attributeIds": ids, "trafficAllocation": rng.choice(CMAB_TRAFFIC)}
+        if rng.random() < 0.5:                            # open to everyone: more users reach the service
+            experiment["audienceIds"] = []
+            experiment.pop("audienceConditions", None)
+        if rng.random() < 0.6:
+            experiment["status"] = "Running"
 
 
 # ----- users ---------------------------------------------------------------------------------------
