@@ -16,7 +16,11 @@
  * and, in a forked child so the figures are this datafile's alone:
  *   config memory  heap bytes still in use while the started client is alive (mallinfo2)
  *   peak memory    the child's peak resident set growth across exp_client_start (VmHWM after resetting it
- *                  through /proc/self/clear_refs, minus the resident set before the start)
+ *                  through /proc/self/clear_refs, minus the resident set before the start), twice: as a first
+ *                  start of this datafile finds the process ("peak RSS +": it includes the pages of the
+ *                  library's code that this datafile is the first to run, read from the .so file), and with
+ *                  every page of the process's file mappings made resident before ("data RSS +": the start's
+ *                  own memory, what a poll or a second client costs again)
  */
 #define _GNU_SOURCE
 #include <experiment.h>
@@ -130,8 +134,28 @@ static double status_bytes(const char *field) {
     return found;
 }
 
-/* In a child: heap kept by the started client and peak RSS growth, written to `out` as two numbers. */
-static void measure_memory(const char *bytes, size_t length, int out) {
+/* Reads one byte of every page of the process's file-backed mappings (the code and read-only data of the
+ * program and its libraries), so that running code for the first time adds nothing to the resident set. */
+static void touch_file_mappings(void) {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512];
+    long page = sysconf(_SC_PAGESIZE);
+    volatile unsigned char sink = 0;
+    while (maps && fgets(line, sizeof line, maps)) {
+        unsigned long start = 0, end = 0;
+        char permissions[8] = "", path[256] = "";
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &start, &end, permissions, path) != 4) continue;
+        if (permissions[0] != 'r' || path[0] != '/') continue;
+        for (unsigned long address = start; address < end; address += (unsigned long)page)
+            sink ^= *(const volatile unsigned char *)address;
+    }
+    if (maps) fclose(maps);
+    (void)sink;
+}
+
+/* In a child: heap kept by the started client and peak RSS growth, written to `out` as two numbers; with
+ * `resident_code`, the file mappings are made resident first. */
+static void measure_memory(const char *bytes, size_t length, int resident_code, int out) {
     exp_client *client = NULL;
     /* A first start of a tiny datafile sets up what any first start sets up (runtime metadata, caches). */
     static const char tiny[] = "{\"version\": \"4\", \"projectId\": \"1\", \"accountId\": \"1\", \"revision\": \"1\", "
@@ -142,6 +166,7 @@ static void measure_memory(const char *bytes, size_t length, int out) {
         fprintf(stderr, "tiny datafile: %s\n", exp_last_error());
         _exit(1);
     }
+    if (resident_code) touch_file_mappings();
     FILE *reset = fopen("/proc/self/clear_refs", "w"); /* "5" resets the peak (VmHWM) to the current RSS */
     if (reset) {
         fputs("5", reset);
@@ -156,13 +181,13 @@ static void measure_memory(const char *bytes, size_t length, int out) {
     _exit(0);
 }
 
-static int memory_figures(const char *bytes, size_t length, double figures[2]) {
+static int memory_figures(const char *bytes, size_t length, int resident_code, double figures[2]) {
     int pipe_ends[2];
     if (pipe(pipe_ends) != 0) return -1;
     pid_t child = fork();
     if (child == 0) {
         close(pipe_ends[0]);
-        measure_memory(bytes, length, pipe_ends[1]);
+        measure_memory(bytes, length, resident_code, pipe_ends[1]);
     }
     close(pipe_ends[1]);
     ssize_t got = read(pipe_ends[0], figures, 2 * sizeof(double));
@@ -177,9 +202,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_load FILE...\n");
         return 2;
     }
-    printf("%-14s %9s %9s %9s %9s %8s %7s | %9s %9s %9s %9s %7s | %12s %7s %12s %7s\n", "datafile", "bytes",
-           "create ms", "json-c", "jc free", "start ms", "ratio", "parse ms", "compile", "free ms", "log sum",
-           "ratio", "config mem", "x size", "peak RSS +", "x size");
+    printf("%-14s %9s %9s %9s %9s %8s %7s | %9s %9s %9s %9s %7s | %12s %7s %12s %7s %12s %7s\n", "datafile",
+           "bytes", "create ms", "json-c", "jc free", "start ms", "ratio", "parse ms", "compile", "free ms", "log sum",
+           "ratio", "config mem", "x size", "peak RSS +", "x size", "data RSS +", "x size");
     for (int arg = 1; arg < argc; arg++) {
         size_t length = 0;
         char *bytes = read_file(argv[arg], &length);
@@ -190,8 +215,9 @@ int main(int argc, char **argv) {
         int runs = length > 4000000 ? 9 : length > 400000 ? 21 : 101;  /* odd counts: the median is a sample */
         double parse[101], parse_free[101], ready[101], create[101];
         double lib_parse[101], lib_compile[101], lib_free[101], lib_sum[101];
-        double memory[2] = {0, 0};  /* first, before the timed runs leave freed memory resident */
-        if (memory_figures(bytes, length, memory) != 0) {
+        /* first, before the timed runs leave freed memory resident */
+        double memory[2] = {0, 0}, data_memory[2] = {0, 0};
+        if (memory_figures(bytes, length, 0, memory) != 0 || memory_figures(bytes, length, 1, data_memory) != 0) {
             fprintf(stderr, "memory measurement failed for %s\n", argv[arg]);
             return 1;
         }
@@ -212,14 +238,17 @@ int main(int argc, char **argv) {
         double parse_ms = median(parse, runs), ready_ms = median(ready, runs), create_ms = median(create, runs);
         double sum_ms = median(lib_sum, runs);
         const char *name = strrchr(argv[arg], '/');
-        printf("%-14s %9zu %9.3f %9.3f %9.3f %8.3f %6.2fx | %9.3f %9.3f %9.3f %9.3f %6.2fx | %10.0f B %6.2fx %10.0f B %6.2fx\n",
+        printf("%-14s %9zu %9.3f %9.3f %9.3f %8.3f %6.2fx | %9.3f %9.3f %9.3f %9.3f %6.2fx | %10.0f B %6.2fx %10.0f B %6.2fx "
+               "%10.0f B %6.2fx\n",
                name ? name + 1 : argv[arg], length, create_ms, parse_ms, median(parse_free, runs), ready_ms,
                ready_ms / parse_ms, median(lib_parse, runs), median(lib_compile, runs), median(lib_free, runs), sum_ms,
-               sum_ms / parse_ms, memory[0], memory[0] / (double)length, memory[1], memory[1] / (double)length);
+               sum_ms / parse_ms, memory[0], memory[0] / (double)length, memory[1], memory[1] / (double)length,
+               data_memory[1], data_memory[1] / (double)length);
         free(bytes);
     }
     printf("json-c / jc free: json-c's parse and json_object_put with the library's settings; start ms: exp_client_start;\n"
            "ratio: start / json-c parse. parse / compile / free: the library's own split (debug log, in other starts),\n"
-           "log sum: their sum.\n");
+           "log sum: their sum. peak RSS +: a first start's resident set growth (with the library code it runs first);\n"
+           "data RSS +: the same with every file mapping resident before (the start's own memory).\n");
     return 0;
 }

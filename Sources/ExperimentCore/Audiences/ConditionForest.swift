@@ -186,16 +186,13 @@ public final class Audience: @unchecked Sendable {
     public let name: String
     /// The audience's slot in the config's `ConditionForest`.
     public let slot: Int32
-    /// The conditions as written in the datafile, for reasons.
-    public let conditionsText: String
     /// Real-time segments its `qualified` conditions name, first-seen order, no repeats.
     public let segments: [String]
-    public init(id: String, name: String, slot: Int32, conditionsText: String, segments: [String] = []) {
+    public init(id: String, name: String, slot: Int32, segments: [String] = []) {
         self.segments = segments
         self.id = id
         self.name = name
         self.slot = slot
-        self.conditionsText = conditionsText
     }
 }
 

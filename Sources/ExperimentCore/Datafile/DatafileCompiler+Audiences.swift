@@ -1,3 +1,5 @@
+import Glibc
+
 /// The datafile compiler's reading of audiences, typed audiences and the audience conditions of rules (see
 /// `DatafileCompiler`).
 extension Compilation {
@@ -13,7 +15,7 @@ extension Compilation {
                 do {
                     parsed = try JSONDocument.parse(UnsafeRawBufferPointer(textBytes), what: "datafile",
                                                     maxBytes: DatafileCompiler.maxBytes,
-                                                    maxDepth: DatafileCompiler.maxDepth)
+                                                    maxDepth: DatafileCompiler.maxDepth, tokener: conditionsTokener)
                 } catch {
                     // The place is worked out for the message only.
                     let message = error.message.dropFirst("datafile".count)
@@ -21,7 +23,7 @@ extension Compilation {
                 }
                 try withExtendedLifetime(parsed) { () throws(DatafileError) in
                     try addAudience(entry, conditions: DatafileReader(parsed.root, within: conditionsField.value),
-                                    conditionsText: String(decoding: textBytes, as: UTF8.self), typed: false)
+                                    typed: false)
                 }
             } catch {
                 try record(error)
@@ -30,7 +32,7 @@ extension Compilation {
         for entry in try section("typedAudiences") {
             do throws(DatafileError) {
                 let conditions = try entry.required("conditions")
-                try addAudience(entry, conditions: conditions, conditionsText: conditions.value.jsonText, typed: true)
+                try addAudience(entry, conditions: conditions, typed: true)
             } catch {
                 try record(error)
             }
@@ -39,7 +41,7 @@ extension Compilation {
 
     /// Compiles an audience into the condition forest. An id seen before (typedAudiences after audiences)
     /// replaces the earlier definition in place, as in the reference.
-    mutating func addAudience(_ entry: DatafileReader, conditions: DatafileReader, conditionsText: String, typed: Bool)
+    mutating func addAudience(_ entry: DatafileReader, conditions: DatafileReader, typed: Bool)
         throws(DatafileError)
     {
         let idField = try entry.required("id")
@@ -57,15 +59,14 @@ extension Compilation {
         let nameIsText = entry.member("name").map { $0.value.isNull || $0.value.string != nil } ?? true
         if typed { typedAudienceNames[id] = nameIsText }
         else if id != "$opt_dummy_audience" { plainAudienceNames[id] = nameIsText }
+        mergedAudienceNames = nil
         if let existing = audienceIndexById[id] {
             self.conditions.replaceAudience(audiences[existing].slot, with: tree)
-            audiences[existing] = Audience(id: idText, name: name, slot: audiences[existing].slot, conditionsText: conditionsText,
-                                           segments: audienceSegments)
+            audiences[existing] = Audience(id: idText, name: name, slot: audiences[existing].slot, segments: audienceSegments)
         } else {
             let slot = self.conditions.addAudience(tree)
             audienceIndexById[id] = audiences.count
-            audiences.append(Audience(id: idText, name: name, slot: slot, conditionsText: conditionsText,
-                                      segments: audienceSegments))
+            audiences.append(Audience(id: idText, name: name, slot: slot, segments: audienceSegments))
         }
     }
 
@@ -100,9 +101,9 @@ extension Compilation {
     /// A leaf condition. Numbers the objects inside it and then the leaf itself, in the reference's order.
     mutating func leafCondition(_ node: DatafileReader) -> LeafCondition {
         var valueNumber: Int? = nil
-        for (key, member) in node.value.members {
+        node.value.forEachMember { key, member in
             let number = numberObjects(in: member)
-            if key == "value" { valueNumber = number }
+            if strcmp(key, "value") == 0 { valueNumber = number }
         }
         audienceObjectCount += 1
         let name = node.member("name")?.value.stringBytes.map(storedBytes)
@@ -129,11 +130,11 @@ extension Compilation {
     mutating func numberObjects(in value: JSONValue) -> Int? {
         switch value.kind {
         case .object:
-            for (_, member) in value.members { _ = numberObjects(in: member) }
+            value.forEachMember { _, member in _ = numberObjects(in: member) }
             audienceObjectCount += 1
             return audienceObjectCount - 1
         case .array:
-            for element in value.elements { _ = numberObjects(in: element) }
+            for index in 0..<value.count { _ = numberObjects(in: value[index]) }
             return nil
         default:
             return nil
@@ -197,9 +198,15 @@ extension Compilation {
         return condition
     }
 
-    /// The audience names the reference's OptimizelyConfig writes conditions with.
+    /// The audience names the reference's OptimizelyConfig writes conditions with: merged once, when the first
+    /// rule needs them (every audience is read by then), not once per rule.
     var optimizelyConfigText: OptimizelyConfigText {
-        OptimizelyConfigText(nameIsText: plainAudienceNames.merging(typedAudienceNames) { $1 })
+        mutating get {
+            if let mergedAudienceNames { return mergedAudienceNames }
+            let merged = OptimizelyConfigText(nameIsText: plainAudienceNames.merging(typedAudienceNames) { $1 })
+            mergedAudienceNames = merged
+            return merged
+        }
     }
 
     static func scalarAudienceWarning(_ leaf: DatafileReader) -> DatafileError {

@@ -134,6 +134,9 @@ extension Compilation {
         throws(DatafileError) -> Flag
     {
         let variableIds = Set(variables.map(\.id))
+        // Each variable's default as JSON, once per flag: most variations override few variables, if any.
+        let defaults = variables.map { $0.defaultLiteral?.json(as: $0.type) ?? VariableValues.json($0.defaultValue, as: $0.type) }
+        var writer = JSONWriter()
         var flagVariations: [FlagVariation] = []
         var rules: [FlagRule] = []
         for ruleIndex in experimentRules + rolloutRules {
@@ -154,10 +157,10 @@ extension Compilation {
                 // The reference collects a rule's variations from its map by id: a repeated id stands at
                 // its first place with its last definition.
                 let definition = experiment.variations[experiment.variationIndex(id: variation.id.text) ?? position]
-                let json = variablesJSON(variables, overrides: usages[definition.id.text] ?? [])
+                let json = storeVariablesJSON(variables, defaults: defaults, overrides: usages[definition.id.text] ?? [],
+                                              writer: &writer)
                 flagVariations.append(FlagVariation(id: definition.id.text, key: definition.key,
-                                                    featureEnabled: definition.featureEnabled,
-                                                    variablesJSON: strings.store(json)))
+                                                    featureEnabled: definition.featureEnabled, variablesJSON: json))
                 flagVariationOf.append(Int32(flagVariations.count - 1))
             }
             rules.append(FlagRule(experiment: ruleIndex, holdouts: holdoutsByRuleId[experimentIdentities[Int(ruleIndex)]] ?? [],
@@ -165,7 +168,7 @@ extension Compilation {
         }
         return Flag(id: id, key: ConfigString(key, in: strings), rules: rules, experimentRuleCount: experimentRules.count,
                     rollout: rollout, variables: variables, flagVariations: flagVariations,
-                    defaultVariablesJSON: strings.store(variablesJSON(variables, overrides: [])),
+                    defaultVariablesJSON: storeVariablesJSON(variables, defaults: defaults, overrides: [], writer: &writer),
                     holdoutVariablesJSON: strings.store(holdoutVariablesJSON(variables)))
     }
 
@@ -182,19 +185,22 @@ extension Compilation {
         return writer.text
     }
 
-    func variablesJSON(_ variables: [Variable], overrides: [VariableValue]) -> String {
-        var writer = JSONWriter()
+    /// The variables object of one variation, stored in the config: `defaults` (each variable's default as
+    /// JSON) where the variation does not override the variable. `writer` is reused across variations.
+    func storeVariablesJSON(_ variables: [Variable], defaults: [String], overrides: [VariableValue],
+                            writer: inout JSONWriter) -> UnsafePointer<CChar>
+    {
+        writer.reset()
         writer.beginObject()
-        for variable in variables {
+        for (index, variable) in variables.enumerated() {
             writer.key(variable.key)
             if let usage = overrides.last(where: { $0.id == variable.id }) {
                 writer.raw(usage.literal?.json(as: variable.type) ?? VariableValues.json(usage.value, as: variable.type))
             } else {
-                writer.raw(variable.defaultLiteral?.json(as: variable.type)
-                           ?? VariableValues.json(variable.defaultValue, as: variable.type))
+                writer.raw(defaults[index])
             }
         }
         writer.endObject()
-        return writer.text
+        return writer.bytes.withUnsafeBufferPointer { strings.store(bytes: $0) }
     }
 }

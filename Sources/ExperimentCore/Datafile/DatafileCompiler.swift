@@ -135,6 +135,8 @@ public enum DatafileCompiler {
 struct Compilation {
     let root: DatafileReader
     let strings = StringStorage()
+    /// Parses the audiences' condition strings, one after another.
+    let conditionsTokener = JSONTokener(maxDepth: DatafileCompiler.maxDepth)
     var audiences: [Audience] = []
     /// Every condition tree of the config, flattened for evaluation.
     var conditions = ConditionForest()
@@ -170,6 +172,8 @@ struct Compilation {
     /// text (see `OptimizelyConfigText`): plain audiences, then typed ones over them.
     var plainAudienceNames: [String: Bool] = [:]
     var typedAudienceNames: [String: Bool] = [:]
+    /// Both of them merged, typed over plain (see `optimizelyConfigText`).
+    var mergedAudienceNames: OptimizelyConfigText? = nil
     var groups: [Group] = []
     /// Per rollout id, its rules as the reference's decisions walk them (see `readExperiments`).
     var rolloutRulesById: [String: [Int32]] = [:]

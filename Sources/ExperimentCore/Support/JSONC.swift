@@ -58,7 +58,10 @@ public final class JSONDocument {
 
     /// Parses `bytes` in place: json-c copies what it keeps (strings, names) into its tree, so the
     /// caller's buffer may go away afterwards.
-    public static func parse(_ bytes: UnsafeRawBufferPointer, what: String, maxBytes: Int, maxDepth: Int)
+    /// `tokener`, when given, is used (reset) instead of a new one: a caller parsing many small texts in turn
+    /// (the audiences' condition strings of a datafile) saves json-c's setup of each; its depth limit wins.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, what: String, maxBytes: Int, maxDepth: Int,
+                             tokener: JSONTokener? = nil)
         throws(JSONError) -> JSONDocument
     {
         // json-c takes an Int32 length.
@@ -70,7 +73,7 @@ public final class JSONDocument {
             throw .malformed("\(what): empty document")
         }
         let text = base.assumingMemoryBound(to: CChar.self)
-        switch JSONDocument.tokenize(text, count: bytes.count, maxDepth: maxDepth) {
+        switch JSONDocument.tokenize(text, count: bytes.count, maxDepth: maxDepth, tokener: tokener) {
         case .success(let tree):
             // json-c's UTF-8 check takes overlong forms, UTF-16 surrogates and scalars above U+10FFFF;
             // the library keeps only text the reference could have received. One pass, for non-ASCII text.
@@ -112,12 +115,21 @@ public final class JSONDocument {
     }
 
     /// One json-c parse of `count` bytes at `text`: the tree (owned by the caller) or why not.
-    static func tokenize(_ text: UnsafePointer<CChar>, count: Int, maxDepth: Int) -> Result<OpaquePointer?, Failure> {
-        guard let tokener = json_tokener_new_ex(Int32(maxDepth)) else {
-            return .failure(Failure(status: json_tokener_error_size, offset: 0))
+    static func tokenize(_ text: UnsafePointer<CChar>, count: Int, maxDepth: Int, tokener reused: JSONTokener? = nil)
+        -> Result<OpaquePointer?, Failure>
+    {
+        let tokener: UnsafeMutablePointer<json_tokener>
+        if let reused {
+            tokener = reused.tokener
+            json_tokener_reset(tokener)
+        } else {
+            guard let made = json_tokener_new_ex(Int32(maxDepth)) else {
+                return .failure(Failure(status: json_tokener_error_size, offset: 0))
+            }
+            json_tokener_set_flags(made, exp_json_flags())
+            tokener = made
         }
-        defer { json_tokener_free(tokener) }
-        json_tokener_set_flags(tokener, exp_json_flags())
+        defer { if reused == nil { json_tokener_free(tokener) } }
         var tree = json_tokener_parse_ex(tokener, text, Int32(count))
         var status = json_tokener_get_error(tokener)
         let end = Int(json_tokener_get_parse_end(tokener))
@@ -207,6 +219,21 @@ public final class JSONDocument {
 ///
 /// Besides the value, a view remembers the container it was read from and its step there (member name or
 /// element position): JSON null has no json-c object, so that is how a message finds the place of a null.
+/// A json-c tokener with the library's flags, for a caller that parses many texts one after another.
+public final class JSONTokener {
+    let tokener: UnsafeMutablePointer<json_tokener>
+
+    public init(maxDepth: Int) {
+        // json-c returns NULL only when out of memory.
+        tokener = json_tokener_new_ex(Int32(maxDepth))!
+        json_tokener_set_flags(tokener, exp_json_flags())
+    }
+
+    deinit {
+        json_tokener_free(tokener)
+    }
+}
+
 public struct JSONValue {
     unowned(unsafe) let document: JSONDocument
     /// The json-c object; nil is JSON null.

@@ -15,6 +15,15 @@ public struct JSONWriter {
 
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 
+    /// Empties the writer for another value, keeping its buffer.
+    public mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        memberBits = 0
+        depth = 0
+        deepLevels.removeAll()
+        pendingKey = false
+    }
+
     public mutating func beginObject() { valuePrefix(); bytes.append(UInt8(ascii: "{")); openLevel() }
     public mutating func endObject() { closeLevel(); bytes.append(UInt8(ascii: "}")) }
     public mutating func beginArray() { valuePrefix(); bytes.append(UInt8(ascii: "[")); openLevel() }
