@@ -487,6 +487,34 @@ def test_cmab_traffic_zero_sends_nothing(server: PredictionServer) -> None:
     report(run.mismatches)
 
 
+def test_concurrent_decisions_ask_once(server: PredictionServer) -> None:
+    """Decisions of one user and rule are serialized (as the reference's lock stripes): eight threads deciding
+    the same user at once make one request, and all get its variation and UUID."""
+    df = _single_cmab_datafile()
+    server.variations["100"] = ["201", "202"]
+    server.mode, server.delay_s = "ok", 0.3
+    try:
+        rec = RecordingDispatcher()
+        with make_ours(json.dumps(df), server, rec) as client:
+            before = len(server.requests["ours"])
+            results: List[Any] = []
+            threads = [threading.Thread(target=lambda: results.append(
+                client.create_user_context("same-user", {"country": "nl"}).decide("flag_cmab")))
+                for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert len(server.requests["ours"]) - before == 1
+            assert len({r.variation_key for r in results}) == 1 and results[0].variation_key in ("a", "b")
+            client.flush()
+            uuids = {d["metadata"].get("cmab_uuid") for e in rec.events
+                     for v in normalize_event(e)[0]["params"]["visitors"] for s in v["snapshots"] for d in s["decisions"]}
+            assert len(uuids) == 1 and UUID_RE.fullmatch(next(iter(uuids)) or "")
+    finally:
+        server.mode, server.delay_s = "mixed", 0.0
+
+
 def test_dropin_settings_endpoint(server: PredictionServer) -> None:
     """The drop-in takes the reference's settings.cmab_prediction_endpoint ("{}" for the rule id)."""
     from experiment import optimizely as dropin
