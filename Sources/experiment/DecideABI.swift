@@ -72,6 +72,9 @@ private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideRes
 @inline(__always)
 private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDecision, config: ProjectConfig,
                   lease: Unmanaged<ConfigLease>, options: DecideOptions, reasons: [String]?) {
+    if _slowPath(decision.cmabFailed) {
+        return fillCMABError(out, decision, config: config, lease: lease, reasons: reasons)
+    }
     var filled = exp_decision()
     if decision.holdout < 0 {
         fillFromHotTables(&filled, decision, config.hot)
@@ -82,15 +85,30 @@ private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDec
         filled.variables_json = decision.variablesJSON(in: config)
         filled.enabled = decision.enabled(in: config) ? 1 : 0
     }
-    // A CMAB error decision has "{}" variables and its reasons whatever the options (as the reference's).
-    if options.contains(.excludeVariables) || decision.cmabFailed { filled.variables_json = emptyObjectPointer }
+    if options.contains(.excludeVariables) { filled.variables_json = emptyObjectPointer }
     filled.internal.0 = lease.retain().toOpaque()
-    if options.contains(.includeReasons) || decision.cmabFailed, let reasons {
+    if options.contains(.includeReasons), let reasons {
         let strings = ReasonStrings(reasons)
         filled.reasons = UnsafePointer(strings.pointers)
         filled.reason_count = strings.count
         filled.internal.1 = Unmanaged.passRetained(strings).toOpaque()
     }
+    out.pointee = filled
+}
+
+/// A CMAB error decision, as the reference's: the flag key, disabled, no variation or rule, "{}" variables and
+/// its reasons whatever the options.
+@inline(never)
+private func fillCMABError(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDecision, config: ProjectConfig,
+                           lease: Unmanaged<ConfigLease>, reasons: [String]?) {
+    var filled = exp_decision()
+    filled.flag_key = config.flags[Int(decision.flag)].key.cString
+    filled.variables_json = emptyObjectPointer
+    filled.internal.0 = lease.retain().toOpaque()
+    let strings = ReasonStrings(reasons ?? [])
+    filled.reasons = UnsafePointer(strings.pointers)
+    filled.reason_count = strings.count
+    filled.internal.1 = Unmanaged.passRetained(strings).toOpaque()
     out.pointee = filled
 }
 

@@ -98,7 +98,6 @@ private func decide(_ flagKey: String, provider: FakeProvider?, attributes: [Str
         "country": .string(UnsafeBufferPointer(start: nil, count: 0)), "age": .int(30), "zeta": .double(1.5)],
         sticky: sticky, options: [.ignoreCMABCache])
     #expect(decision.variation == 1 && !decision.cmabFailed)
-    #expect(decision.cmabUUID.text == "12345678-9abc-4def-8000-000000000001")
     #expect(sticky.recorded.isEmpty)   // never saved for sticky bucketing
     let request = try #require(provider.requests.first)
     #expect(request.ruleId == "100" && request.userId == "user-1" && request.experimentKey == "exp_cmab")
@@ -108,8 +107,20 @@ private func decide(_ flagKey: String, provider: FakeProvider?, attributes: [Str
     #expect(request.attributesKey == "{\"300\": \"\", \"302\": 1.5}")
     #expect(provider.options == [[.ignoreCMABCache]])
     #expect(reasons.suffix(2) == ["provider reason", "User \"user-1\" is in variation \"b\" of experiment exp_cmab."])
-    // The impression carries the prediction's UUID after "enabled".
-    let batch = EventPayloads.impression(EventPayloads.subject(of: decision, in: config), config: config,
+    // get_variation's outcome asks too; the impression carries the UUID (the runtime's provider hands it to
+    // the subject) after "enabled".
+    let index = try #require(config.experimentKeyIndex.find("exp_cmab"))
+    var user = Array("user-1".utf8)
+    let outcome = withExtendedLifetime(provider) {
+        user.withUnsafeMutableBufferPointer { buffer in
+            DecisionService(config: config, userId: UnsafeBufferPointer(buffer), attributes: Attributes(values: [:]),
+                            overrides: NoOverrides(), reasons: nil, cmab: provider).experimentOutcome(index)
+        }
+    }
+    #expect(outcome == .variation(1) && provider.requests.count == 2)
+    var subject = EventPayloads.subject(of: decision, in: config)
+    subject.cmabUUID = "12345678-9abc-4def-8000-000000000001"
+    let batch = EventPayloads.impression(subject, config: config,
                                          userId: "user-1", attributes: Attributes(values: [:]), uuid: "u",
                                          timestamp: 1, client: EventClient(name: "t", version: "0"))
     #expect(batch.body.contains("\"enabled\":true,\"cmab_uuid\":\"12345678-9abc-4def-8000-000000000001\"}"))
@@ -135,7 +146,7 @@ private func decide(_ flagKey: String, provider: FakeProvider?, attributes: [Str
 
 @Test func anUnknownVariationIdIsNoVariation() throws {
     let (decision, reasons, _) = try decide("flag_cmab", provider: FakeProvider(answer: "999"))
-    #expect(decision.variation == -1 && !decision.cmabFailed && decision.cmabUUID == .none)
+    #expect(decision.variation == -1 && !decision.cmabFailed)
     #expect(reasons.suffix(2) == ["provider reason", "User \"user-1\" is in no variation."])
 }
 

@@ -50,6 +50,9 @@ public final class ProjectConfig: @unchecked Sendable {
     public let strings: StringStorage
     /// Trivial mirrors of what the decision path reads (see HotTables).
     public let hot: HotTables
+    /// Whether a flag has a CMAB experiment rule (`HotTables.Flag.hasCMABRule`; decide_all then answers CMAB
+    /// error decisions first).
+    public let hasCMABRules: Bool
     /// What the compiler found odd but the reference accepts (severity `.warning`, with its place), in
     /// datafile order: a stale audience id, a range past 10000... The config decides as the reference does.
     public let warnings: [DatafileError]
@@ -92,6 +95,7 @@ public final class ProjectConfig: @unchecked Sendable {
         self.strings = strings
         hot = HotTables(experiments: experiments, groups: groups, flags: flags, globalHoldouts: globalHoldouts,
                         conditions: conditions, storage: strings)
+        hasCMABRules = hot.flags.contains { $0.hasCMABRule }
     }
 
     struct Header {

@@ -141,14 +141,11 @@ public struct CMABResult: Sendable {
 }
 
 /// The CMAB decisions a decision service asks for (implemented by the runtime: cache and HTTP client).
-/// Called from any thread at once. `collectReasons`: whether the caller keeps the reasons.
+/// `collectReasons`: whether the caller keeps the reasons. A flag decision whose variation came from a
+/// prediction does not carry its UUID (decisions stay narrow): the provider, which handed the UUID out, gives
+/// it to the decision's impression (the runtime's provider is one per flag decision).
 public protocol CMABDecisionProvider: AnyObject {
     func cmabDecision(_ request: CMABRequest, options: DecideOptions, collectReasons: Bool) -> CMABResult
-}
-
-extension ProjectConfig {
-    /// Whether a flag has a CMAB experiment rule (decide_all then answers CMAB error decisions first).
-    public var hasCMABRules: Bool { hot.flags.contains { $0.hasCMABRule } }
 }
 
 public enum CMAB {

@@ -110,18 +110,18 @@ extension DecisionService {
             }
             // As the reference: each experiment rule's get_variation repeats the flag's reasons so far.
             reasons?.repeatFlagReasons()
-            var cmabUUID = CMABUUID.none
-            guard let outcome = experimentOutcome(Int(rule.experiment), cmabUUID: &cmabUUID) else {
+            // A CMAB prediction's UUID reaches the impression through the runtime's provider, which handed
+            // it out (see `CMABDecisionProvider`).
+            guard let outcome = experimentOutcome(Int(rule.experiment)) else {
                 // The reference's error decision: no variation, rule, impression or holdout.
                 var failed = FlagDecision(flag: Int32(flagIndex))
                 failed.source = .featureTest
-                failed.cmabFailed = true
+                failed.experiment = FlagDecision.cmabFailedExperiment
                 return failed
             }
             if case .variation(let variation) = outcome {
                 decision.variation = variation
                 decision.flagVariation = rule.flagVariationOf[Int(variation)]
-                decision.cmabUUID = cmabUUID
                 return decision
             }
         }
@@ -231,13 +231,12 @@ extension DecisionService {
     /// The reference's get_variation for one experiment (a CMAB experiment whose prediction failed: no
     /// variation, as the reference's get_variation answers then).
     public func outcome(experiment index: Int) -> ExperimentOutcome {
-        var cmabUUID = CMABUUID.none
-        return experimentOutcome(index, cmabUUID: &cmabUUID) ?? .notAllocated
+        experimentOutcome(index) ?? .notAllocated
     }
 
     /// The reference's get_variation for one experiment; nil when a CMAB experiment's prediction failed
-    /// (its error result). `cmabUUID` receives the prediction's UUID when a CMAB experiment decided.
-    public func experimentOutcome(_ index: Int, cmabUUID: inout CMABUUID) -> ExperimentOutcome? {
+    /// (its error result).
+    public func experimentOutcome(_ index: Int) -> ExperimentOutcome? {
         let experiment = config.hot.experiments[index]
         guard experiment.isRunning else {
             reasons?.add(ReasonMessages.experimentNotRunning(experiment: key(index)))
@@ -273,7 +272,7 @@ extension DecisionService {
                                                           group: config.groups[Int(experiment.group)].id.text))
         }
         if experiment.isCMAB, let settings = config.experiments[index].cmab {
-            return cmabOutcome(index, settings: settings, bucketingId: bucketingId, uuid: &cmabUUID)
+            return cmabOutcome(index, settings: settings, bucketingId: bucketingId)
         }
         let variation = bucket(bucketingId, zeroPaddedParent: experiment.id, ranges: experiment.traffic)
         guard variation >= 0 else {
@@ -310,8 +309,8 @@ extension DecisionService {
     /// traffic, then the provider's prediction. Nil when the provider fails (or cannot be asked): the
     /// reasons end with "Failed to fetch CMAB data for experiment <key>." and the flag gets the error
     /// decision. CMAB decisions are never saved for sticky bucketing.
-    private func cmabOutcome(_ index: Int, settings: CMABSettings, bucketingId: UTF8Text,
-                             uuid: inout CMABUUID) -> ExperimentOutcome? {
+    @inline(never)
+    private func cmabOutcome(_ index: Int, settings: CMABSettings, bucketingId: UTF8Text) -> ExperimentOutcome? {
         let experiment = config.experiments[index]
         let hash = MurmurHash3.x86_32(concatenating: UnsafeRawBufferPointer(bucketingId),
                                       zeroPadded: UnsafeRawBufferPointer(config.hot.experiments[index].id), seed: 1)
@@ -338,7 +337,6 @@ extension DecisionService {
         }
         reasons?.add(ReasonMessages.experimentVariation(user: userText, variation: experiment.variations[variation].key.text,
                                                         experiment: experiment.key.text))
-        uuid = answer.uuid
         return .variation(Int32(variation))
     }
 

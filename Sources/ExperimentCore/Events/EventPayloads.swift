@@ -74,7 +74,6 @@ public enum EventPayloads {
             subject.layerId = experiment.layerId
             subject.ruleKey = experiment.key.text
         }
-        if !decision.cmabUUID.isNone { subject.cmabUUID = decision.cmabUUID.text }
         if decision.flagVariation >= 0 {
             // The reference re-reads the variation among the flag's variations by id.
             let decided = flag.flagVariations[Int(decision.flagVariation)]

@@ -166,6 +166,30 @@ public final class CMABService: CMABDecisionProvider, @unchecked Sendable {
     }
 }
 
+/// One flag decision's view of the client's CMAB service: it remembers the prediction it handed out last, so
+/// the decision's impression can carry its UUID (see `CMABDecisionProvider`).
+final class CMABCall: CMABDecisionProvider {
+    unowned(unsafe) let service: CMABService
+    private var last: (ruleId: String, uuid: CMABUUID)? = nil
+
+    init(service: CMABService) { self.service = service }
+
+    func cmabDecision(_ request: CMABRequest, options: DecideOptions, collectReasons: Bool) -> CMABResult {
+        let result = service.cmabDecision(request, options: options, collectReasons: collectReasons)
+        last = result.answer.map { (request.ruleId, $0.uuid) }
+        return result
+    }
+
+    /// The UUID of the prediction that chose `decision`'s variation, or nil (another rule decided, or a forced
+    /// decision, whitelist or saved variation did, which ask no prediction for that rule).
+    func uuid(of decision: FlagDecision, in config: ProjectConfig) -> CMABUUID? {
+        guard let last, decision.holdout < 0, decision.experiment >= 0, decision.variation >= 0,
+              config.hot.experiments[Int(decision.experiment)].isCMAB,
+              config.experiments[Int(decision.experiment)].id.text == last.ruleId else { return nil }
+        return last.uuid
+    }
+}
+
 extension String {
     /// Every occurrence of `placeholder` replaced (no Foundation).
     func replacingPlaceholder(_ placeholder: String, with value: String) -> String {

@@ -440,36 +440,62 @@ public final class Client: @unchecked Sendable {
         _ sticky: S, _ options: DecideOptions, _ body: (DecideResult) -> Void
     ) {
         for flag in flags {
-            // Owned here, read below after the service's last use: alive for all of it. A flag with a CMAB
-            // rule always collects them: its error decision carries them whatever the options.
-            let includeReasons = options.contains(.includeReasons)
-            let hasCMAB = config.hot.flags[flag].hasCMABRule
-            let reasons = includeReasons || hasCMAB ? ReasonLog() : nil
-            let service = DecisionService(config: config, userId: userId, attributes: attributes, overrides: overrides,
-                                          sticky: sticky, reasons: reasons, cmab: hasCMAB ? cmab : nil,
-                                          cmabOptions: options)
-            let decision = service.decide(flag: flag)
-            if decision.cmabFailed {
-                // The reference's error decision: no impression and no decision notification; the flag's own
-                // reasons (not the flag-level forced decision's) whatever the options.
-                let messages = reasons.map { Array($0.messages.dropFirst($0.forcedDecisionCount)) } ?? []
-                body(DecideResult(decision: decision, reasons: messages, forcedDecisionReasonCount: 0))
+            if config.hot.flags[flag].hasCMABRule {
+                body(decideCMABFlag(config, flag, userId, attributes, overrides, sticky, options))
                 continue
             }
+            // Owned here, read below after the service's last use: alive for all of it.
+            let reasons = options.contains(.includeReasons) ? ReasonLog() : nil
+            let service = DecisionService(config: config, userId: userId, attributes: attributes, overrides: overrides,
+                                          sticky: sticky, reasons: reasons)
+            let decision = service.decide(flag: flag)
             var dispatched = false
             if !options.contains(.disableDecisionEvent) {
                 dispatched = sendImpressions(of: decision, config: config, userId: userId, attributes: attributes)
             }
-            let result = includeReasons
-                ? DecideResult(decision: decision, reasons: reasons?.messages ?? [],
-                               forcedDecisionReasonCount: reasons?.forcedDecisionCount ?? 0)
-                : DecideResult(decision: decision, reasons: [], forcedDecisionReasonCount: 0)
+            let result = DecideResult(decision: decision, reasons: reasons?.messages ?? [],
+                                      forcedDecisionReasonCount: reasons?.forcedDecisionCount ?? 0)
             if notifications.hasListeners(.decision) {
                 notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, options: options,
                                    dispatched: dispatched)
             }
             body(result)
         }
+    }
+
+    /// `decide` for a flag with a CMAB experiment rule (kept apart, so other flags' path is as it was): the
+    /// prediction service may be asked, reasons are always collected (the error decision carries them
+    /// whatever the options), and an impression carries the prediction's UUID.
+    @inline(never)
+    private func decideCMABFlag<A: UserAttributes, O: DecisionOverrides, S: StickyAssignments>(
+        _ config: ProjectConfig, _ flag: Int, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
+        _ sticky: S, _ options: DecideOptions
+    ) -> DecideResult {
+        let reasons = ReasonLog()
+        let call = CMABCall(service: cmab)
+        let decision = withExtendedLifetime((reasons, call)) {
+            DecisionService(config: config, userId: userId, attributes: attributes, overrides: overrides,
+                            sticky: sticky, reasons: reasons, cmab: call, cmabOptions: options).decide(flag: flag)
+        }
+        if decision.cmabFailed {
+            // The reference's error decision: no impression and no decision notification; the flag's own
+            // reasons (not the flag-level forced decision's) whatever the options.
+            return DecideResult(decision: decision, reasons: Array(reasons.messages.dropFirst(reasons.forcedDecisionCount)),
+                                forcedDecisionReasonCount: 0)
+        }
+        var dispatched = false
+        if !options.contains(.disableDecisionEvent) {
+            dispatched = sendImpressions(of: decision, config: config, userId: userId, attributes: attributes,
+                                         cmabUUID: call.uuid(of: decision, in: config))
+        }
+        let result = options.contains(.includeReasons)
+            ? DecideResult(decision: decision, reasons: reasons.messages, forcedDecisionReasonCount: reasons.forcedDecisionCount)
+            : DecideResult(decision: decision, reasons: [], forcedDecisionReasonCount: 0)
+        if notifications.hasListeners(.decision) {
+            notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, options: options,
+                               dispatched: dispatched)
+        }
+        return result
     }
 
     /// get_variation / activate / trigger_experiment: the experiment's outcome for the user, with an
@@ -541,15 +567,21 @@ public final class Client: @unchecked Sendable {
     /// True when an impression was sent.
     @discardableResult
     private func sendImpressions<A: UserAttributes>(of decision: FlagDecision, config: ProjectConfig,
-                                                    userId: UTF8Text, attributes: A) -> Bool
+                                                    userId: UTF8Text, attributes: A, cmabUUID: CMABUUID? = nil) -> Bool
     {
         var sent = false
         if let holdout = EventPayloads.exclusionHoldoutSubject(of: decision, in: config) {
             sent = send(holdout, config: config, userId: userId, attributes: attributes) || sent
         }
         if decision.sendsImpression(in: config) {
-            sent = send(EventPayloads.subject(of: decision, in: config), config: config, userId: userId,
-                        attributes: attributes) || sent
+            if let cmabUUID {
+                var subject = EventPayloads.subject(of: decision, in: config)
+                subject.cmabUUID = cmabUUID.text
+                sent = send(subject, config: config, userId: userId, attributes: attributes) || sent
+            } else {
+                sent = send(EventPayloads.subject(of: decision, in: config), config: config, userId: userId,
+                            attributes: attributes) || sent
+            }
         }
         return sent
     }
