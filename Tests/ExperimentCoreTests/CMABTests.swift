@@ -137,7 +137,8 @@ private func decide(_ flagKey: String, provider: FakeProvider?, attributes: [Str
 @Test func aFailedPredictionIsTheErrorDecision() throws {
     for provider in [FakeProvider(answer: nil), nil] {
         let (decision, reasons, config) = try decide("flag_cmab", provider: provider)
-        #expect(decision.cmabFailed && decision.experiment == -1 && decision.variation == -1)
+        #expect(decision.cmabFailed && decision.experiment == FlagDecision.cmabFailedExperiment && decision.variation == -1)
+        #expect(decision.ruleKeyCString(in: config) == nil && decision.variationKeyCString(in: config) == nil)
         #expect(!decision.sendsImpression(in: config) && decision.keptByEnabledFlagsOnly(in: config))
         #expect(reasons.last == "Failed to fetch CMAB data for experiment exp_cmab.")
         #expect(!reasons.contains("provider reason"))   // the reference loses them when it raises
