@@ -232,3 +232,36 @@ private func rule(_ field: String, _ value: String) -> String {
     let raised = problems(datafile(experiments: "[\(experiment(audiences: #""audienceIds": [], "audienceConditions": ["or", null]"#))]"))
     #expect(raised.map(\.severity).contains(.error))
 }
+
+@Test func aFlagsExperimentIdsGivenAsTextAreItsCharacters() throws {
+    // Python iterates the string: "12" names the experiments "1" and "2", "" none.
+    let experiments = "[\(experiment(id: "1", key: "one")), \(experiment(id: "2", key: "two"))]"
+    let text = datafile(experiments: experiments,
+                        flags: #"[{"id": "40", "key": "f", "experimentIds": "21", "rolloutId": "", "variables": []}]"#)
+    let config = try compiled(text)
+    #expect(config.flags[0].rules.map { config.experiments[Int($0.experiment)].key.text } == ["two", "one"])
+    #expect(config.warnings.map(\.place) == ["featureFlags[0].experimentIds"])
+    let none = try compiled(datafile(flags: #"[{"id": "40", "key": "f", "experimentIds": "", "rolloutId": "", "variables": []}]"#))
+    #expect(none.flags[0].rules.isEmpty)
+    // An object is iterated by its names.
+    let named = try compiled(datafile(experiments: experiments,
+                                      flags: #"[{"id": "40", "key": "f", "experimentIds": {"2": 0, "1": [], "2": 1}, "rolloutId": "", "variables": []}]"#))
+    #expect(named.flags[0].rules.map { named.experiments[Int($0.experiment)].key.text } == ["two", "one"])
+    // A character that is no experiment id: the reference's config construction raises (KeyError).
+    #expect(problems(datafile(experiments: experiments,
+                              flags: #"[{"id": "40", "key": "f", "experimentIds": "13", "rolloutId": "", "variables": []}]"#))
+            .filter { $0.severity == .error }.map(\.message) == [#"datafile: featureFlags[0].experimentIds: unknown experiment "3""#])
+}
+
+@Test func anIntegerAmongAnAudiencesConditionsIsTheIndexOfOneOfItsConditionObjects() throws {
+    // The reference's decoder lists the condition objects innermost first: {"x": 1} is object 0, the "gt"
+    // leaf (whose value is that index) 1, the "exists" leaf 2. So 2 and -1 both stand for the "exists" leaf.
+    let conditions = #"[\"and\", 2, -1, {\"match\": \"gt\", \"name\": \"n\", \"type\": \"custom_attribute\", \"value\": {\"x\": 1}}, "#
+        + #"{\"match\": \"exists\", \"name\": \"b\", \"type\": \"custom_attribute\"}]"#
+    let config = try compiled(datafile(audiences: #"[{"id": "1", "name": "one", "conditions": "\#(conditions)"}]"#))
+    #expect(config.warnings.map(\.place) == ["audiences[0].conditions[1]", "audiences[0].conditions[2]"])
+    #expect(config.warnings.allSatisfy { $0.message.hasSuffix("it stands for the audience's condition object 2, as in the reference") })
+    let past = try compiled(datafile(audiences: #"[{"id": "1", "name": "one", "conditions": "[\"or\", 3, {\"name\": \"a\"}]"}]"#))
+    #expect(past.warnings.map(\.place) == ["audiences[0].conditions[1]"])
+    #expect(past.warnings[0].message.contains("raises, as the audience has 1; here it evaluates to unknown"))
+}

@@ -21,11 +21,18 @@ private func message(_ text: String) -> String? {
     }
 }
 
+/// The warnings of a datafile the compiler accepts (nil when it refuses it).
+private func warnings(_ text: String) -> [String]? {
+    (try? DatafileCompiler.compile(text))?.warnings.map(\.message)
+}
+
 private let goodAudience = #"{"id": "1", "name": "one", "conditions": "[\"or\", {\"name\": \"a\", \"type\": \"custom_attribute\", \"value\": 1}]"}"#
 
 @Test func placesInsideAudienceConditionStrings() {
-    #expect(message(datafile(audiences: "[\(goodAudience), " + #"{"id": "2", "name": "two", "conditions": "[\"and\", 5]"}]"#))
-            == "datafile: audiences[1].conditions[1]: expected a condition object or list, got an integer: the reference takes it for the index of another condition")
+    // An integer there is the index of one of the audience's condition objects (accepted, with a warning).
+    #expect(warnings(datafile(audiences: "[\(goodAudience), " + #"{"id": "2", "name": "two", "conditions": "[\"and\", 5]"}]"#))
+            == ["datafile: audiences[1].conditions[1]: expected a condition object or list, got an integer 5: the reference "
+                + "takes it for the index of a condition object and raises, as the audience has 0; here it evaluates to unknown"])
     #expect(message(datafile(audiences: #"[{"id": "2", "name": "two", "conditions": "[\"and\", {\"a\": "}]"#))
             == "datafile: audiences[0].conditions: unexpected end of document (truncated JSON) at byte 14")
     #expect(message(datafile(audiences: #"[{"id": "2", "name": "two", "conditions": "[1,]"}]"#))
@@ -37,8 +44,9 @@ private let goodAudience = #"{"id": "1", "name": "one", "conditions": "[\"or\", 
 }
 
 @Test func placesInTheDatafileItself() {
-    #expect(message(datafile(typedAudiences: #"[{"id": "3", "name": "t", "conditions": ["and", ["or", true]]}]"#))
-            == "datafile: typedAudiences[0].conditions[1][1]: expected a condition object or list, got a boolean: the reference takes it for the index of another condition")
+    #expect(warnings(datafile(typedAudiences: #"[{"id": "3", "name": "t", "conditions": ["and", ["or", true], {"name": "a"}, {}]}]"#))
+            == ["datafile: typedAudiences[0].conditions[1][1]: expected a condition object or list, got a boolean: it stands "
+                + "for the audience's condition object 1, as in the reference"])
     #expect(message(datafile(audiences: "[\(goodAudience)]", typedAudiences: #"[{"id": "3", "conditions": []}]"#))
             == "datafile: typedAudiences[0]: missing required field \"name\"")
     let experiment = #"{"id": "10", "key": "e","#

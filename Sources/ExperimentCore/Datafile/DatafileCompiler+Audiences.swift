@@ -51,9 +51,12 @@ extension Compilation {
                                                      warn: { warn($0) })
                            : try idField.string()
         let id = idField.value.identityKey
-        let name = try entry.requiredString("name")
+        let name = typed ? try typedAudienceName(entry.required("name")) : try entry.requiredString("name")
         audienceSegments = []
         audienceObjectCount = 0
+        audienceConditionsRoot = conditions.value
+        audienceObjectLeaves = nil
+        defer { audienceConditionsRoot = nil; audienceObjectLeaves = nil }
         let tree = try conditionTree(conditions)
         // OptimizelyConfig writes a null name as "" and leaves out the plain "$opt_dummy_audience".
         let nameIsText = entry.member("name").map { $0.value.isNull || $0.value.string != nil } ?? true
@@ -68,6 +71,16 @@ extension Compilation {
             audienceIndexById[id] = audiences.count
             audiences.append(Audience(id: idText, name: name, slot: slot, segments: audienceSegments))
         }
+    }
+
+    /// A typed audience's "name", outside the reference's schema: any value is kept (the reference reads it only
+    /// when its OptimizelyConfig writes a rule's conditions with audience names, where a name that is no text
+    /// makes it raise: see `optimizelyConfigText`).
+    mutating func typedAudienceName(_ field: DatafileReader) -> String {
+        if let text = field.value.string { return text }
+        warn(field.warning("expected a string, got \(field.value.kindName): kept as it is, as in the reference (whose "
+                           + "OptimizelyConfig cannot write it into a rule's audiences)"))
+        return field.value.isHashable ? field.value.pythonText : field.value.jsonText
     }
 
     /// An audience's own condition tree: lists are operators (or an implicit "or"), objects are leaves.
@@ -86,15 +99,59 @@ extension Compilation {
             for operand in parsed.operands { children.append(try conditionTree(operand)) }
             return Compilation.combine(parsed.op, children)
         case .int, .bool:
-            // The reference reads an integer (True is 1) as the index of one of the audience's condition
-            // objects and evaluates that one: refused rather than guessed (difffuzz.DELIBERATE_REFUSALS).
-            throw node.fail("expected a condition object or list, got \(node.value.kindName): the reference takes it "
-                            + "for the index of another condition")
+            return try conditionIndexLeaf(node)
         default:
             // It indexes its condition list with a string, float or None: it raises when a decision gets here.
             warn(node.warning("expected a condition object or list, got \(node.value.kindName): the reference raises "
                               + "when a decision evaluates it; here it evaluates to unknown"))
             return .not(nil)
+        }
+    }
+
+    /// An integer (or boolean) where a condition belongs. The reference's decoder turns each condition object
+    /// into its index in the audience's condition list, so an integer written there is such an index too
+    /// (True is 1, False 0, a negative one counts from the end, as Python indexes lists): the leaf is that
+    /// object's condition. An index past the list makes the reference raise when a decision gets here.
+    mutating func conditionIndexLeaf(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
+        let leaves = audienceConditionObjects()
+        let written = node.value.bool.map { $0 ? 1 : 0 } ?? node.value.int64 ?? Int64.max
+        let count = Int64(leaves.count)
+        guard !node.value.mayBeClamped, written >= -count, written < count else {
+            warn(node.warning("expected a condition object or list, got \(node.value.kindName) \(written): the "
+                              + "reference takes it for the index of a condition object and raises, as the audience has "
+                              + "\(count); here it evaluates to unknown"))
+            return .not(nil)
+        }
+        let index = Int(written < 0 ? written + count : written)
+        warn(node.warning("expected a condition object or list, got \(node.value.kindName): it stands for the "
+                          + "audience's condition object \(index), as in the reference"))
+        return .leaf(conditions.addLeaf(leaves[index]))
+    }
+
+    /// The audience's condition list as the reference's decoder makes it: every JSON object of its conditions,
+    /// innermost first in document order, read as a leaf condition. Made when an index needs it.
+    mutating func audienceConditionObjects() -> [LeafCondition] {
+        if let audienceObjectLeaves { return audienceObjectLeaves }
+        let numbered = audienceObjectCount
+        var leaves: [LeafCondition] = []
+        if let root = audienceConditionsRoot { collectConditionObjects(root, into: &leaves) }
+        audienceObjectCount = numbered
+        audienceObjectLeaves = leaves
+        return leaves
+    }
+
+    private mutating func collectConditionObjects(_ value: JSONValue, into leaves: inout [LeafCondition]) {
+        switch value.kind {
+        case .object:
+            let first = leaves.count
+            value.forEachMember { _, member in collectConditionObjects(member, into: &leaves) }
+            // leafCondition numbers the objects inside this one again, from the same start: its value's number.
+            audienceObjectCount = first
+            leaves.append(leafCondition(DatafileReader(value)))
+        case .array:
+            for index in 0..<value.count { collectConditionObjects(value[index], into: &leaves) }
+        default:
+            break
         }
     }
 

@@ -262,6 +262,14 @@ extension Compilation {
     {
         var ranges: [TrafficRange] = []
         for entry in entries {
+            if !schemaChecked, let why = Compilation.rangeTheReferenceRaisesOn(entry) {
+                // The reference's bucketer reads the ranges in order and raises on this one when it gets here
+                // (no answer to match): it takes every bucket left, with no variation, and later ones none.
+                warn(entry.warning(why + ": the reference raises when bucketing reaches this range; here it takes "
+                                   + "every bucket left and leads to no variation"))
+                ranges.append(TrafficRange(endOfRange: 10_000, entity: TrafficRange.emptyEntity))
+                continue
+            }
             var entityId = ""
             // What the reference makes of an entity id that is no string: none (empty) or one it cannot find.
             var emptyEntity = TrafficRange.emptyEntity
@@ -304,6 +312,18 @@ extension Compilation {
                                        : entity(entityId).map(Int32.init) ?? TrafficRange.unknownEntity))
         }
         return ranges
+    }
+
+    /// Why the reference's bucketer raises on a range outside the schema (`entry.get('endOfRange')` on
+    /// something that is no object; `bucket < endOfRange` with text, a list or an object), or nil (a null
+    /// "endOfRange" is skipped, as a missing one).
+    static func rangeTheReferenceRaisesOn(_ entry: DatafileReader) -> String? {
+        guard entry.value.kind == .object else { return "expected an object, got \(entry.value.kindName)" }
+        guard let end = entry.optional("endOfRange") else { return nil }  // skipped, see trafficRanges
+        switch end.value.kind {
+        case .string, .array, .object: return "an \"endOfRange\" that is \(end.value.kindName)"
+        case .int, .double, .bool, .null: return nil
+        }
     }
 
     /// "forcedVariations": user id -> variation key, resolved once every variation is known.

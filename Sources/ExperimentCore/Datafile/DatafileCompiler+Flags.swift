@@ -12,8 +12,7 @@ extension Compilation {
             do throws(DatafileError) {
                 let variables = try readVariables(entry.requiredArray("variables"))
                 var experimentRules: [Int32] = []
-                for idField in try entry.requiredArray("experimentIds") {
-                    let id = try idField.string()
+                for (id, idField) in try flagExperimentIds(entry.required("experimentIds")) {
                     guard let index = experimentIndexById[id] else { throw idField.fail("unknown experiment \"\(id)\"") }
                     experimentRules.append(Int32(index))
                 }
@@ -52,6 +51,27 @@ extension Compilation {
             flags.append(flag)
         }
         return flags
+    }
+
+    /// A flag's "experimentIds" (outside the reference's schema) with the reader each id's messages name.
+    /// The reference iterates whatever is there: a string character by character, an object by its names, so
+    /// those are lists of ids too ("" and {} none); an id that names no experiment makes its config
+    /// construction raise, as an unknown id in a list does.
+    mutating func flagExperimentIds(_ field: DatafileReader) throws(DatafileError) -> [(String, DatafileReader)] {
+        var ids: [(String, DatafileReader)] = []
+        switch field.value.kind {
+        case .string:
+            warn(field.warning("expected a list of experiment ids, got a string: each of its characters is an "
+                               + "experiment id, as the reference iterates it"))
+            ids = field.value.string!.unicodeScalars.map { (String($0), field) }
+        case .object:
+            warn(field.warning("expected a list of experiment ids, got an object: each of its names is an experiment "
+                               + "id, as the reference iterates it"))
+            field.value.forEachMember { name, _ in ids.append((String(cString: name), field)) }
+        default:
+            for idField in try field.array() { ids.append((try idField.string(), idField)) }
+        }
+        return ids
     }
 
     /// A flag's "rolloutId", outside the schema: the reference takes `len()` of it, so an empty list or

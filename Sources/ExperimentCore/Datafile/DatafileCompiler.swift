@@ -4,8 +4,7 @@
 /// refuses it — not JSON, its JSON schema, an unsupported version, or data its config construction
 /// raises on (a flag naming an unknown experiment or rollout, a rollout rule missing a field, a list
 /// or object where it keys a map, audience conditions its OptimizelyConfig cannot write out) — plus
-/// the few shapes on which the reference's decisions raise and whose answer would otherwise be a guess
-/// (`difffuzz.DELIBERATE_REFUSALS`) and this library's key limits. Everything else the reference
+/// this library's key limits (README "Deliberate differences"). Everything else the reference
 /// accepts is compiled with the reference's semantics and reported as a `.warning`
 /// (`ProjectConfig.warnings`): a rule naming an unknown audience (that audience evaluates to unknown),
 /// a traffic range ending outside 0...10000, a variation naming a variable its flag does not have
@@ -145,6 +144,10 @@ struct Compilation {
     var audienceSegments: [String] = []
     /// How many JSON objects of the audience being compiled have been numbered (see `numberObjects`).
     var audienceObjectCount = 0
+    /// The conditions of the audience being compiled, and their condition list as the reference decodes it
+    /// (made when an integer in the conditions needs it, see `conditionIndexLeaf`).
+    var audienceConditionsRoot: JSONValue? = nil
+    var audienceObjectLeaves: [LeafCondition]? = nil
     var experiments: [Experiment] = []
     var experimentIndexById: [String: Int] = [:]
     /// Experiment ids in first-seen order (the reference's id map iteration order).
