@@ -87,19 +87,14 @@ extension Compilation {
     mutating func conditionTree(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
         switch node.value.kind {
         case .object:
-            let leaf = leafCondition(node)
-            if leaf.match == .qualified, case .string(let segment) = leaf.value {
-                let name = String(decoding: segment, as: UTF8.self)
-                if !audienceSegments.contains(name) { audienceSegments.append(name) }
-            }
-            return .leaf(conditions.addLeaf(leaf))
+            return leafNode(leafCondition(node))
         case .array:
             guard let parsed = try operation(node) else { return .not(nil) }  // unknown
             var children: [ConditionNode] = []
             for operand in parsed.operands { children.append(try conditionTree(operand)) }
             return Compilation.combine(parsed.op, children)
         case .int, .bool:
-            return try conditionIndexLeaf(node)
+            return conditionIndexLeaf(node)
         default:
             // It indexes its condition list with a string, float or None: it raises when a decision gets here.
             warn(node.warning("expected a condition object or list, got \(node.value.kindName): the reference raises "
@@ -112,7 +107,7 @@ extension Compilation {
     /// into its index in the audience's condition list, so an integer written there is such an index too
     /// (True is 1, False 0, a negative one counts from the end, as Python indexes lists): the leaf is that
     /// object's condition. An index past the list makes the reference raise when a decision gets here.
-    mutating func conditionIndexLeaf(_ node: DatafileReader) throws(DatafileError) -> ConditionNode {
+    mutating func conditionIndexLeaf(_ node: DatafileReader) -> ConditionNode {
         let leaves = audienceConditionObjects()
         let written = node.value.bool.map { $0 ? 1 : 0 } ?? node.value.int64 ?? Int64.max
         let count = Int64(leaves.count)
@@ -125,7 +120,16 @@ extension Compilation {
         let index = Int(written < 0 ? written + count : written)
         warn(node.warning("expected a condition object or list, got \(node.value.kindName): it stands for the "
                           + "audience's condition object \(index), as in the reference"))
-        return .leaf(conditions.addLeaf(leaves[index]))
+        return leafNode(leaves[index])
+    }
+
+    /// A leaf of the audience's tree; the segment a "qualified" leaf names joins the audience's segments.
+    mutating func leafNode(_ leaf: LeafCondition) -> ConditionNode {
+        if leaf.match == .qualified, case .string(let segment) = leaf.value {
+            let name = String(decoding: segment, as: UTF8.self)
+            if !audienceSegments.contains(name) { audienceSegments.append(name) }
+        }
+        return .leaf(conditions.addLeaf(leaf))
     }
 
     /// The audience's condition list as the reference's decoder makes it: every JSON object of its conditions,
