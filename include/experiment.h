@@ -254,6 +254,9 @@ typedef struct exp_client exp_client;
  *   "keep_datafile"           bool     keep the text of the datafile in use beside its compiled config, for
  *                                      exp_client_datafile_json. Default false (it costs memory equal to
  *                                      the datafile's size).
+ *   "profile_cache"           bool     keep recently used profiles of the profile store in memory (default
+ *                                      true). False: every call looks the user's profile up in the store and
+ *                                      saves it without reading it again first, as optimizely-sdk does.
  *   "cmab_prediction_endpoint" string  CMAB experiments' prediction URL; "{rule_id}" is replaced by the
  *                                      experiment's id. Default
  *                                      "https://prediction.cmab.optimizely.com/predict/{rule_id}".
@@ -668,6 +671,16 @@ exp_status exp_get_forced_variation(exp_client *client, const char *experiment_k
  *     exp_get_forced_variation_len(c, "checkout_test", "qa-user", &v, &n); ... exp_free(v); */
 exp_status exp_get_forced_variation_len(exp_client *client, const char *experiment_key, const char *user_id,
                                         char **out_variation_key, size_t *out_variation_key_length);
+
+/* exp_set_forced_variation and exp_get_forced_variation_len with every string given with its byte length, so
+ * user ids and keys may hold NUL bytes (as the _n evaluation calls take them); variation_key NULL removes the
+ * forced variation. Everything else as the functions they are named after. */
+exp_status exp_set_forced_variation_n(exp_client *client, const char *experiment_key, size_t experiment_key_length,
+                                      const char *user_id, size_t user_id_length, const char *variation_key,
+                                      size_t variation_key_length);
+exp_status exp_get_forced_variation_n(exp_client *client, const char *experiment_key, size_t experiment_key_length,
+                                      const char *user_id, size_t user_id_length, char **out_variation_key,
+                                      size_t *out_variation_key_length);
 
 /*
  * Sets a forced decision (Optimizely user-context set_forced_decision) for `user_id`: for flag `flag_key`
@@ -1604,7 +1617,7 @@ typedef int (*exp_profile_save_fn)(const char *user_id, const char *profile_json
  * Installs the host's profile store (lookup and save, with `user_data` for both), replacing the store the
  * options chose; NULL lookup and save removes sticky bucketing. The callbacks may run on many threads at
  * once. A bounded in-memory cache sits in front, so lookup is not called again for a user whose profile
- * was recently looked up or saved by this client.
+ * was recently looked up or saved by this client (unless the client option "profile_cache" is false).
  * Errors: EXP_ERR_INVALID_ARGUMENT (NULL client, only one of the two callbacks), EXP_ERR_CLOSED. Thread-safe.
  *
  *     static int my_lookup(const char *user, exp_profile_reply *reply, void *db) {
@@ -1623,6 +1636,11 @@ exp_status exp_client_set_profile_store(exp_client *client, exp_profile_lookup_f
  * Call it only on the thread running the lookup, with the `reply` it was given; the reply is invalid once
  * the lookup returns. Example: exp_client_set_profile_store. */
 exp_status exp_profile_reply_set(exp_profile_reply *reply, const char *json, size_t length);
+
+/* From inside an exp_profile_lookup_fn: the user id the lookup is for, whole (*out_id, NUL-terminated, valid
+ * until the lookup returns; *out_length its byte length): unlike the lookup's `user_id` argument it keeps a
+ * NUL byte the id may hold (a user id given to an _n call). Errors: EXP_ERR_INVALID_ARGUMENT (NULLs). */
+exp_status exp_profile_reply_user_id(exp_profile_reply *reply, const char **out_id, size_t *out_length);
 
 /*
  * The profile store's counters as a JSON object: {"store": "sqlite"|"redis"|"callbacks"|"none",
@@ -1724,6 +1742,10 @@ typedef struct exp_user exp_user;
  */
 exp_status exp_user_create(exp_client *client, const char *user_id, size_t user_id_length,
                            const exp_attribute *attributes, size_t attribute_count, exp_user **out_user);
+/* exp_user_create with exp_attribute_n attributes: keys and string values given with their byte lengths, so
+ * they may hold NUL bytes (as exp_decide_n's). Otherwise exactly exp_user_create. */
+exp_status exp_user_create_n(exp_client *client, const char *user_id, size_t user_id_length,
+                             const exp_attribute_n *attributes, size_t attribute_count, exp_user **out_user);
 
 /* Releases a context (NULL is a no-op). Never fails; no other call on it may run or follow. */
 void exp_user_free(exp_user *user);
@@ -1744,6 +1766,8 @@ exp_status exp_user_id(exp_user *user, const char **out_id, size_t *out_length);
  *     exp_user_set_attribute(user, EXP_STR("plan"), &plan);
  *     exp_user_remove_attribute(user, EXP_STR("plan")); */
 exp_status exp_user_set_attribute(exp_user *user, const char *key, size_t key_length, const exp_value *value);
+/* exp_user_set_attribute for one exp_attribute_n (key and string value with their byte lengths, NUL allowed). */
+exp_status exp_user_set_attribute_n(exp_user *user, const exp_attribute_n *attribute);
 exp_status exp_user_remove_attribute(exp_user *user, const char *key, size_t key_length);
 
 /* The context's attributes as a JSON object, in the order first set. Free *out_json with exp_free(). */

@@ -168,6 +168,53 @@ public func abiSetForcedVariation(_ handle: OpaquePointer?, _ experimentKey: Uns
     }
 }
 
+/// exp_set_forced_variation with each string given with its byte length (NUL allowed; `variation_key` NULL
+/// removes the forced variation).
+@_cdecl("exp_set_forced_variation_n")
+public func abiSetForcedVariationN(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?,
+                                   _ experimentKeyLength: Int, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                                   _ variationKey: UnsafePointer<CChar>?, _ variationKeyLength: Int) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        guard userId != nil || userIdLength == 0 else { throw ClientError(.invalidArgument, "user_id is NULL") }
+        let user = String(decoding: try sizedText(userId, userIdLength, "user_id"), as: UTF8.self)
+        let variationName = variationKey == nil ? nil
+            : String(decoding: try sizedText(variationKey, variationKeyLength, "variation_key"), as: UTF8.self)
+        let config = try client.config()
+        let experiment = config.experiments[try experimentIndex(
+            key: sizedText(experimentKey, experimentKeyLength, "experiment_key"), in: config)]
+        var variationId: String? = nil
+        if let variationName {
+            guard let index = experiment.variationIndex(key: variationName) else {
+                throw ClientError(.unknownVariation, "experiment \"\(experiment.key.text)\" has no variation \"\(variationName)\"")
+            }
+            variationId = experiment.variations[index].id.text
+        }
+        client.overrides.setForcedVariation(userId: user, experimentId: experiment.id.text, variationId: variationId)
+    }
+}
+
+/// exp_get_forced_variation_len with the experiment key and user id given with their byte lengths.
+@_cdecl("exp_get_forced_variation_n")
+public func abiGetForcedVariationN(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?,
+                                   _ experimentKeyLength: Int, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                                   _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                   _ outLength: UnsafeMutablePointer<Int>?) -> exp_status {
+    api { () throws(ClientError) in
+        let client = try client(handle)
+        let out = try required(out, "out_variation_key")
+        outLength?.pointee = 0
+        guard userId != nil || userIdLength == 0 else { throw ClientError(.invalidArgument, "user_id is NULL") }
+        let user = String(decoding: try sizedText(userId, userIdLength, "user_id"), as: UTF8.self)
+        let config = try client.config()
+        let experiment = config.experiments[try experimentIndex(
+            key: sizedText(experimentKey, experimentKeyLength, "experiment_key"), in: config)]
+        let variationId = client.overrides.overrides(of: user).forcedVariation(experimentId: experiment.id.text)
+        let index = variationId.flatMap { experiment.variationIndex(id: $0) }
+        store(index.map { experiment.variations[$0].key.text }, out, length: outLength)
+    }
+}
+
 @_cdecl("exp_get_forced_variation")
 public func abiGetForcedVariation(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?,
                                   _ userId: UnsafePointer<CChar>?,

@@ -8,6 +8,17 @@ import Glibc
 /// What an exp_profile_lookup_fn answered through exp_profile_reply_set (the C exp_profile_reply).
 private final class ProfileReply {
     var json: String? = nil
+    /// The user id the lookup is for, with its bytes (exp_profile_reply_user_id: it may hold NUL bytes,
+    /// which the lookup's NUL-terminated `user_id` argument cannot carry).
+    let userId: UnsafeMutableBufferPointer<CChar>
+
+    init(userId: String) {
+        let text = userId.utf8CString  // NUL-terminated: the pointer handed out is one too
+        self.userId = .allocate(capacity: text.count)
+        _ = self.userId.initialize(from: text)
+    }
+
+    deinit { userId.deallocate() }
 }
 
 /// The host's lookup/save pair and its user data.
@@ -17,7 +28,7 @@ private struct HostProfileCallbacks: @unchecked Sendable {
     let userData: UnsafeMutableRawPointer?
 
     func lookup(_ userId: String) throws(ClientError) -> String? {
-        let reply = ProfileReply()
+        let reply = ProfileReply(userId: userId)
         let status = withExtendedLifetime(reply) {
             userId.withCString { lookup($0, OpaquePointer(Unmanaged.passUnretained(reply).toOpaque()), userData) }
         }
@@ -58,6 +69,20 @@ public func abiProfileReplySet(_ reply: OpaquePointer?, _ json: UnsafePointer<CC
         let length = try checkedCount(length, limit: ProfileJSON.maxBytes, "length")
         let text = String(decoding: UnsafeRawBufferPointer(start: bytes, count: length), as: UTF8.self)
         Unmanaged<ProfileReply>.fromOpaque(UnsafeRawPointer(reply)).takeUnretainedValue().json = text
+    }
+}
+
+@_cdecl("exp_profile_reply_user_id")
+public func abiProfileReplyUserId(_ reply: OpaquePointer?, _ outId: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
+                                  _ outLength: UnsafeMutablePointer<Int>?) -> exp_status {
+    api { () throws(ClientError) in
+        let reply = Unmanaged<ProfileReply>.fromOpaque(UnsafeRawPointer(try required(reply, "reply")))
+            .takeUnretainedValue()
+        let outId = try required(outId, "out_id")
+        let outLength = try required(outLength, "out_length")
+        // The reply lives as long as the lookup runs, and its bytes with it.
+        outId.pointee = UnsafePointer(reply.userId.baseAddress!)
+        outLength.pointee = reply.userId.count - 1
     }
 }
 

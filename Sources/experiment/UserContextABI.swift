@@ -83,6 +83,31 @@ public func abiUserCreate(_ clientHandle: OpaquePointer?, _ userId: UnsafePointe
     }
 }
 
+/// exp_user_create with exp_attribute_n attributes: keys and string values with their lengths (NUL allowed).
+@_cdecl("exp_user_create_n")
+public func abiUserCreateN(_ clientHandle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                           _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int,
+                           _ out: UnsafeMutablePointer<OpaquePointer?>?) -> exp_status {
+    api { () throws(ClientError) in
+        let out = try required(out, "out_user")
+        out.pointee = nil
+        let client = try client(clientHandle)
+        try client.ensureOpen()
+        let user = try requiredString(userId, userIdLength, "user_id")
+        let owned = try ownedSizedAttributes(attributes, attributeCount)
+        out.pointee = handle(of: UserContext(client: client, userId: user, attributes: owned))
+    }
+}
+
+private func ownedSizedAttributes(_ pointer: UnsafePointer<exp_attribute_n>?, _ count: Int) throws(ClientError)
+    -> OwnedAttributes {
+    try withSizedAttributes(pointer, count) { (attributes) throws(ClientError) in
+        var pairs: [(key: [UInt8], value: OwnedValue)] = []
+        attributes.forEach { key, value in pairs.append((Array(key), owned(value))) }
+        return OwnedAttributes(pairs)
+    }
+}
+
 @_cdecl("exp_user_free")
 public func abiUserFree(_ user: OpaquePointer?) {
     guard let user else { return }
@@ -120,6 +145,17 @@ public func abiUserSetAttribute(_ user: OpaquePointer?, _ key: UnsafePointer<CCh
         let name = Array(try text(key, keyLength, "key"))
         let owned = try ownedValue(value, what: "value")
         context.setAttribute(name, owned)
+    }
+}
+
+/// exp_user_set_attribute with an exp_attribute_n: the key and a string value with their lengths (NUL allowed).
+@_cdecl("exp_user_set_attribute_n")
+public func abiUserSetAttributeN(_ user: OpaquePointer?, _ attribute: UnsafePointer<exp_attribute_n>?) -> exp_status {
+    api { () throws(ClientError) in
+        let context = try context(user).takeUnretainedValue()
+        guard attribute != nil else { throw ClientError(.invalidArgument, "attribute is NULL") }
+        let owned = try ownedSizedAttributes(attribute, 1)
+        for entry in owned.entries { context.setAttribute(Array(entry.key), entry.owned) }
     }
 }
 
@@ -228,6 +264,13 @@ public func abiUserDecideForKeys(_ user: OpaquePointer?, _ keys: UnsafePointer<U
         let out = try required(out, "out")
         let effective = options.union(client.options.defaultDecideOptions)
         let snapshot = context.snapshot
+        // The flags are decided together (one profile lookup and at most one save, as the reference's
+        // decide_for_keys), then answered in the order of the keys.
+        var decided: [DecideResult] = []
+        decided.reserveCapacity(keyCount)
+        client.decide(config: config, flags: flags.compactMap { $0 }, context: context, snapshot: snapshot,
+                      options: options.subtracting(.enabledFlagsOnly)) { decided.append($0) }
+        var next = 0
         var filled = 0
         var repeated = RepeatedKeyReasons()
         for (position, flag) in flags.enumerated() {
@@ -242,10 +285,8 @@ public func abiUserDecideForKeys(_ user: OpaquePointer?, _ keys: UnsafePointer<U
                 filled += 1
                 continue
             }
-            var decided: DecideResult? = nil
-            client.decide(config: config, flags: flag..<(flag + 1), context: context, snapshot: snapshot,
-                          options: options.subtracting(.enabledFlagsOnly)) { decided = $0 }
-            let result = repeated.merged(decided!, flag: flag)
+            let result = repeated.merged(decided[next], flag: flag)
+            next += 1
             if options.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { continue }
             fillDecision(out + filled, result.decision, reasons: result.reasons, lease: lease, options: effective)
             filled += 1

@@ -217,12 +217,15 @@ extension DecisionService {
         let flag = config.flags[flagIndex]
         let ruleKey = slot.map { config.experiments[Int(flag.rules[$0].experiment)].key.text }
         guard let variationKey = overrides.forcedDecision(flagKey: flag.key.text, ruleKey: ruleKey) else { return nil }
-        if let index = flag.flagVariations.firstIndex(where: { $0.key.text == variationKey }) {
-            reasons?.add(ReasonMessages.forcedDecision(variation: variationKey, flag: flag.key.text, rule: ruleKey,
+        // As the reference: an empty rule key reads as no rule in the messages, and a flag whose key is empty
+        // has no variation a forced decision can name (its get_flag_variation answers None for it).
+        let ruleText = ruleKey?.isEmpty == true ? nil : ruleKey
+        if !flag.key.text.isEmpty, let index = flag.flagVariations.firstIndex(where: { $0.key.text == variationKey }) {
+            reasons?.add(ReasonMessages.forcedDecision(variation: variationKey, flag: flag.key.text, rule: ruleText,
                                                        user: userText))
             return Int32(index)
         }
-        reasons?.add(ReasonMessages.invalidForcedDecision(flag: flag.key.text, rule: ruleKey, user: userText))
+        reasons?.add(ReasonMessages.invalidForcedDecision(flag: flag.key.text, rule: ruleText, user: userText))
         return nil
     }
 

@@ -103,14 +103,16 @@ public enum EventPayloads {
         let experiment = config.experiments[index]
         // The reference re-reads the variation by key, where the last definition of a key wins.
         let decided = experiment.variations[Int(variation)]
-        let chosen = experiment.variationIndex(key: decided.key.text).map { experiment.variations[$0] } ?? decided
+        let byKey = experiment.variationIndex(key: decided.key.text).map { experiment.variations[$0] } ?? decided
         var subject = ImpressionSubject()
         subject.experimentId = experiment.id.text
         subject.layerId = experiment.layerId
-        // Then by experiment id and variation id, which finds nothing when either is empty: no variation.
-        if !experiment.id.text.isEmpty && !chosen.id.text.isEmpty {
-            subject.variationId = chosen.id.text
-            subject.variationKey = chosen.key.text
+        // Then by experiment id and variation id, where the last definition of an id wins (another key may
+        // share it), and which finds nothing when either is empty: no variation.
+        if !experiment.id.text.isEmpty && !byKey.id.text.isEmpty {
+            let byId = experiment.variationIndex(id: byKey.id.text).map { experiment.variations[$0] } ?? byKey
+            subject.variationId = byId.id.text
+            subject.variationKey = byId.key.text
         }
         subject.ruleKey = experiment.key.text
         subject.ruleType = .experiment
@@ -372,6 +374,23 @@ extension FlagDecision {
         }
         if experiment >= 0 && variation >= 0 { return config.experiments[Int(experiment)].variations[Int(variation)].key.cString }
         if flagVariation >= 0 { return config.flags[Int(flag)].flagVariations[Int(flagVariation)].key.cString }
+        return nil
+    }
+
+    /// The decided variation's key as text (whole: a key may hold NUL bytes, which its C string cannot), or nil.
+    public func variationKeyText(in config: ProjectConfig) -> String? {
+        if holdout >= 0 {
+            return variation >= 0 ? config.holdouts[Int(holdout)].variations[Int(variation)].key.text : nil
+        }
+        if experiment >= 0 && variation >= 0 { return config.experiments[Int(experiment)].variations[Int(variation)].key.text }
+        if flagVariation >= 0 { return config.flags[Int(flag)].flagVariations[Int(flagVariation)].key.text }
+        return nil
+    }
+
+    /// The deciding rule's key as text (whole, NUL bytes included), or nil.
+    public func ruleKeyText(in config: ProjectConfig) -> String? {
+        if holdout >= 0 { return config.holdouts[Int(holdout)].key.text }
+        if experiment >= 0 { return config.experiments[Int(experiment)].key.text }
         return nil
     }
 

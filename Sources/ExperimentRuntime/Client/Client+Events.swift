@@ -158,8 +158,9 @@ extension Client {
             // EXCLUDE_VARIABLES: the reference builds no variables, and its listeners get the empty map too.
             writer.key("variables")
             writer.raw(options.contains(.excludeVariables) ? "{}" : String(cString: decision.variablesJSON(in: config)))
-            writer.field("variation_key", decision.variationKeyCString(in: config).map { String(cString: $0) })
-            writer.field("rule_key", decision.ruleKeyCString(in: config).map { String(cString: $0) })
+            // The keys whole (a datafile key may hold "\u0000", which a C string would cut short).
+            writer.field("variation_key", decision.variationKeyText(in: config))
+            writer.field("rule_key", decision.ruleKeyText(in: config))
             writer.key("reasons"); writer.beginArray(); result.reasons.forEach { writer.string($0) }; writer.endArray()
             writer.field("decision_event_dispatched", dispatched)
             writer.field("experiment_id", decision.experimentId(in: config))

@@ -32,7 +32,10 @@ public final class ProfileSlot: @unchecked Sendable {
 
 extension Client {
     /// Bound of the in-memory profile cache in front of a store.
-    static func profileCacheCapacity(_ options: ClientOptions) -> Int { options.userStoreCapacity }
+    /// 0 (no cache) with the option "profile_cache": false.
+    static func profileCacheCapacity(_ options: ClientOptions) -> Int {
+        options.profileCache ? options.userStoreCapacity : 0
+    }
 
     /// The state directory, or nil (with a warning) when it cannot be used: the client then keeps
     /// profiles nowhere and overrides in memory, and decides anyway.

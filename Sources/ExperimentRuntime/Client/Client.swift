@@ -421,8 +421,8 @@ public final class Client: @unchecked Sendable {
         }
     }
 
-    func decide<A: UserAttributes, O: DecisionOverrides>(
-        _ config: ProjectConfig, _ flags: Range<Int>, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
+    func decide<A: UserAttributes, O: DecisionOverrides, F: Collection<Int>>(
+        _ config: ProjectConfig, _ flags: F, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
         _ options: DecideOptions, _ body: (DecideResult) -> Void
     ) {
         // One profile lookup and at most one save per call, as the reference's UserProfileTracker.
@@ -435,8 +435,8 @@ public final class Client: @unchecked Sendable {
         }
     }
 
-    private func decide<A: UserAttributes, O: DecisionOverrides, S: StickyAssignments>(
-        _ config: ProjectConfig, _ flags: Range<Int>, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
+    private func decide<A: UserAttributes, O: DecisionOverrides, S: StickyAssignments, F: Collection<Int>>(
+        _ config: ProjectConfig, _ flags: F, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
         _ sticky: S, _ options: DecideOptions, _ body: (DecideResult) -> Void
     ) {
         for flag in flags {

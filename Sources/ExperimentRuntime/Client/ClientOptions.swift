@@ -104,6 +104,11 @@ public struct ClientOptions: Sendable {
     /// default: it costs memory equal to the datafile's size.
     public var keepDatafile = false
 
+    /// Keep recently used profiles of the profile store in memory (default). Off: every call looks the
+    /// user's profile up in the store, and saves it without reading it again first, as optimizely-sdk's
+    /// UserProfileTracker does (the drop-in `experiment.optimizely` turns it off for its user profile service).
+    public var profileCache = true
+
     public static let maxUserStoreCapacity = 10_000_000
     /// Polling faster than this is raised to it (with a warning), as the reference SDKs do.
     public static let minPollingIntervalSeconds = 10
@@ -113,7 +118,7 @@ public struct ClientOptions: Sendable {
         "cache_ttl_s", "state_dir", "profile_store", "event_endpoint", "event_batch_size", "event_flush_interval_ms",
         "event_queue_capacity", "event_queue_full_policy", "close_timeout_ms",
         "event_max_attempts", "event_max_age_s", "event_max_inflight", "odp",
-        "bucket_by_profile_id", "ca_file", "keep_datafile",
+        "bucket_by_profile_id", "ca_file", "keep_datafile", "profile_cache",
         "cmab_prediction_endpoint", "cmab_cache_size", "cmab_cache_timeout_s", "cmab_request_timeout_ms",
     ]
 
@@ -202,6 +207,7 @@ public struct ClientOptions: Sendable {
         case "bucket_by_profile_id": bucketByProfileId = try field.bool()
         case "ca_file": caFile = try field.string(nonEmpty: true, controlFree: true)
         case "keep_datafile": keepDatafile = try field.bool()
+        case "profile_cache": profileCache = try field.bool()
         case "cmab_prediction_endpoint":
             let endpoint = try field.string(nonEmpty: true, controlFree: true)
             guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else {

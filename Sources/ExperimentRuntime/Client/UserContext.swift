@@ -127,9 +127,11 @@ extension Client {
 
     /// Decides `flags` for a context: its attributes (with its segments, over the user's stored properties),
     /// its forced decisions, and the client's per-user-id state.
-    public func decide(config: ProjectConfig, flags: Range<Int>, context: UserContext,
-                       snapshot: UserContext.Snapshot, options callOptions: DecideOptions,
-                       _ body: (DecideResult) -> Void) {
+    /// `flags` may be any list of flag indices (decide_for_keys): one profile lookup and at most one save
+    /// for all of them, as the reference's decide_for_keys.
+    public func decide<F: Collection<Int>>(config: ProjectConfig, flags: F, context: UserContext,
+                                           snapshot: UserContext.Snapshot, options callOptions: DecideOptions,
+                                           _ body: (DecideResult) -> Void) {
         let options = callOptions.union(self.options.defaultDecideOptions)
         if let segments = snapshot.segments {
             decide(config, flags, context, snapshot,
@@ -139,7 +141,7 @@ extension Client {
         }
     }
 
-    private func decide<A: UserAttributes>(_ config: ProjectConfig, _ flags: Range<Int>, _ context: UserContext,
+    private func decide<A: UserAttributes, F: Collection<Int>>(_ config: ProjectConfig, _ flags: F, _ context: UserContext,
                                            _ snapshot: UserContext.Snapshot, _ attributes: A,
                                            _ options: DecideOptions, _ body: (DecideResult) -> Void) {
         let userId = context.userIdText

@@ -18,21 +18,24 @@ public final class ProfileService: @unchecked Sendable {
     public let store: ProfileStore
     private let logger: Logger
     private let cache: ProfileCache
+    /// False (cache capacity 0): no cache; every call reads the store, and a save does not read it again.
+    private let caches: Bool
     private let saves = Atomic<Int>(0)
     private let errors = Atomic<Int>(0)
 
     public init(store: ProfileStore, cacheCapacity: Int, logger: Logger) {
         self.store = store
         self.logger = logger
+        self.caches = cacheCapacity > 0
         self.cache = ProfileCache(capacity: cacheCapacity)
     }
 
     /// The user's bucket map (empty when the user has none), or nil when the store failed.
     func load(userId: String) -> BucketMap? {
-        if let cached = cache.lookup(userId) { return cached }
+        if caches, let cached = cache.lookup(userId) { return cached }
         do throws(ClientError) {
             let map = try store.lookup(userId: userId) ?? [:]
-            cache.set(map, for: userId)
+            if caches { cache.set(map, for: userId) }
             return map
         } catch {
             failed("lookup", userId: userId, error)
@@ -48,10 +51,12 @@ public final class ProfileService: @unchecked Sendable {
         saves.add(1, ordering: .relaxed)
         var merged = loaded
         var current: BucketMap? = nil
-        do throws(ClientError) {
-            current = try store.lookup(userId: userId)
-        } catch {
-            failed("lookup before save", userId: userId, error)
+        if caches {
+            do throws(ClientError) {
+                current = try store.lookup(userId: userId)
+            } catch {
+                failed("lookup before save", userId: userId, error)
+            }
         }
         if let current { merged = current }
         for (experimentId, variationId) in changes {
@@ -59,7 +64,7 @@ public final class ProfileService: @unchecked Sendable {
             merged[experimentId] = variationId
         }
         // The cache first: this process stays sticky even when the store write fails.
-        cache.set(merged, for: userId)
+        if caches { cache.set(merged, for: userId) }
         do throws(ClientError) {
             try store.save(userId: userId, map: merged)
         } catch {

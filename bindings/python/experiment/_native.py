@@ -231,6 +231,9 @@ _PROTOTYPES: List[Tuple[str, object, List[Any]]] = [
     ("exp_set_forced_variation", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p]),
     ("exp_get_forced_variation", c_int, [exp_client_p, c_char_p, c_char_p, c_char_pp]),
     ("exp_get_forced_variation_len", c_int, [exp_client_p, c_char_p, c_char_p, POINTER(c_void_p), POINTER(c_size_t)]),
+    ("exp_set_forced_variation_n", c_int, [exp_client_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_size_t]),
+    ("exp_get_forced_variation_n", c_int, [exp_client_p, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(c_void_p),
+                                           POINTER(c_size_t)]),
     ("exp_set_forced_decision", c_int, [exp_client_p, c_char_p, c_char_p, c_char_p, c_char_p]),
     ("exp_remove_forced_decisions", c_int, [exp_client_p, c_char_p]),
     # user properties
@@ -300,6 +303,7 @@ _PROTOTYPES += [
     # sticky bucketing (user profiles), Sigma forced memberships
     ("exp_client_set_profile_store", c_int, [exp_client_p, EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN, c_void_p]),
     ("exp_profile_reply_set", c_int, [c_void_p, c_char_p, c_size_t]),
+    ("exp_profile_reply_user_id", c_int, [c_void_p, POINTER(c_void_p), POINTER(c_size_t)]),
     ("exp_client_profile_stats", c_int, [exp_client_p, c_char_pp]),
     ("exp_force_include", c_int, [exp_client_p, c_char_p, c_char_p, c_int]),
     ("exp_force_exclude", c_int, [exp_client_p, c_char_p, c_char_p]),
@@ -344,10 +348,12 @@ _PROTOTYPES += [("exp_client_start_sync", c_int, [exp_client_p, c_char_p, c_size
 exp_user_p = c_void_p
 _PROTOTYPES += [
     ("exp_user_create", c_int, [exp_client_p, c_char_p, c_size_t, c_void_p, c_size_t, POINTER(exp_user_p)]),
+    ("exp_user_create_n", c_int, [exp_client_p, c_char_p, c_size_t, c_void_p, c_size_t, POINTER(exp_user_p)]),
     ("exp_user_free", None, [exp_user_p]),
     ("exp_user_clone", c_int, [exp_user_p, POINTER(exp_user_p)]),
     ("exp_user_id", c_int, [exp_user_p, POINTER(c_void_p), POINTER(c_size_t)]),
     ("exp_user_set_attribute", c_int, [exp_user_p, c_char_p, c_size_t, POINTER(ExpValue)]),
+    ("exp_user_set_attribute_n", c_int, [exp_user_p, POINTER(ExpAttributeN)]),
     ("exp_user_remove_attribute", c_int, [exp_user_p, c_char_p, c_size_t]),
     ("exp_user_attributes_json", c_int, [exp_user_p, c_char_pp]),
     ("exp_user_decide", c_int, [exp_user_p, c_char_p, c_size_t, c_uint, c_void_p]),

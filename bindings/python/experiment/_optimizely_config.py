@@ -85,10 +85,12 @@ class OptimizelyAudience:
         self.conditions = conditions
 
 
-def _variable_type(variable: Dict[str, Any]) -> str:
+def _variable_type(variable: Dict[str, Any]) -> Any:
+    """The variable's type as optimizely-sdk's OptimizelyVariable carries it: "json" for a json string, else the
+    datafile's value as it is (not made a str: a mutated datafile may hold any JSON there)."""
     if variable.get("type") == "string" and variable.get("subType") == "json":
         return "json"
-    return str(variable.get("type"))
+    return variable.get("type")
 
 
 def _readable(conditions: Any, names: Dict[str, str]) -> str:
@@ -116,6 +118,8 @@ def _readable(conditions: Any, names: Dict[str, str]) -> str:
             inner = _readable(item, names)
             pieces.append("%s (%s)" % (operator, inner) if last else "(%s) " % inner)
         else:
+            if names.get(item, item) is None:
+                continue  # a null id names no audience: optimizely-sdk leaves it out (keeping the positions)
             text = '"%s"' % name(item)
             if index < count - 2:
                 pieces.append("%s %s " % (text, operator))

@@ -1387,8 +1387,12 @@ class Client(SegmentsMixin, UserContextMixin):
         """Forces ``user_id`` into ``variation_key`` of the experiment (None removes the forced variation).
         Kept in the state file, so it survives restarts. UnknownExperimentError / UnknownVariationError."""
         handle = self._live()
-        status = _lib.exp_set_forced_variation(handle, _key(experiment_key, "experiment_key"),
-                                               _text(user_id, "user_id"), _key(variation_key, "variation_key"))
+        # The length-delimited form: user ids and keys may hold NUL bytes, as the reference takes any str.
+        experiment = _text_n(experiment_key, "experiment_key")
+        user = _text_n(user_id, "user_id")
+        variation = None if variation_key is None else _text_n(variation_key, "variation_key")
+        status = _lib.exp_set_forced_variation_n(handle, experiment, len(experiment), user, len(user), variation,
+                                                 len(variation) if variation is not None else 0)
         if status:
             _raise(status)
 
@@ -1396,8 +1400,10 @@ class Client(SegmentsMixin, UserContextMixin):
         """The variation key forced for ``user_id`` in the experiment, or None."""
         handle = self._live()
         out, length = c_void_p(), c_size_t()
-        status = _lib.exp_get_forced_variation_len(handle, _key(experiment_key, "experiment_key"),
-                                                   _text(user_id, "user_id"), byref(out), byref(length))
+        experiment = _text_n(experiment_key, "experiment_key")
+        user = _text_n(user_id, "user_id")
+        status = _lib.exp_get_forced_variation_n(handle, experiment, len(experiment), user, len(user), byref(out),
+                                                 byref(length))
         if status:
             _raise(status)
         return _take_sized_string(out, length)
@@ -1796,6 +1802,10 @@ def _install_profile_service(handle: Any, service: Any) -> None:
     the library as a store error, and the decision goes on without sticky bucketing."""
     def on_lookup(user_id: Optional[bytes], reply: Any, _user_data: Any) -> int:
         try:
+            # The whole id from the reply (the NUL-terminated argument would stop at a NUL byte).
+            whole, length = ctypes.c_void_p(), ctypes.c_size_t()
+            if _lib.exp_profile_reply_user_id(reply, ctypes.byref(whole), ctypes.byref(length)) == 0 and whole.value:
+                user_id = ctypes.string_at(whole.value, length.value)
             profile = service.lookup((user_id or b"").decode("utf-8"))
             if profile is None:
                 return 0

@@ -209,12 +209,20 @@ _DEFAULT_EXPERIMENT: Dict[str, Any] = {"id": "", "key": "", "layerId": "", "stat
                                        "type": None}
 
 
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _by(items: Any, field: str) -> Dict[Any, Dict[str, Any]]:
     """Datafile entities by a field, as optimizely-sdk's key maps hold them: a repeated value keeps its first
     place and the last definition."""
     found: Dict[Any, Dict[str, Any]] = {}
-    for item in items or []:
-        if isinstance(item, dict):
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and _hashable(item.get(field)):
             found[item.get(field)] = item
     return found
 
@@ -261,6 +269,29 @@ class _Project:
                 e for g in datafile.get("groups") or [] for e in g.get("experiments") or []]:
             self.experiments[experiment.get("key")] = experiment
             self.experiments_by_id[experiment.get("id")] = experiment
+        # Experiments and delivery rules by key as optimizely-sdk's experiment_key_map holds them (what its
+        # get_variation / activate know): built from its map by id (experiments, then the rules of each
+        # rollout, then group experiments; a repeated id keeps its first place and its last definition).
+        by_id: Dict[Any, Dict[str, Any]] = {}
+        for raw in datafile.get("experiments") or []:
+            if isinstance(raw, dict) and _hashable(raw.get("id")):
+                by_id[raw.get("id")] = raw
+        for rollout in _by(datafile.get("rollouts"), "id").values():
+            for raw in rollout.get("experiments") or []:
+                if isinstance(raw, dict) and _hashable(raw.get("id")):
+                    by_id[raw.get("id")] = raw
+        for group in _by(datafile.get("groups"), "id").values():
+            for raw in _by(group.get("experiments"), "id").values():
+                by_id[raw.get("id")] = raw
+        owners: List[Dict[str, Any]] = list(by_id.values()) + [
+            h for h in list(datafile.get("holdouts") or []) + list(datafile.get("localHoldouts") or [])
+            if isinstance(h, dict)]
+        variations: List[Any] = [v for e in owners if isinstance(e.get("variations"), list) for v in e["variations"]]
+        self.has_null_variation_key = any(isinstance(v, dict) and "key" in v and v["key"] is None for v in variations)
+        self.experiment_key_map: Dict[Any, Dict[str, Any]] = {}
+        for raw in by_id.values():
+            if _hashable(raw.get("key")):
+                self.experiment_key_map[raw.get("key")] = raw
         self.features: Dict[str, Dict[str, Any]] = {f.get("key"): f for f in datafile.get("featureFlags") or []}
         self.feature_experiment_ids = {i for f in self.features.values() for i in f.get("experimentIds") or []}
         self.events = {e.get("key") for e in datafile.get("events") or []}
@@ -308,16 +339,24 @@ class _Project:
         self._entities = (experiments, holdouts)
         return self._entities
 
-    def activate_arguments(self, experiment_id: Any, variation_id: Any, is_holdout: bool) -> Tuple[Any, Any]:
+    def activate_arguments(self, experiment_id: Any, variation_id: Any, is_holdout: bool,
+                           rule_key: Any = None) -> Tuple[Any, Any]:
         """The experiment and variation arguments of optimizely-sdk's ACTIVATE notification for an impression:
         entities (here objects with the entities' attributes), a holdout's variation as a plain dict, the
         reference's empty experiment when there is none."""
         experiments, holdouts = self._entity_maps()
-        experiment = (holdouts if is_holdout else experiments).get(experiment_id)
+        # An impression without a variation (a delivery rule decision that found none) has no experiment
+        # either: optimizely-sdk passes its empty experiment, even when a rule's id is "" too.
+        experiment = (holdouts if is_holdout else experiments).get(experiment_id) if variation_id else None
+        if experiment_id == "" and rule_key == "":
+            experiment = None  # a flag-level forced decision: no experiment (whatever rule has the id "")
         variation: Any = None
         if variation_id:
-            found = next((v for v in (experiment or {}).get("variations") or []
-                          if isinstance(v, dict) and v.get("id") == variation_id), None)
+            # The last variation with the id, as optimizely-sdk's variation maps keep it.
+            found = None
+            for candidate in (experiment or {}).get("variations") or []:
+                if isinstance(candidate, dict) and candidate.get("id") == variation_id:
+                    found = candidate
             if found is None:  # a flag-level forced decision: no experiment, a variation of one of its rules
                 found = self.variation_by_id(None, variation_id)
             if found is not None:
@@ -351,7 +390,10 @@ class _Project:
     def everyone_else_variation(self, feature: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         """The first variation of the last rule of the flag's rollout (optimizely-sdk appends it to the flag's
         "fr" experiments), or None."""
-        rules = (_by(self.datafile.get("rollouts"), "id").get(feature.get("rolloutId")) or {}).get("experiments") or []
+        rollout_id = feature.get("rolloutId")
+        if not isinstance(rollout_id, str):  # (a mutated datafile's list or object there names no rollout)
+            return None
+        rules = (_by(self.datafile.get("rollouts"), "id").get(rollout_id) or {}).get("experiments") or []
         variations = (rules[-1].get("variations") or []) if rules and isinstance(rules[-1], dict) else []
         return variations[0] if variations and isinstance(variations[0], dict) else None
 
@@ -450,6 +492,21 @@ def _attributes_valid(attributes: Any) -> bool:
     return attributes is None or isinstance(attributes, dict)
 
 
+# What the library is given for a forced decision whose variation key is None: the reference stores it and
+# then finds no variation for it ("Invalid variation is mapped to ..."); no datafile key is this text.
+_NO_VARIATION_KEY = "\u0000<no variation key>\u0000"
+
+
+def _forced_variation_text(variation_key: Any) -> str:
+    """The variation key of a forced decision as the library takes it: a str as it is, None as a key no
+    variation has, another value as its str() (the text the library gives such a datafile key)."""
+    if isinstance(variation_key, str):
+        return variation_key
+    if variation_key is None:
+        return _NO_VARIATION_KEY
+    return str(variation_key)
+
+
 class OptimizelyDecision:
     """The result of a user context's decide: ``variation_key``, ``enabled``, ``variables``, ``rule_key``,
     ``flag_key``, ``user_context`` and ``reasons``."""
@@ -511,10 +568,17 @@ class OptimizelyUserContext:
         self.user_id = user_id
         self._context = context
         self._attributes: Dict[str, Any] = dict(attributes or {})
+        # The forced decisions as the reference's forced_decisions_map holds them (what get / remove answer,
+        # whatever the keys: the reference stores any), and the qualified segments when there is no native
+        # context (an instance without a usable datafile: the reference's context keeps them all the same).
+        self._forced: Dict[Any, Any] = {}
+        self._segments: Optional[List[str]] = None
 
     def _clone(self) -> "OptimizelyUserContext":
         copy = OptimizelyUserContext(self.client, self.user_id, self._attributes, None)
         copy._context = self._context.copy() if self._context is not None else None
+        copy._forced = dict(self._forced)
+        copy._segments = list(self._segments) if self._segments is not None else None
         return copy
 
     def get_user_attributes(self) -> Dict[str, Any]:
@@ -559,6 +623,13 @@ class OptimizelyUserContext:
         if self._context is None or not self.client._ready():
             return OptimizelyDecision(flag_key=key, user_context=copy, reasons=[_SDK_NOT_READY])
         names = self._options(options)
+        project = self.client._project
+        if not isinstance(options, list) and project is not None and key in project.features \
+                and OptimizelyDecideOption.ENABLED_FLAGS_ONLY in self.client.default_decide_options:
+            # As the reference: decide without a list of options takes the instance's default options
+            # themselves and removes ENABLED_FLAGS_ONLY from them (for good: later decide_all and
+            # decide_for_keys no longer filter).
+            self.client.default_decide_options.remove(OptimizelyDecideOption.ENABLED_FLAGS_ONLY)
         with _CallAttributes(self.client, self._attributes, names):
             return self._wrap(self._context.decide(key, names), copy)
 
@@ -573,71 +644,113 @@ class OptimizelyUserContext:
         return {k: self._wrap(d, copy) for k, d in decisions.items()}
 
     def decide_for_keys(self, keys: List[str], options: Optional[List[str]] = None) -> Dict[str, OptimizelyDecision]:
-        """Decides the flags ``keys`` (``{}`` when the instance is not usable)."""
+        """Decides the flags ``keys`` together, as the reference: one profile lookup and save for all, a key
+        that names no flag gets a disabled decision without reasons (kept whatever the options), a key given
+        twice carries both evaluations' reasons; the keys that name no flag come first (``{}`` when the
+        instance is not usable)."""
         if self._context is None or not self.client._ready() or not isinstance(keys, list):
             return {}
         names = self._options(options)
-        enabled_only = OptimizelyDecideOption.ENABLED_FLAGS_ONLY in names
-        result: Dict[str, OptimizelyDecision] = {}
-        # optimizely-sdk answers the keys that name no flag first, then the flags, each in the given order.
+        copy = self._clone()
         features = self.client._project.features if self.client._project is not None else {}
-        for key in [k for k in keys if k not in features] + [k for k in keys if k in features]:
-            decision = self.decide(key, names)
-            if not enabled_only or decision.enabled:
-                result[key] = decision
+        result: Dict[Any, OptimizelyDecision] = {}
+        for key in keys:
+            if key not in features:
+                result[key] = OptimizelyDecision(flag_key=key, user_context=copy)
+        known = [key for key in keys if key in features]
+        if known:
+            # The reference notifies once all flags are decided: a key given twice is notified twice, each
+            # time with the reasons of both evaluations (those of its decision).
+            # (ENABLED_FLAGS_ONLY filters here: a repeated key's notifications need its decision's reasons.)
+            held: List[Tuple[str, Tuple[Any, ...]]] = []
+            local = self.client._local
+            local.held_notifications = held
+            unfiltered = [name for name in names if name != OptimizelyDecideOption.ENABLED_FLAGS_ONLY]
+            try:
+                with _CallAttributes(self.client, self._attributes, unfiltered):
+                    decisions = self._context.decide_for_keys(known, unfiltered)
+            finally:
+                local.held_notifications = None
+            enabled_only = OptimizelyDecideOption.ENABLED_FLAGS_ONLY in names
+            for key in known:
+                if key in decisions and key not in result and (not enabled_only or decisions[key].enabled):
+                    result[key] = self._wrap(decisions[key], copy)
+            repeated = {key for key in known if known.count(key) > 1}
+            for kind, args in held:
+                if kind == NotificationTypes.DECISION and repeated and args[3].get("flag_key") in repeated \
+                        and OptimizelyDecideOption.INCLUDE_REASONS in names and args[3]["flag_key"] in decisions:
+                    args[3]["reasons"] = list(decisions[args[3]["flag_key"]].reasons)
+                self.client.notification_center.send_notifications(kind, *args)
         return result
 
     def track_event(self, event_key: str, event_tags: Optional[Dict[str, Any]] = None) -> None:
         """Tracks ``event_key`` for this user with the context's attributes (as ``Optimizely.track``)."""
         self.client.track(event_key, self.user_id, self.get_user_attributes(), event_tags)
 
-    def set_forced_decision(self, decision_context: Any,
-                            decision: Any) -> bool:
-        """Forces a variation for a flag (or one of its rules) in this context only. True when set."""
-        if self._context is None:
-            return False
-        try:
-            return self._context.set_forced_decision(decision_context, decision)
-        except Error as exc:
-            self.client.logger.error(str(exc))
-            return False
+    def set_forced_decision(self, decision_context: Any, decision: Any) -> bool:
+        """Forces a variation for a flag (or one of its rules) in this context only. True, as the reference
+        (which stores any decision: an unknown or missing variation key makes later decisions say so)."""
+        self._forced[decision_context] = decision
+        if self._context is not None:
+            flag_key = getattr(decision_context, "flag_key", None)
+            rule_key = getattr(decision_context, "rule_key", None)
+            variation_key = getattr(decision, "variation_key", None)
+            if isinstance(flag_key, str) and (rule_key is None or isinstance(rule_key, str)):
+                project = self.client._project
+                text = _forced_variation_text(variation_key)
+                if variation_key is None and project is not None and project.has_null_variation_key:
+                    text = "None"  # the reference's None then matches a variation whose key is null ("None" here)
+                try:
+                    self._context.set_forced_decision(
+                        OptimizelyDecisionContext(flag_key, rule_key), OptimizelyForcedDecision(text))
+                except Error as exc:
+                    self.client.logger.error(str(exc))
+        return True
 
     def get_forced_decision(self, decision_context: Any) -> Any:
         """The forced decision for the decision context, or None."""
-        if self._context is None:
-            return None
-        try:
-            return self._context.get_forced_decision(decision_context)
-        except Error:
-            return None
+        return self._forced.get(decision_context) if self._forced else None
 
     def remove_forced_decision(self, decision_context: Any) -> bool:
         """Removes one forced decision; True when there was one."""
-        if self._context is None:
+        if decision_context not in self._forced:
             return False
-        try:
-            return self._context.remove_forced_decision(decision_context)
-        except Error:
-            return False
+        del self._forced[decision_context]
+        if self._context is not None:
+            flag_key = getattr(decision_context, "flag_key", None)
+            rule_key = getattr(decision_context, "rule_key", None)
+            if isinstance(flag_key, str) and (rule_key is None or isinstance(rule_key, str)):
+                try:
+                    self._context.remove_forced_decision(OptimizelyDecisionContext(flag_key, rule_key))
+                except Error as exc:
+                    self.client.logger.error(str(exc))
+        return True
 
     def remove_all_forced_decisions(self) -> bool:
         """Removes every forced decision of this context. True."""
-        if self._context is None:
-            return False
-        return self._context.remove_all_forced_decisions()
+        self._forced.clear()
+        if self._context is not None:
+            self._context.remove_all_forced_decisions()
+        return True
 
     def get_qualified_segments(self) -> Optional[List[str]]:
         """The context's qualified segments (None when never fetched or set)."""
-        return self._context.get_qualified_segments() if self._context is not None else None
+        if self._context is None:
+            return list(self._segments) if self._segments is not None else None
+        return self._context.get_qualified_segments()
 
     def set_qualified_segments(self, segments: Optional[List[str]]) -> None:
         """Replaces the context's qualified segments."""
         if self._context is not None:
             self._context.set_qualified_segments(segments)
+        else:
+            self._segments = None if segments is None else list(segments)
 
     def is_qualified_for(self, segment: str) -> bool:
         """Whether ``segment`` is among the context's qualified segments."""
-        return self._context.is_qualified_for(segment) if self._context is not None else False
+        if self._context is None:
+            return self._segments is not None and segment in self._segments
+        return self._context.is_qualified_for(segment)
 
     def fetch_qualified_segments(self, callback: Any = None, options: Optional[List[str]] = None) -> Any:
         """Fetches the user's qualified segments from ODP into the context (see the binding's UserContext)."""
@@ -706,10 +819,91 @@ class _Dispatcher:
             return
         is_holdout = (decision.get("metadata") or {}).get("rule_type") == "holdout"
         experiment, variation = project.activate_arguments(decision.get("experiment_id"), decision.get("variation_id"),
-                                                           is_holdout)
-        self.owner.notification_center.send_notifications(
-            NotificationTypes.ACTIVATE, experiment, visitor.get("visitor_id"),
-            getattr(self.owner._local, "attributes", None), variation, log_event.__dict__)
+                                                           is_holdout, (decision.get("metadata") or {}).get("rule_key"))
+        args = (experiment, visitor.get("visitor_id"), getattr(self.owner._local, "attributes", None), variation,
+                log_event.__dict__)
+        held = getattr(self.owner._local, "held_notifications", None)
+        if held is not None:
+            held.append((NotificationTypes.ACTIVATE, args))
+            return
+        self.owner.notification_center.send_notifications(NotificationTypes.ACTIVATE, *args)
+
+
+class _ProfileServiceAdapter:
+    """The program's user profile service as the library's profile store, with the reference's
+    UserProfileTracker semantics: a lookup that raises, returns None or returns no
+    ``{"user_id", "experiment_bucket_map"}`` starts the user from an empty profile (logged); what the library
+    saves is the profile the lookup gave (its own user_id, its entries as they were, unusable ones included)
+    with the call's new assignments written in, as the reference saves its UserProfile."""
+
+    def __init__(self, service: Any, logger: Any) -> None:
+        self.service = service
+        self.logger = logger
+        self._local = threading.local()
+
+    def lookup(self, user_id: str) -> Optional[Dict[str, Any]]:
+        loaded: Any = None
+        try:
+            profile = self.service.lookup(user_id)
+            if profile is None:
+                self.logger.info("Unable to get a user profile from the UserProfileService.")
+            elif "user_id" in profile and "experiment_bucket_map" in profile:
+                loaded = profile
+            else:
+                self.logger.info("User profile is missing keys: %s" % ", ".join(
+                    key for key in ("user_id", "experiment_bucket_map") if key not in profile))
+        except Exception:
+            self.logger.exception('Unable to retrieve user profile for user "%s" as lookup failed.' % user_id)
+        profiles = getattr(self._local, "profiles", None)
+        if profiles is None:
+            profiles = self._local.profiles = {}
+        profiles[user_id] = loaded
+        if loaded is None:
+            return None
+        bucket_map = loaded["experiment_bucket_map"]
+        usable = {}
+        if isinstance(bucket_map, dict):
+            for experiment_id, entry in bucket_map.items():
+                if isinstance(experiment_id, str) and isinstance(entry, dict) \
+                        and isinstance(entry.get("variation_id"), str):
+                    usable[experiment_id] = {"variation_id": entry["variation_id"]}
+        return {"user_id": user_id, "experiment_bucket_map": usable}
+
+    def save(self, profile: Dict[str, Any]) -> None:
+        if getattr(self._local, "no_save", False):
+            return
+        user_id = profile.get("user_id")
+        loaded = (getattr(self._local, "profiles", None) or {}).pop(user_id, None)
+        if loaded is not None:
+            saved_user_id, bucket_map = loaded["user_id"], loaded["experiment_bucket_map"]
+            if not isinstance(bucket_map, dict):
+                bucket_map = {}
+        else:
+            saved_user_id, bucket_map = user_id, {}
+        for experiment_id, entry in (profile.get("experiment_bucket_map") or {}).items():
+            variation_id = entry.get("variation_id")
+            old = bucket_map.get(experiment_id)
+            if not (isinstance(old, dict) and old.get("variation_id") == variation_id):
+                bucket_map[experiment_id] = {"variation_id": variation_id}
+        try:
+            self.service.save({"user_id": saved_user_id, "experiment_bucket_map": bucket_map})
+        except Exception:
+            self.logger.exception('Unable to save user profile for user "%s".' % saved_user_id)
+
+
+class _NoProfileSave:
+    """While active on this thread, the adapter saves no profile."""
+
+    def __init__(self, adapter: Optional[_ProfileServiceAdapter]) -> None:
+        self.adapter = adapter
+
+    def __enter__(self) -> None:
+        if self.adapter is not None:
+            self.adapter._local.no_save = True
+
+    def __exit__(self, *_exc: Any) -> None:
+        if self.adapter is not None:
+            self.adapter._local.no_save = False
 
 
 class Optimizely:
@@ -749,6 +943,7 @@ class Optimizely:
         self.is_valid = True
         self._local = threading.local()
         self._client: Optional[Client] = None
+        self._profiles: Optional[_ProfileServiceAdapter] = None
         self._project: Optional[_Project] = None
         self._project_lock = threading.Lock()
         # While the first datafile of a polling instance is awaited, calls wait for it (the reference's
@@ -775,8 +970,13 @@ class Optimizely:
             return
         # keep_datafile: the facade reads the datafile in use back from the library (exp_client_datafile_json),
         # whoever fetched it, to know the experiments, events and variables outside the decision path.
+        # The program's user profile service is asked as the reference's UserProfileTracker asks it: every
+        # call looks the profile up (no cache in between) and saves what the reference would save.
+        self._profiles = _ProfileServiceAdapter(user_profile_service, self.logger) if user_profile_service else None
         options: Dict[str, Any] = {"state_dir": self._state_dir, "keep_datafile": True,
-                                   "profile_store": user_profile_service if user_profile_service else "none"}
+                                   "profile_store": self._profiles if self._profiles is not None else "none"}
+        if user_profile_service:
+            options["profile_cache"] = False
         if isinstance(logger, logging.Logger):
             options["logger"] = logger
         if datafile_access_token:
@@ -896,6 +1096,10 @@ class Optimizely:
         attributes = getattr(self._local, "attributes", None)
         if attributes is None:
             attributes = payload.get("attributes") or {}
+        held = getattr(self._local, "held_notifications", None)
+        if held is not None:
+            held.append((NotificationTypes.DECISION, (payload["type"], payload["user_id"], attributes, info)))
+            return
         self.notification_center.send_notifications(NotificationTypes.DECISION, payload["type"], payload["user_id"],
                                                     attributes, info)
 
@@ -915,6 +1119,12 @@ class Optimizely:
         finally:
             self._local.quiet = False
             self._local.attributes = None
+
+    def _same_call_again(self) -> "_NoProfileSave":
+        """For the library's second decision of one reference call (activate after get_variation, a feature
+        call's decision with its impression): the profile it looks up was saved by the first, and is not
+        saved again."""
+        return _NoProfileSave(self._profiles)
 
     def _capturing(self) -> List[LogEvent]:
         events: List[LogEvent] = []
@@ -938,7 +1148,7 @@ class Optimizely:
         project = self._config("get_variation")
         if project is None or self._client is None:
             return None
-        experiment = project.experiments.get(experiment_key)
+        experiment = project.experiment_key_map.get(experiment_key)
         if experiment is None:
             self.logger.info('Experiment key "%s" is invalid. Not activating user "%s".' % (experiment_key, user_id))
             return None
@@ -974,7 +1184,8 @@ class Optimizely:
         self._local.quiet = True
         self._local.attributes = attributes
         try:
-            self._client.activate(experiment_key, user_id, attributes)
+            with self._same_call_again():  # get_variation saved the profile: the reference saves it once
+                self._client.activate(experiment_key, user_id, attributes)
         finally:
             self._local.quiet = False
             self._local.attributes = None
@@ -1058,7 +1269,8 @@ class Optimizely:
         if send_event and source != "holdout":
             self._local.no_holdout_events = True
             try:
-                decision = self._quiet_decide(feature_key, user_id, attributes, ())
+                with self._same_call_again():
+                    decision = self._quiet_decide(feature_key, user_id, attributes, ())
             finally:
                 self._local.no_holdout_events = False
         project.sign_zeros(feature_key, decision.rule_key, decision.variation_key, decision.enabled,
@@ -1158,10 +1370,29 @@ class Optimizely:
         value = decision.variables.get(variable_key)
         self.notification_center.send_notifications(
             NotificationTypes.DECISION, DecisionNotificationTypes.FEATURE_VARIABLE, user_id, attributes or {},
-            {"feature_key": feature_key, "feature_enabled": bool(decision.enabled), "source": source,
+            {"feature_key": feature_key, "feature_enabled": self._feature_enabled(feature_key, decision, source),
+             "source": source,
              "variable_key": variable_key, "variable_value": value, "variable_type": variable_type,
              "source_info": source_info})
         return value
+
+    def _feature_enabled(self, feature_key: str, decision: Any, source: str) -> Any:
+        """The feature_enabled of optimizely-sdk's variable notifications: the decided variation's
+        featureEnabled as the datafile has it (an experiment or rule variation: not made a bool), False
+        without a variation, a bool for a holdout's variation."""
+        project = self._project
+        if decision.variation_key is None or project is None:
+            return False
+        if source == "holdout":
+            return bool(decision.enabled)
+        variation = project.variation(project.rule_of(feature_key, decision.rule_key) or {}, decision.variation_key,
+                                      feature_key)
+        raw = variation.get("featureEnabled", False) if variation is not None else None
+        # (A key may name two variations of an "fr" experiment: the datafile's value only where it is no bool
+        # and agrees with the decision.)
+        if variation is None or isinstance(raw, bool) or bool(raw) != bool(decision.enabled):
+            return bool(decision.enabled)
+        return raw
 
     def get_all_feature_variables(self, feature_key: str, user_id: str,
                                   attributes: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
@@ -1174,7 +1405,8 @@ class Optimizely:
         values = dict(decision.variables)
         self.notification_center.send_notifications(
             NotificationTypes.DECISION, DecisionNotificationTypes.ALL_FEATURE_VARIABLES, user_id, attributes or {},
-            {"feature_key": feature_key, "feature_enabled": bool(decision.enabled), "variable_values": values,
+            {"feature_key": feature_key, "feature_enabled": self._feature_enabled(feature_key, decision, source),
+             "variable_values": values,
              "source": source, "source_info": source_info})
         return values
 

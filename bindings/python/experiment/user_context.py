@@ -114,6 +114,7 @@ def _bind() -> None:
         string=client_module._string, variables=client_module._variables,
         decision_key=client_module._decision_key, decision_reasons=client_module._decision_reasons,
         attributes=client_module._attributes, value_tuple=client_module._value_tuple,
+        attributes_n=client_module._attributes_n, attribute_n=client_module._new_attribute_n,
         decisions_by_flag=client_module._decisions_by_flag, key=client_module._key,
         release=client_module._exp_decision_release,
         # Plain addresses and ints, as the client's own decide path: ctypes converts them fastest.
@@ -222,7 +223,9 @@ class UserContext:
 
     def __init__(self, client: Any, user_id: str, attributes: Optional[Dict[str, Any]] = None) -> None:
         _bind()
-        typed_attributes = _client_helpers["attributes"]
+        # exp_attribute_n: keys and string values cross with their lengths, so they may hold NUL bytes (the
+        # reference's contexts take any str, as its decide does).
+        typed_attributes = _client_helpers["attributes_n"]
         if attributes is not None and not hasattr(attributes, "items"):
             raise UnsupportedTypeError("attributes: expected a dict, got %s" % type(attributes).__name__)
         if not isinstance(user_id, (str, bytes)):
@@ -235,7 +238,7 @@ class UserContext:
         array, count = typed_attributes(self._attributes)
         raw_id = _utf8(user_id, "user_id")
         out = c_void_p()
-        status = _lib.exp_user_create(client_handle, raw_id, len(raw_id),
+        status = _lib.exp_user_create_n(client_handle, raw_id, len(raw_id),
                                       addressof(array) if array is not None else None, count, byref(out))
         if status:
             _raise(status)
@@ -284,11 +287,14 @@ class UserContext:
 
     def set_attribute(self, attribute_key: str, attribute_value: Any) -> None:
         """Sets one attribute (used by every later decision and conversion of this context)."""
-        fields = _client_helpers["value_tuple"](attribute_key, attribute_value, "attribute")
-        value = _native.ExpValue(*fields)
-        key = _utf8(attribute_key, "attribute key")
+        attribute = _client_helpers["attribute_n"]((attribute_key, attribute_value), None)
+        if attribute is None:  # a key that is not a str: no condition can name it (kept for get_user_attributes)
+            with _cow_lock:
+                self._own()
+                self._attributes[attribute_key] = attribute_value
+            return
         with _cow_lock:
-            status = _lib.exp_user_set_attribute(self._own(), key, len(key), byref(value))
+            status = _lib.exp_user_set_attribute_n(self._own(), byref(attribute))
             if status:
                 _raise(status)
             self._attributes[attribute_key] = attribute_value

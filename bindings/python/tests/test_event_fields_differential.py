@@ -121,3 +121,14 @@ def test_empty_holdout_id() -> None:
                              "variations": [{"id": "701", "key": "ho_off", "featureEnabled": False, "variables": []}],
                              "trafficAllocation": [{"entityId": "701", "endOfRange": 10000}]}]
     assert _compare(datafile) >= 3
+
+
+def test_activate_of_a_variation_whose_id_another_key_repeats() -> None:
+    """The reference's activate answers the decided variation's key but its impression names the last
+    variation written with that id (its map by id): "control_dup" here. Found by difffuzz over the
+    reference's own test datafiles (a variation duplicated by id under another key)."""
+    datafile = copy.deepcopy(BASE)
+    ab = datafile["experiments"][0]
+    ab["variations"].insert(1, {"id": ab["variations"][0]["id"], "key": "control_dup", "featureEnabled": True,
+                                "variables": []})
+    assert _compare(datafile) >= 5

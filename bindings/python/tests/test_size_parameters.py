@@ -146,6 +146,7 @@ def attribute_call(name: str) -> Callable[[Walk, int], int]:
             w.handle, b"checkout_test", 13, b"u1", 2, ATTRIBUTES_N, n, byref(out_void), byref(c_size_t()))),
         "exp_track_n": lambda w, n: lib.exp_track_n(w.handle, b"purchase", 8, b"u1", 2, ATTRIBUTES_N, n, None),
         "exp_user_create": lambda w, n: user_create(w, KEY_BUFFER, 2, ATTRIBUTES, n),
+        "exp_user_create_n": lambda w, n: user_create_n(w, n),
     }
     for report in ("exp_user_flags_json", "exp_user_experiments", "exp_user_experiments_json",
                    "exp_user_holdouts", "exp_user_holdouts_json", "exp_get_experiment_json"):
@@ -258,6 +259,38 @@ def key_length_call(name: str, parameter: str) -> Callable[[Walk, int], int]:
         return lambda w, n: decide_all_n(w, 0, capacity=w.flags.value, user_length=n)
     if name == "exp_decide_for_keys_n":
         return lambda w, n: decide_for_keys_n(w, 1, 0, capacity=1, user_length=n)
+    if name == "exp_user_create_n":
+        def create_n(w: Walk, n: int) -> int:
+            out = c_void_p()
+            status = lib.exp_user_create_n(w.handle, _LONG_USER, n, None, 0, byref(out))
+            lib.exp_user_free(out)
+            return status
+        return create_n
+    if name == "exp_set_forced_variation_n":
+        def set_forced_n(w: Walk, n: int) -> int:
+            lengths = {"experiment_key_length": 13, "user_id_length": 2, "variation_key_length": 7}
+            lengths[parameter] = n
+            texts = {"experiment_key_length": b"checkout_test", "user_id_length": b"u1",
+                     "variation_key_length": b"control"}
+            texts[parameter] = _LONG_KEY if parameter != "user_id_length" else _LONG_USER
+            return lib.exp_set_forced_variation_n(w.handle, texts["experiment_key_length"],
+                                                  lengths["experiment_key_length"], texts["user_id_length"],
+                                                  lengths["user_id_length"], texts["variation_key_length"],
+                                                  lengths["variation_key_length"])
+        return set_forced_n
+    if name == "exp_get_forced_variation_n":
+        def get_forced_n(w: Walk, n: int) -> int:
+            out_void = c_void_p()
+            if parameter == "user_id_length":
+                status = lib.exp_get_forced_variation_n(w.handle, b"checkout_test", 13, _LONG_USER, n,
+                                                        byref(out_void), byref(c_size_t()))
+            else:
+                status = lib.exp_get_forced_variation_n(w.handle, _LONG_KEY, n, b"u1", 2, byref(out_void),
+                                                        byref(c_size_t()))
+            if status == OK and out_void.value is not None:
+                lib.exp_free(out_void)
+            return status
+        return get_forced_n
     if name == "exp_track_n":
         if parameter == "user_id_length":
             return lambda w, n: lib.exp_track_n(w.handle, b"purchase", 8, _LONG_USER, n, None, 0, None)
@@ -394,6 +427,13 @@ KEY_BUFFER = ctypes.create_string_buffer(b"k" * MAX_KEY)
 def user_create(walk: Walk, user_id: object, user_id_length: int, attributes: object, count: int) -> int:
     out = c_void_p()
     status = lib.exp_user_create(walk.handle, user_id, user_id_length, attributes, count, byref(out))
+    lib.exp_user_free(out)
+    return status
+
+
+def user_create_n(walk: Walk, count: int) -> int:
+    out = c_void_p()
+    status = lib.exp_user_create_n(walk.handle, b"u1", 2, ATTRIBUTES_N, count, byref(out))
     lib.exp_user_free(out)
     return status
 

@@ -1,0 +1,231 @@
+"""Regression tests of the differences apifuzz.py found between experiment.optimizely (the drop-in) and
+optimizely-sdk 5.7.0: each runs a short call sequence on both, through apifuzz.compare_calls, which compares
+return values, notification arguments, dispatched events and saved profiles (type-exact), and expects none
+to differ. Each names the fix it guards; the inputs are the minimal ones the fuzzer's examples shrank to.
+
+    EXPERIMENT_LIBRARY=$PWD/.build/release/libexperiment.so PYTHONPATH=$PWD/bindings/python \\
+        python3 -m pytest -q bindings/python/tests/test_dropin_api_parity.py
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from typing import Any, Dict, List
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import apifuzz  # noqa: E402
+
+DEMO = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "examples", "datafiles", "demo.json")
+NL = {"country": "NL", "age": 30, "cart_value": 80, "plan": "premium"}
+R = "INCLUDE_REASONS"
+EFO = "ENABLED_FLAGS_ONLY"
+
+
+@pytest.fixture(scope="module")
+def demo() -> Dict[str, Any]:
+    with open(DEMO) as f:
+        return json.load(f)
+
+
+def same(datafile: Any, calls: List[List[Any]], user_id: str = "user-1", attributes: Any = None,
+         **kwargs: Any) -> apifuzz.Tally:
+    tally = apifuzz.compare_calls(datafile, user_id, dict(NL if attributes is None else attributes), calls, **kwargs)
+    assert not tally.crashes, tally.crash_examples
+    assert tally.total_comparisons > 0
+    assert not tally.differences, apifuzz.format_report(tally, width=1500)
+    return tally
+
+
+# -- forced decisions on user contexts ------------------------------------------------------------------
+
+def test_set_forced_decision_answers_true_and_keeps_what_the_reference_keeps(demo: Dict[str, Any]) -> None:
+    """The reference stores any forced decision and answers True: a variation key that is None or names no
+    variation (later: "Invalid variation is mapped to ..."), a flag key that is no str; get / remove answer
+    from that map."""
+    same(demo, [["set_forced_decision", ["checkout_redesign", None], None],
+                ["get_forced_decision", ["checkout_redesign", None]],
+                ["decide", "checkout_redesign", [R]],
+                ["set_forced_decision", ["checkout_redesign", "checkout_redesign_ab"], "no_such_variation"],
+                ["decide", "checkout_redesign", [R]],
+                ["set_forced_decision", [5, None], "on"], ["get_forced_decision", [5, None]],
+                ["remove_forced_decision", [5, None]], ["remove_forced_decision", [5, None]],
+                ["set_forced_decision", ["free_shipping", None], 7], ["decide", "free_shipping", [R]]])
+
+
+def test_context_of_an_instance_without_datafile_keeps_forced_decisions_and_segments() -> None:
+    same("{not json", [["set_forced_decision", ["flag", None], "on"], ["get_forced_decision", ["flag", None]],
+                       ["set_qualified_segments", ["seg_a", ""]], ["decide", "flag", [R]],
+                       ["remove_all_forced_decisions"], ["get_forced_decision", ["flag", None]]])
+
+
+def test_forced_decision_for_a_flag_with_an_empty_key_is_invalid(demo: Dict[str, Any]) -> None:
+    """optimizely-sdk's get_flag_variation answers None for a flag key "": the forced decision is invalid."""
+    df = copy.deepcopy(demo)
+    df["featureFlags"][1]["key"] = ""
+    same(df, [["set_forced_decision", ["", None], "on"], ["decide", "", [R]],
+              ["set_forced_decision", ["", "free_shipping_nl_de"], "on"], ["decide", "", [R]]])
+
+
+# -- decide_for_keys ------------------------------------------------------------------------------------
+
+def test_decide_for_keys_unknown_and_repeated_keys(demo: Dict[str, Any]) -> None:
+    """Unknown keys: a decision without reasons, kept with ENABLED_FLAGS_ONLY, listed first; a repeated key
+    carries both evaluations' reasons, in its decision and in both DECISION notifications."""
+    same(demo, [["decide_for_keys", ["no_such_flag", "dark_mode", "", "free_shipping"], [R, EFO]],
+                ["decide_for_keys", ["free_shipping", "checkout_redesign", "free_shipping"], [R]],
+                ["decide_for_keys", ["free_shipping", "free_shipping"], [R, EFO, "DISABLE_DECISION_EVENT"]]])
+
+
+def test_decide_for_keys_saves_the_profile_once(demo: Dict[str, Any]) -> None:
+    same(demo, [["decide_for_keys", ["checkout_redesign", "free_shipping", "dark_mode", "search_ranking"], [R]]],
+         profiles={"user-1": {"user_id": "user-1", "experiment_bucket_map": {}}})
+
+
+def test_decide_without_a_list_of_options_drops_enabled_flags_only_from_the_defaults(demo: Dict[str, Any]) -> None:
+    """The reference's decide merges into its default options themselves when the options are no list, and
+    removes ENABLED_FLAGS_ONLY from them: later decide_all / decide_for_keys return disabled flags too."""
+    same(demo, [["decide_all", [R]], ["decide", "dark_mode", None], ["decide_all", [R]],
+                ["decide_for_keys", ["dark_mode", "free_shipping"], []]],
+         default_options=[EFO, R])
+
+
+# -- experiments: delivery rules, forced variations with NUL --------------------------------------------
+
+def test_get_variation_and_activate_of_a_delivery_rule(demo: Dict[str, Any]) -> None:
+    same(demo, [["get_variation", "free_shipping_nl_de"], ["activate", "free_shipping_nl_de"],
+                ["set_forced_variation", "default-rollout-5002-6002", "on"],
+                ["get_variation", "default-rollout-5002-6002"], ["activate", "default-rollout-5002-6002"]])
+
+
+def test_forced_variation_of_a_user_id_with_nul(demo: Dict[str, Any]) -> None:
+    same(demo, [["set_forced_variation", "checkout_redesign_ab", "one_page_checkout"],
+                ["get_forced_variation", "checkout_redesign_ab"], ["get_variation", "checkout_redesign_ab"],
+                ["set_forced_variation", "checkout_redesign_ab", None],
+                ["get_forced_variation", "checkout_redesign_ab"]], user_id="u\0ser")
+
+
+# -- attributes with NUL in user contexts ---------------------------------------------------------------
+
+def test_user_context_with_nul_in_attribute_values(demo: Dict[str, Any]) -> None:
+    attributes = dict(NL, note="a\0b", email="x\0@demo-shop.example")
+    same(demo, [["set_forced_decision", ["dark_mode", None], "on"], ["decide", "free_shipping", [R]],
+                ["set_attribute", "country", "N\0L"], ["decide", "free_shipping", [R]],
+                ["decide_for_keys", ["free_shipping", "checkout_redesign"], [R]], ["decide_all", [R]]],
+         attributes=attributes)
+
+
+# -- user profile service -------------------------------------------------------------------------------
+
+def test_profile_lookup_that_raises_or_is_malformed_starts_from_an_empty_profile(demo: Dict[str, Any]) -> None:
+    calls = [["decide", "checkout_redesign", [R]], ["activate", "checkout_redesign_ab"],
+             ["is_feature_enabled", "checkout_redesign"], ["decide", "checkout_redesign", [R]]]
+    same(demo, calls, raising=("user-1",))
+    for broken in ({"user_id": "user-1"}, {"experiment_bucket_map": {}}, {}):
+        same(demo, calls, profiles={"user-1": broken})
+
+
+def test_saved_profile_keeps_the_looked_up_entries(demo: Dict[str, Any]) -> None:
+    """Entries the library cannot use (no variation_id, an unknown id) and the profile's own user_id are
+    saved back as they were, with the new assignment written in."""
+    profile = {"user_id": "someone-else", "experiment_bucket_map": {"9999": {}, "3002": {"variation_id": "x"},
+                                                                      "7": {"variation_id": "999999"}}}
+    same(demo, [["get_variation", "checkout_redesign_ab"], ["decide", "checkout_redesign", [R]]],
+         profiles={"user-1": profile})
+
+
+def test_one_profile_save_per_call_of_the_reference(demo: Dict[str, Any]) -> None:
+    """is_feature_enabled, get_enabled_features, the variable getters and activate decide twice in the
+    library (once for the answer, once for the impression), and save the profile once, as the reference."""
+    for raising in ((), ("user-1", "user-2", "user-3", "user-4")):  # (a failed lookup: each decision starts anew)
+        same(demo, [["activate", "checkout_redesign_ab"]], profiles={}, raising=raising)
+        same(demo, [["is_feature_enabled", "checkout_redesign"]], user_id="user-2", profiles={}, raising=raising)
+        same(demo, [["get_enabled_features"]], user_id="user-3", profiles={}, raising=raising)
+        same(demo, [["get_feature_variable", None, "checkout_redesign", "steps"]], user_id="user-4", profiles={},
+             raising=raising)
+
+
+def test_profile_of_a_user_id_with_nul(demo: Dict[str, Any]) -> None:
+    user = "u\0ser"
+    exp = demo["experiments"][0]
+    profile = {"user_id": user, "experiment_bucket_map": {exp["id"]: {"variation_id": exp["variations"][1]["id"]}}}
+    same(demo, [["get_variation", "checkout_redesign_ab"], ["decide", "checkout_redesign", [R]]], user_id=user,
+         profiles={user: profile})
+
+
+# -- notifications ----------------------------------------------------------------------------------------
+
+def test_variable_notifications_carry_featureEnabled_as_the_datafile_has_it(demo: Dict[str, Any]) -> None:
+    df = copy.deepcopy(demo)
+    for rollout in df["rollouts"]:
+        for rule in rollout["experiments"]:
+            for variation in rule["variations"]:
+                variation["featureEnabled"] = 1 if variation.get("featureEnabled") else 0.0
+    same(df, [["get_feature_variable", None, "free_shipping", "threshold_cents"],
+              ["get_all_feature_variables", "free_shipping"], ["get_all_feature_variables", "dark_mode"]])
+
+
+def test_activate_notification_names_the_last_variation_with_the_id(demo: Dict[str, Any]) -> None:
+    df = copy.deepcopy(demo)
+    exp = df["experiments"][0]
+    for variation in list(exp["variations"]):
+        exp["variations"].append(dict(variation, key=variation["key"] + "_dup", featureEnabled=False))
+    same(df, [["activate", "checkout_redesign_ab"], ["decide", "checkout_redesign", [R]]])
+
+
+def test_decision_notification_of_a_rule_key_with_nul(demo: Dict[str, Any]) -> None:
+    df = copy.deepcopy(demo)
+    df["rollouts"][1]["experiments"][0]["key"] = "free\0shipping"
+    same(df, [["decide", "free_shipping", [R]], ["decide_all", [R]]])
+
+
+# -- OptimizelyConfig -----------------------------------------------------------------------------------
+
+def test_optimizely_config_audiences_text_leaves_null_ids_out_and_keeps_variable_types(demo: Dict[str, Any]) -> None:
+    df = copy.deepcopy(demo)
+    df["experiments"][0]["audienceConditions"] = ["or", None, "2002", "2006"]
+    df["featureFlags"][0]["variables"][0]["type"] = []
+    same(df, [["decide", "checkout_redesign", [R]]], config=True)
+
+
+def test_forced_decision_with_variation_none_matches_a_variation_whose_key_is_null(demo: Dict[str, Any]) -> None:
+    df = copy.deepcopy(demo)
+    df["rollouts"][1]["experiments"][0]["variations"][0]["key"] = None
+    same(df, [["set_forced_decision", ["free_shipping", "free_shipping_nl_de"], None],
+              ["decide", "free_shipping", [R]], ["set_forced_decision", ["checkout_redesign", None], None],
+              ["decide", "checkout_redesign", [R]]])
+
+
+def test_get_variation_knows_the_keys_of_the_reference_experiment_map(demo: Dict[str, Any]) -> None:
+    """A rule repeated with its id and another key, before the original: the reference's map by id keeps the
+    later definition, so the copy's key names no experiment (no notification, None)."""
+    df = copy.deepcopy(demo)
+    rules = df["rollouts"][1]["experiments"]
+    rules.insert(0, dict(rules[0], key="free_shipping_nl_de_dup", status="Paused"))
+    same(df, [["get_variation", "free_shipping_nl_de_dup"], ["activate", "free_shipping_nl_de_dup"],
+              ["get_variation", "free_shipping_nl_de"]])
+
+
+def test_activate_notification_of_a_flag_level_forced_decision_beside_a_rule_whose_id_is_empty(
+        demo: Dict[str, Any]) -> None:
+    """A flag-level forced decision's impression names no experiment (id ""): ACTIVATE gets the reference's
+    empty experiment, not a rule whose id happens to be "" too; a rule with id "" that decides is named."""
+    df = copy.deepcopy(demo)
+    df["rollouts"][1]["experiments"][0]["id"] = ""
+    same(df, [["set_forced_decision", ["free_shipping", None], "on"], ["decide", "free_shipping", [R]],
+              ["remove_all_forced_decisions"], ["decide", "free_shipping", [R]]])
+    same(df, [["decide", "free_shipping", [R]]], attributes={"country": "US"})
+
+
+def test_a_flag_whose_rollout_id_is_an_object(demo: Dict[str, Any]) -> None:
+    """A rolloutId that is no string (a mutated datafile: {}) names no rollout; the drop-in once raised
+    TypeError (unhashable) deciding it with ACTIVATE listeners."""
+    df = copy.deepcopy(demo)
+    df["featureFlags"][1]["rolloutId"] = {}
+    same(df, [["decide_for_keys", ["free_shipping", "checkout_redesign"], [R]], ["activate", "checkout_redesign_ab"],
+              ["decide", "free_shipping", [R]]])
