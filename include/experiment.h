@@ -257,6 +257,29 @@ typedef struct exp_client exp_client;
  *   "profile_cache"           bool     keep recently used profiles of the profile store in memory (default
  *                                      true). False: every call looks the user's profile up in the store and
  *                                      saves it without reading it again first, as optimizely-sdk does.
+ *   "cmab_prediction_endpoint" string  CMAB experiments' prediction URL; "{rule_id}" is replaced by the
+ *                                      experiment's id. Default
+ *                                      "https://prediction.cmab.optimizely.com/predict/{rule_id}".
+ *   "cmab_cache_size"         integer  predictions cached (one per user and CMAB rule, least recently used
+ *                                      evicted). Default 10000; 0 caches nothing.
+ *   "cmab_cache_timeout_s"    integer  a cached prediction older than this is asked again. Default 1800;
+ *                                      0: never stale.
+ *   "cmab_request_timeout_ms" integer  each prediction request's limit (two attempts, 100 ms apart).
+ *                                      Default 10000.
+ *
+ * CMAB experiments: an experiment whose datafile entry has a "cmab" object ({"attributeIds": [...],
+ * "trafficAllocation": n}) is decided as optimizely-sdk 5.7.0 decides it. A user who passes its
+ * audiences (and group) and whose bucket is below trafficAllocation gets the variation a prediction
+ * service names: exp_decide POSTs {"instances": [{"visitorId", "experimentId", "attributes": [{"id",
+ * "value", "type": "custom_attribute"}], "cmabUUID"}]} (the user's attributes listed in attributeIds, by
+ * id) to cmab_prediction_endpoint and reads predictions[0].variation_id; that call blocks the deciding
+ * thread. Predictions are cached per user and rule while the listed attributes keep their values
+ * (EXP_DECIDE_IGNORE_CMAB_CACHE, EXP_DECIDE_RESET_CMAB_CACHE, EXP_DECIDE_INVALIDATE_USER_CMAB_CACHE), never
+ * saved for sticky bucketing, and the impression's metadata carries "cmab_uuid". When the service fails
+ * (no answer, a status other than 2xx, or an answer without a prediction, after one retry) the flag gets
+ * the reference's error decision: disabled, no variation or rule, variables "{}", no impression, and its
+ * reasons (ending "Failed to fetch CMAB data for experiment <key>.") whatever the options; decide_all
+ * keeps it under EXP_DECIDE_ENABLED_FLAGS_ONLY.
  *
  * On success *out_client receives a new client, not yet ready: give it a datafile with exp_client_start.
  * Errors: EXP_ERR_INVALID_ARGUMENT (out_client NULL), EXP_ERR_INVALID_JSON ("options: not valid JSON (...)"),
@@ -363,6 +386,10 @@ exp_status exp_validate_datafile(const char *datafile, size_t length);
 #define EXP_DECIDE_IGNORE_USER_PROFILE_SERVICE  (1u << 2)  /* skip sticky-bucketing lookup and save */
 #define EXP_DECIDE_INCLUDE_REASONS              (1u << 3)  /* fill `reasons` */
 #define EXP_DECIDE_EXCLUDE_VARIABLES            (1u << 4)  /* leave `variables_json` as "{}" */
+/* CMAB experiments (see "CMAB experiments" below); the names are the reference SDK's. */
+#define EXP_DECIDE_IGNORE_CMAB_CACHE            (1u << 5)  /* ask the prediction service, bypassing the cache */
+#define EXP_DECIDE_RESET_CMAB_CACHE             (1u << 6)  /* empty the client's whole CMAB cache first */
+#define EXP_DECIDE_INVALIDATE_USER_CMAB_CACHE   (1u << 7)  /* drop this user's cached prediction for the rule */
 
 /*
  * The result of deciding one flag for one user. Fill it by passing a zero-initialized struct to
@@ -536,7 +563,8 @@ exp_status exp_decide_for_keys_json(exp_client *client, const char *user_id, con
 
 /*
  * Parses decide option names ("DISABLE_DECISION_EVENT", "ENABLED_FLAGS_ONLY",
- * "IGNORE_USER_PROFILE_SERVICE", "INCLUDE_REASONS", "EXCLUDE_VARIABLES") given as a JSON array into the
+ * "IGNORE_USER_PROFILE_SERVICE", "INCLUDE_REASONS", "EXCLUDE_VARIABLES", "IGNORE_CMAB_CACHE",
+ * "RESET_CMAB_CACHE", "INVALIDATE_USER_CMAB_CACHE") given as a JSON array into the
  * EXP_DECIDE_* bit set. Errors: EXP_ERR_INVALID_JSON, EXP_ERR_INVALID_OPTION (unknown name). Thread-safe.
  *
  *     unsigned options = 0;

@@ -76,12 +76,12 @@ extension ExperimentDecision {
         enabled = decision.enabled(in: config)
         variationKey = decision.variationKeyCString(in: config).map { String(cString: $0) }
         ruleKey = decision.ruleKeyCString(in: config).map { String(cString: $0) }
-        if options.contains(.excludeVariables) {
+        if options.contains(.excludeVariables) || decision.cmabFailed {
             variables = [:]
         } else {
             variables = JSON.parse(String(cString: decision.variablesJSON(in: config))).objectValue ?? [:]
         }
-        reasons = options.contains(.includeReasons) ? result.reasons : []
+        reasons = options.contains(.includeReasons) || decision.cmabFailed ? result.reasons : []
         userContext = context
     }
 

@@ -119,7 +119,7 @@ public final class ExperimentUserContext: @unchecked Sendable {
             runtime.decide(config: config, flags: flag..<(flag + 1), context: context, snapshot: snapshot,
                            options: callOptions.subtracting(.enabledFlagsOnly)) { decided = $0 }
             let result = repeated.merged(decided!, flag: flag)
-            if effectiveOptions.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) {
+            if effectiveOptions.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) {
                 decisions[key] = nil
                 continue
             }

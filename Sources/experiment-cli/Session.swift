@@ -72,7 +72,7 @@ struct Session {
         FlagKeys.forEachUnique(count: keyCount, key: key) { key in
             guard let flag = config.flagIndex.find(key) else { return body(key, nil) }
             let result = client.decide(config: config, flag: flag, userId: user, attributes: attributes, options: single)
-            if effective.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
+            if effective.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { return }
             body(key, result)
         }
     }

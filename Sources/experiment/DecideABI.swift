@@ -72,6 +72,9 @@ private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ result: DecideRes
 @inline(__always)
 private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDecision, config: ProjectConfig,
                   lease: Unmanaged<ConfigLease>, options: DecideOptions, reasons: [String]?) {
+    if _slowPath(decision.cmabFailed) {
+        return fillCMABError(out, decision, config: config, lease: lease, reasons: reasons)
+    }
     var filled = exp_decision()
     if decision.holdout < 0 {
         fillFromHotTables(&filled, decision, config.hot)
@@ -90,6 +93,22 @@ private func fill(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDec
         filled.reason_count = strings.count
         filled.internal.1 = Unmanaged.passRetained(strings).toOpaque()
     }
+    out.pointee = filled
+}
+
+/// A CMAB error decision, as the reference's: the flag key, disabled, no variation or rule, "{}" variables and
+/// its reasons whatever the options.
+@inline(never)
+private func fillCMABError(_ out: UnsafeMutablePointer<exp_decision>, _ decision: FlagDecision, config: ProjectConfig,
+                           lease: Unmanaged<ConfigLease>, reasons: [String]?) {
+    var filled = exp_decision()
+    filled.flag_key = config.flags[Int(decision.flag)].key.cString
+    filled.variables_json = emptyObjectPointer
+    filled.internal.0 = lease.retain().toOpaque()
+    let strings = ReasonStrings(reasons ?? [])
+    filled.reasons = UnsafePointer(strings.pointers)
+    filled.reason_count = strings.count
+    filled.internal.1 = Unmanaged.passRetained(strings).toOpaque()
     out.pointee = filled
 }
 
@@ -429,7 +448,7 @@ private func decideForKeys<Input: AttributeInput>(_ handle: OpaquePointer?, _ us
                                                            attributes: attributes,
                                                            options: options.subtracting(.enabledFlagsOnly)),
                                              flag: flag)
-                if effective.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
+                if effective.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { continue }
                 fill(out + filled, result, lease: lease, options: effective)
                 filled += 1
             }
@@ -458,7 +477,8 @@ private func decisionJSON(_ result: DecideResult?, flagKey: String, config: Proj
     writer.field("variation_key", decision.variationKeyCString(in: config).map { String(cString: $0) })
     writer.field("rule_key", decision.ruleKeyCString(in: config).map { String(cString: $0) })
     writer.key("variables")
-    writer.raw(options.contains(.excludeVariables) ? "{}" : String(cString: decision.variablesJSON(in: config)))
+    writer.raw(options.contains(.excludeVariables) || decision.cmabFailed ? "{}"
+               : String(cString: decision.variablesJSON(in: config)))
     writer.key("reasons"); writer.beginArray()
     result.reasons.forEach { writer.string($0) }
     writer.endArray()
@@ -518,7 +538,7 @@ public func abiDecideForKeysJSON(_ handle: OpaquePointer?, _ userId: UnsafePoint
                                                            attributes: attributes,
                                                            options: options.subtracting(.enabledFlagsOnly)),
                                              flag: flag)
-                if effective.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
+                if effective.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { continue }
                 writer.key(key)
                 decisionJSON(result, flagKey: key, config: config, options: effective, into: &writer)
             }

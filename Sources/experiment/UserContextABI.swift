@@ -287,7 +287,7 @@ public func abiUserDecideForKeys(_ user: OpaquePointer?, _ keys: UnsafePointer<U
             }
             let result = repeated.merged(decided[next], flag: flag)
             next += 1
-            if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { continue }
+            if options.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { continue }
             fillDecision(out + filled, result.decision, reasons: result.reasons, lease: lease, options: effective)
             filled += 1
         }

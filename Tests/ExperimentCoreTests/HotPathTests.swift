@@ -170,7 +170,8 @@ private struct TestLeaves: LeafEvaluator {
 
     @Test func allDecideOptionsIsTheUnionOfEveryOption() {
         let union: DecideOptions = [.disableDecisionEvent, .enabledFlagsOnly, .ignoreUserProfileService,
-                                    .includeReasons, .excludeVariables]
+                                    .includeReasons, .excludeVariables, .ignoreCMABCache, .resetCMABCache,
+                                    .invalidateUserCMABCache]
         #expect(DecideOptions.all == union)
         #expect(DecideOptions.names.reduce(DecideOptions()) { $0.union($1.1) } == DecideOptions.all)
     }

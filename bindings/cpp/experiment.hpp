@@ -485,6 +485,9 @@ inline constexpr unsigned enabled_flags_only = EXP_DECIDE_ENABLED_FLAGS_ONLY;
 inline constexpr unsigned ignore_user_profile_service = EXP_DECIDE_IGNORE_USER_PROFILE_SERVICE;
 inline constexpr unsigned include_reasons = EXP_DECIDE_INCLUDE_REASONS;
 inline constexpr unsigned exclude_variables = EXP_DECIDE_EXCLUDE_VARIABLES;
+inline constexpr unsigned ignore_cmab_cache = EXP_DECIDE_IGNORE_CMAB_CACHE;
+inline constexpr unsigned reset_cmab_cache = EXP_DECIDE_RESET_CMAB_CACHE;
+inline constexpr unsigned invalidate_user_cmab_cache = EXP_DECIDE_INVALIDATE_USER_CMAB_CACHE;
 }  // namespace decide_option
 
 /* One flag decided for one user: an owning copy of an exp_decision. */

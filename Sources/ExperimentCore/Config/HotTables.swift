@@ -18,6 +18,8 @@ public struct HotTables: @unchecked Sendable {
         /// The experiment's key and its variations, for filling a decision.
         public let key: UnsafePointer<CChar>
         public let variations: UnsafeBufferPointer<Choice>
+        /// A CMAB experiment (`Experiment.cmab`): a prediction service names its variation.
+        public let isCMAB: Bool
     }
 
     /// A variation as a decision reports it (an experiment's variation, or a flag's with its variables).
@@ -43,6 +45,8 @@ public struct HotTables: @unchecked Sendable {
         public let key: UnsafePointer<CChar>
         public let defaultVariablesJSON: UnsafePointer<CChar>
         public let variations: UnsafeBufferPointer<Choice>
+        /// One of its experiment rules is a CMAB experiment: deciding it may ask the prediction service.
+        public let hasCMABRule: Bool
     }
 
     public struct Rule: BitwiseCopyable {
@@ -75,7 +79,7 @@ public struct HotTables: @unchecked Sendable {
                        key: experiment.key.cString,
                        variations: storage.store(experiment.variations.map {
                            Choice(key: $0.key.cString, featureEnabled: $0.featureEnabled, variablesJSON: nil)
-                       }))
+                       }), isCMAB: experiment.cmab != nil)
         })
         self.groups = storage.store(groups.map {
             Group(id: Self.zeroPadded($0.id.bytes, in: storage), traffic: storage.store($0.traffic))
@@ -89,7 +93,9 @@ public struct HotTables: @unchecked Sendable {
                                  variations: storage.store(flag.flagVariations.map {
                                      Choice(key: $0.key.cString, featureEnabled: $0.featureEnabled,
                                             variablesJSON: $0.variablesJSON)
-                                 })))
+                                 }), hasCMABRule: flag.rules.prefix(flag.experimentRuleCount).contains {
+                                     experiments[Int($0.experiment)].cmab != nil
+                                 }))
             for rule in flag.rules {
                 hotRules.append(Rule(experiment: rule.experiment, hasHoldouts: !rule.holdouts.isEmpty,
                                      flagVariationOf: storage.store(rule.flagVariationOf)))

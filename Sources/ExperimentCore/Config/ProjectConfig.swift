@@ -50,6 +50,9 @@ public final class ProjectConfig: @unchecked Sendable {
     public let strings: StringStorage
     /// Trivial mirrors of what the decision path reads (see HotTables).
     public let hot: HotTables
+    /// Whether a flag has a CMAB experiment rule (`HotTables.Flag.hasCMABRule`; decide_all then answers CMAB
+    /// error decisions first).
+    public let hasCMABRules: Bool
     /// What the compiler found odd but the reference accepts (severity `.warning`, with its place), in
     /// datafile order: a stale audience id, a range past 10000... The config decides as the reference does.
     public let warnings: [DatafileError]
@@ -92,6 +95,7 @@ public final class ProjectConfig: @unchecked Sendable {
         self.strings = strings
         hot = HotTables(experiments: experiments, groups: groups, flags: flags, globalHoldouts: globalHoldouts,
                         conditions: conditions, storage: strings)
+        hasCMABRules = hot.flags.contains { $0.hasCMABRule }
     }
 
     struct Header {
@@ -196,6 +200,8 @@ public final class Experiment: @unchecked Sendable {
     /// Index of the random-policy group this experiment belongs to, or -1.
     public let group: Int32
     public let groupId: String
+    /// The datafile's "cmab" object when it makes this a CMAB experiment (see `CMAB`), else nil.
+    public let cmab: CMABSettings?
     /// The datafile's "id" as JSON when it is no string (a rollout rule's, outside the schema): impressions
     /// carry it as it is, as the reference's do. Nil for a string id. Set by the compiler only.
     public internal(set) var idJSON: String? = nil
@@ -206,7 +212,7 @@ public final class Experiment: @unchecked Sendable {
         let copy = Experiment(id: id, key: key, layerId: layerId, isRunning: isRunning, kind: kind, type: type,
                               audience: audience, variations: variations ?? self.variations,
                               traffic: traffic ?? self.traffic, whitelist: whitelist ?? self.whitelist, group: group,
-                              groupId: groupId)
+                              groupId: groupId, cmab: cmab)
         copy.idJSON = idJSON
         return copy
     }
@@ -219,7 +225,8 @@ public final class Experiment: @unchecked Sendable {
 
     public init(id: ConfigString, key: ConfigString, layerId: String, isRunning: Bool, kind: RuleKind,
                 type: String, audience: AudienceCondition?, variations: [Variation], traffic: [TrafficRange],
-                whitelist: KeyIndex?, group: Int32, groupId: String) {
+                whitelist: KeyIndex?, group: Int32, groupId: String, cmab: CMABSettings? = nil) {
+        self.cmab = cmab
         self.id = id
         self.key = key
         self.layerId = layerId

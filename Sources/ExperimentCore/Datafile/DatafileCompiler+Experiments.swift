@@ -100,11 +100,14 @@ extension Compilation {
         }
         if !rule.keyIsText { traffic = Bucketing.neverBucketed }
         let whitelist = try readWhitelist(entry.required("forcedVariations"), schemaChecked: schemaChecked)
+        let cmab = try cmabSettings(entry)
+        // A CMAB rollout rule's bucketing finds the range "$", which names no variation (see `CMAB`).
+        if let cmab, !schemaChecked { traffic = [TrafficRange(endOfRange: cmab.trafficAllocation, entity: TrafficRange.unknownEntity)] }
         let experiment = Experiment(
             id: ConfigString(rule.id, in: strings), key: ConfigString(rule.key, in: strings), layerId: rule.layerId,
             isRunning: rule.isRunning, kind: kind, type: ruleType(entry),
             audience: try audienceCondition(entry, in: context), variations: variations, traffic: traffic,
-            whitelist: nil, group: group, groupId: groupId)
+            whitelist: nil, group: group, groupId: groupId, cmab: schemaChecked ? cmab : nil)
         experiment.idJSON = rule.idJSON
         let index = experiments.count
         experiments.append(experiment)

@@ -9,16 +9,23 @@ public struct DecideOptions: OptionSet, Sendable, Hashable {
     public static let ignoreUserProfileService = DecideOptions(rawValue: 1 << 2)
     public static let includeReasons = DecideOptions(rawValue: 1 << 3)
     public static let excludeVariables = DecideOptions(rawValue: 1 << 4)
+    /// CMAB experiments: fetch a prediction without reading or writing the CMAB cache.
+    public static let ignoreCMABCache = DecideOptions(rawValue: 1 << 5)
+    /// CMAB experiments: empty the whole CMAB cache before deciding.
+    public static let resetCMABCache = DecideOptions(rawValue: 1 << 6)
+    /// CMAB experiments: drop the user's cached prediction for the rule before deciding.
+    public static let invalidateUserCMABCache = DecideOptions(rawValue: 1 << 7)
 
-    /// The five options above as one constant (HotPathTests checks it equals their union): each decide call
+    /// The eight options above as one constant (HotPathTests checks it equals their union): each decide call
     /// validates its options against it, and a constant reads no global and builds no set.
     @inlinable
-    public static var all: DecideOptions { DecideOptions(rawValue: 0b1_1111) }
+    public static var all: DecideOptions { DecideOptions(rawValue: 0b1111_1111) }
 
     public static let names: [(String, DecideOptions)] = [
         ("DISABLE_DECISION_EVENT", .disableDecisionEvent), ("ENABLED_FLAGS_ONLY", .enabledFlagsOnly),
         ("IGNORE_USER_PROFILE_SERVICE", .ignoreUserProfileService), ("INCLUDE_REASONS", .includeReasons),
-        ("EXCLUDE_VARIABLES", .excludeVariables),
+        ("EXCLUDE_VARIABLES", .excludeVariables), ("IGNORE_CMAB_CACHE", .ignoreCMABCache),
+        ("RESET_CMAB_CACHE", .resetCMABCache), ("INVALIDATE_USER_CMAB_CACHE", .invalidateUserCMABCache),
     ]
 
     public init?(name: String) {

@@ -68,6 +68,15 @@ public struct FlagDecision: Sendable {
     public var exclusionHoldoutVariation: Int32 = -1
 
     public init(flag: Int32) { self.flag = flag }
+
+    /// The `experiment` of a CMAB error decision (see `cmabFailed`). Kept in an existing field: a decision
+    /// is copied several times per call, and a wider one costs every decision, CMAB or not.
+    public static let cmabFailedExperiment: Int32 = -2
+
+    /// A CMAB experiment's prediction failed: the reference's error decision (no variation, rule or
+    /// impression; "{}" variables; its reasons whatever the options).
+    @inlinable
+    public var cmabFailed: Bool { experiment == FlagDecision.cmabFailedExperiment }
 }
 
 /// What an experiment gives a user (get_variation / activate / trigger_experiment).

@@ -22,10 +22,16 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
     public var reasons: ReasonLog? {
         @inline(__always) get { reasonLog?.takeUnretainedValue() }
     }
+    /// Who names the variation of a CMAB experiment (the runtime's cache and prediction client); nil: a
+    /// CMAB experiment the user falls into gives the error decision. Not retained, as the config.
+    public unowned(unsafe) let cmab: (any CMABDecisionProvider)?
+    /// The call's decide options, for the CMAB provider (its cache options).
+    public let cmabOptions: DecideOptions
 
     @inlinable @inline(__always)
     public init(config: ProjectConfig, userId: UTF8Text, attributes: Attributes, overrides: Overrides,
-                sticky: Sticky, reasons: ReasonLog?)
+                sticky: Sticky, reasons: ReasonLog?, cmab: (any CMABDecisionProvider)? = nil,
+                cmabOptions: DecideOptions = [])
     {
         self.config = config
         self.userId = userId
@@ -33,6 +39,8 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
         self.overrides = overrides
         self.sticky = sticky
         self.reasonLog = reasons.map { Unmanaged.passUnretained($0) }
+        self.cmab = cmab
+        self.cmabOptions = cmabOptions
     }
 
     var userText: String { String(decoding: userId, as: UTF8.self) }
@@ -41,10 +49,10 @@ public struct DecisionService<Attributes: UserAttributes, Overrides: DecisionOve
 extension DecisionService where Sticky == NoStickyAssignments {
     /// A stateless decision (no sticky bucketing).
     public init(config: ProjectConfig, userId: UTF8Text, attributes: Attributes, overrides: Overrides,
-                reasons: ReasonLog?)
+                reasons: ReasonLog?, cmab: (any CMABDecisionProvider)? = nil, cmabOptions: DecideOptions = [])
     {
         self.init(config: config, userId: userId, attributes: attributes, overrides: overrides,
-                  sticky: NoStickyAssignments(), reasons: reasons)
+                  sticky: NoStickyAssignments(), reasons: reasons, cmab: cmab, cmabOptions: cmabOptions)
     }
 }
 
@@ -102,7 +110,16 @@ extension DecisionService {
             }
             // As the reference: each experiment rule's get_variation repeats the flag's reasons so far.
             reasons?.repeatFlagReasons()
-            if case .variation(let variation) = outcome(experiment: Int(rule.experiment)) {
+            // A CMAB prediction's UUID reaches the impression through the runtime's provider, which handed
+            // it out (see `CMABDecisionProvider`).
+            guard let outcome = experimentOutcome(Int(rule.experiment)) else {
+                // The reference's error decision: no variation, rule, impression or holdout.
+                var failed = FlagDecision(flag: Int32(flagIndex))
+                failed.source = .featureTest
+                failed.experiment = FlagDecision.cmabFailedExperiment
+                return failed
+            }
+            if case .variation(let variation) = outcome {
                 decision.variation = variation
                 decision.flagVariation = rule.flagVariationOf[Int(variation)]
                 return decision
@@ -214,8 +231,15 @@ extension DecisionService {
 
     // MARK: experiments
 
-    /// The reference's get_variation for one experiment.
+    /// The reference's get_variation for one experiment (a CMAB experiment whose prediction failed: no
+    /// variation, as the reference's get_variation answers then).
     public func outcome(experiment index: Int) -> ExperimentOutcome {
+        experimentOutcome(index) ?? .notAllocated
+    }
+
+    /// The reference's get_variation for one experiment; nil when a CMAB experiment's prediction failed
+    /// (its error result).
+    public func experimentOutcome(_ index: Int) -> ExperimentOutcome? {
         let experiment = config.hot.experiments[index]
         guard experiment.isRunning else {
             reasons?.add(ReasonMessages.experimentNotRunning(experiment: key(index)))
@@ -244,11 +268,14 @@ extension DecisionService {
             let group = config.hot.groups[Int(experiment.group)]
             let chosen = bucket(bucketingId, zeroPaddedParent: group.id, ranges: group.traffic)
             guard chosen == Int32(index) || (chosen >= 0 && config.hot.experiments[Int(chosen)].id.elementsEqual(experiment.id)) else {
-                explainGroupMiss(chosen, experiment: index)
+                explainGroupMiss(chosen, experiment: index, cmab: experiment.isCMAB)
                 return .notAllocated
             }
             reasons?.add(ReasonMessages.inGroupExperiment(user: userText, experiment: key(index),
                                                           group: config.groups[Int(experiment.group)].id.text))
+        }
+        if experiment.isCMAB, let settings = config.experiments[index].cmab {
+            return cmabOutcome(index, settings: settings, bucketingId: bucketingId)
         }
         let variation = bucket(bucketingId, zeroPaddedParent: experiment.id, ranges: experiment.traffic)
         guard variation >= 0 else {
@@ -268,15 +295,52 @@ extension DecisionService {
 
     /// The reference's reasons when a mutually exclusive group's bucket is not this experiment: the
     /// bucketer's, then its "empty traffic range" (it treats the miss as one), then get_variation's.
-    private func explainGroupMiss(_ chosen: Int32, experiment index: Int) {
+    /// A CMAB experiment's group miss is its traffic miss instead (the reference's bucket_to_entity_id).
+    private func explainGroupMiss(_ chosen: Int32, experiment index: Int, cmab: Bool = false) {
         guard let reasons else { return }
         let experiment = config.experiments[index]
         reasons.add(chosen == TrafficRange.emptyEntity
                     ? ReasonMessages.inNoGroupExperiment(user: userText)
                     : ReasonMessages.notInGroupExperiment(user: userText, experiment: experiment.key.text,
                                                           group: config.groups[Int(experiment.group)].id.text))
-        reasons.add(ReasonMessages.emptyTrafficRange)
+        reasons.add(cmab ? ReasonMessages.cmabTrafficMiss(user: userText, experiment: experiment.key.text)
+                         : ReasonMessages.emptyTrafficRange)
         reasons.add(ReasonMessages.noVariation(user: userText))
+    }
+
+    /// The reference's CMAB branch of get_variation: the user's bucket against the experiment's CMAB
+    /// traffic, then the provider's prediction. Nil when the provider fails (or cannot be asked): the
+    /// reasons end with "Failed to fetch CMAB data for experiment <key>." and the flag gets the error
+    /// decision. CMAB decisions are never saved for sticky bucketing.
+    @inline(never)
+    private func cmabOutcome(_ index: Int, settings: CMABSettings, bucketingId: UTF8Text) -> ExperimentOutcome? {
+        let experiment = config.experiments[index]
+        let hash = MurmurHash3.x86_32(concatenating: UnsafeRawBufferPointer(bucketingId),
+                                      zeroPadded: UnsafeRawBufferPointer(config.hot.experiments[index].id), seed: 1)
+        guard Bucketing.bucketValue(hash: hash) < settings.trafficAllocation else {
+            reasons?.add(ReasonMessages.cmabTrafficMiss(user: userText, experiment: experiment.key.text))
+            reasons?.add(ReasonMessages.noVariation(user: userText))
+            return .notAllocated
+        }
+        let request = CMAB.request(experiment: experiment, settings: settings, config: config, userId: userText,
+                                   attributes: attributes)
+        guard request.unusable == nil, let provider = cmab else {
+            reasons?.add(ReasonMessages.cmabFetchFailed(experiment: experiment.key.text))
+            return nil
+        }
+        let result = provider.cmabDecision(request, options: cmabOptions, collectReasons: reasons != nil)
+        guard let answer = result.answer else {
+            reasons?.add(ReasonMessages.cmabFetchFailed(experiment: experiment.key.text))
+            return nil
+        }
+        if let reasons { for reason in result.reasons { reasons.add(reason) } }
+        guard let variation = experiment.variationIndex(id: answer.variationId) else {
+            reasons?.add(ReasonMessages.noVariation(user: userText))
+            return .notAllocated
+        }
+        reasons?.add(ReasonMessages.experimentVariation(user: userText, variation: experiment.variations[variation].key.text,
+                                                        experiment: experiment.key.text))
+        return .variation(Int32(variation))
     }
 
     /// The bucketer's reason for a bucket without an entity: only an empty "entityId" (or no range at all)

@@ -37,6 +37,8 @@ public struct ImpressionSubject {
     public var ruleKey: String = ""
     public var ruleType: DecisionSource = .rollout
     public var enabled: Bool = false
+    /// A CMAB decision's UUID (metadata.cmab_uuid), or nil.
+    public var cmabUUID: String? = nil
     public init() {}
 }
 
@@ -151,6 +153,7 @@ public enum EventPayloads {
             writer.literal(",\"rule_type\":"); writer.string(subject.ruleType.rawValue)
             writer.literal(",\"variation_key\":"); writer.string(subject.variationKey)
             writer.literal(",\"enabled\":"); writer.bool(subject.enabled)
+            if let uuid = subject.cmabUUID { writer.literal(",\"cmab_uuid\":"); writer.string(uuid) }
             writer.literal("}}]}]")  // metadata, decision, decisions, snapshot, snapshots
             return writeEpilogue(&writer, config: config, userId: userId, attributes: attributes)
         }
@@ -441,6 +444,12 @@ extension FlagDecision {
 
     /// Whether the reference sends an impression for this decision (unless DISABLE_DECISION_EVENT).
     public func sendsImpression(in config: ProjectConfig) -> Bool {
-        source == .featureTest || source == .holdout || config.sendFlagDecisions
+        !cmabFailed && (source == .featureTest || source == .holdout || config.sendFlagDecisions)
+    }
+
+    /// Whether ENABLED_FLAGS_ONLY keeps the decision: an enabled one, or the reference's CMAB error
+    /// decision (which it answers whatever the options).
+    public func keptByEnabledFlagsOnly(in config: ProjectConfig) -> Bool {
+        cmabFailed || enabled(in: config)
     }
 }

@@ -111,11 +111,11 @@ extension Client {
         let userOverrides = overrides.overrides(of: userId)
         guard let profiles = unretainedProfileService(for: []) else {
             return body(DecisionService(config: config, userId: userId, attributes: merged, overrides: userOverrides,
-                                        sticky: SummaryAssignments(tracker: nil), reasons: nil))
+                                        sticky: SummaryAssignments(tracker: nil), reasons: nil, cmab: cmab))
         }
         return ProfileTracker.withTracker(service: profiles, userId: userId, saves: false) { tracker in
             body(DecisionService(config: config, userId: userId, attributes: merged, overrides: userOverrides,
-                                 sticky: SummaryAssignments(tracker: tracker), reasons: nil))
+                                 sticky: SummaryAssignments(tracker: tracker), reasons: nil, cmab: cmab))
         }
     }
 

@@ -83,7 +83,7 @@ func decideEveryFlag(_ config: ProjectConfig, enabledFlagsOnly: Bool,
     // not call `body` re-entrantly, so it wants an escapable closure to hand it).
     withoutActuallyEscaping(body) { body in
         let answer = { (result: DecideResult) in
-            if !enabledFlagsOnly || result.decision.enabled(in: config) { body(result) }
+            if !enabledFlagsOnly || result.decision.keptByEnabledFlagsOnly(in: config) { body(result) }
         }
         for key in config.repeatedFlagKeys ?? [] {
             var results: [DecideResult] = []
@@ -120,6 +120,8 @@ public final class Client: @unchecked Sendable {
     /// Datafile lifecycle: readiness, the fetch/poll manager, the cache-TTL flag (Client+Datafile.swift).
     let datafileState = DatafileState()
     private let isClosed = Atomic<Bool>(false)
+    /// CMAB experiments' predictions: the cache and the prediction client (see `CMABService`).
+    public let cmab: CMABService
 
     public init(options: ClientOptions) {
         self.options = options
@@ -136,7 +138,15 @@ public final class Client: @unchecked Sendable {
         let state = Self.openStateDirectory(options, logger: logger)
         self.overrides = OverrideStore(state: state, logger: logger, capacity: options.userStoreCapacity)
         self.profileSlot = ProfileSlot(Self.makeProfileService(options, state: state, logger: logger))
+        var cmabOptions = options.cmab
+        cmabOptions.caFile = options.caFile
+        let closed = ClosedFlag()
+        self.cmab = CMABService(options: cmabOptions, logger: logger, isClosed: { closed.value.load(ordering: .acquiring) })
+        self.cmabClosed = closed
     }
+
+    /// Set when the client closes: a prediction request in flight is cut short.
+    private let cmabClosed: ClosedFlag
 
     // MARK: lifecycle
 
@@ -287,6 +297,7 @@ public final class Client: @unchecked Sendable {
     @discardableResult
     public func close() -> Int {
         isClosed.store(true, ordering: .releasing)
+        cmabClosed.value.store(true, ordering: .releasing)
         closeDatafileLifecycle()
         odp.close()
         let left = events.close(timeoutMs: options.closeTimeoutMs)
@@ -318,7 +329,9 @@ public final class Client: @unchecked Sendable {
               !notifications.hasListeners(.decision),
               // While any user has stored segments, properties or overrides, the full path looks them up
               // (once; this path would only repeat the lookups).
-              segments.isEmpty, properties.isEmpty, overrides.isEmpty
+              segments.isEmpty, properties.isEmpty, overrides.isEmpty,
+              // A CMAB rule may need the error decision's reasons and the prediction service.
+              !config.hot.flags[flag].hasCMABRule
         else { return nil }
         return DecisionService(config: config, userId: userId, attributes: attributes, overrides: NoOverrides(),
                                sticky: NoStickyAssignments(), reasons: nil).decide(flag: flag)
@@ -337,6 +350,18 @@ public final class Client: @unchecked Sendable {
     public func decideAll<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A,
                                              options callOptions: DecideOptions, _ body: (DecideResult) -> Void)
     {
+        if config.hasCMABRules {
+            return cmabErrorsFirst(body) { each in
+                decideAllInOrder(config: config, userId: userId, attributes: attributes, options: callOptions, each)
+            }
+        }
+        decideAllInOrder(config: config, userId: userId, attributes: attributes, options: callOptions, body)
+    }
+
+    private func decideAllInOrder<A: UserAttributes>(config: ProjectConfig, userId: UTF8Text, attributes: A,
+                                                     options callOptions: DecideOptions,
+                                                     _ body: (DecideResult) -> Void)
+    {
         if config.repeatedFlagKeys != nil {
             return decideAllRepeatingKeys(config: config, userId: userId, attributes: attributes,
                                           options: callOptions, body)
@@ -344,7 +369,7 @@ public final class Client: @unchecked Sendable {
         let options = callOptions.union(self.options.defaultDecideOptions)
         decideAll(config: config, flags: config.flags.indices, userId: userId, attributes: attributes,
                   options: options) { result in
-            if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
+            if options.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { return }
             body(result)
         }
     }
@@ -415,6 +440,10 @@ public final class Client: @unchecked Sendable {
         _ sticky: S, _ options: DecideOptions, _ body: (DecideResult) -> Void
     ) {
         for flag in flags {
+            if config.hot.flags[flag].hasCMABRule {
+                body(decideCMABFlag(config, flag, userId, attributes, overrides, sticky, options))
+                continue
+            }
             // Owned here, read below after the service's last use: alive for all of it.
             let reasons = options.contains(.includeReasons) ? ReasonLog() : nil
             let service = DecisionService(config: config, userId: userId, attributes: attributes, overrides: overrides,
@@ -432,6 +461,41 @@ public final class Client: @unchecked Sendable {
             }
             body(result)
         }
+    }
+
+    /// `decide` for a flag with a CMAB experiment rule (kept apart, so other flags' path is as it was): the
+    /// prediction service may be asked, reasons are always collected (the error decision carries them
+    /// whatever the options), and an impression carries the prediction's UUID.
+    @inline(never)
+    private func decideCMABFlag<A: UserAttributes, O: DecisionOverrides, S: StickyAssignments>(
+        _ config: ProjectConfig, _ flag: Int, _ userId: UTF8Text, _ attributes: A, _ overrides: O,
+        _ sticky: S, _ options: DecideOptions
+    ) -> DecideResult {
+        let reasons = ReasonLog()
+        let call = CMABCall(service: cmab)
+        let decision = withExtendedLifetime((reasons, call)) {
+            DecisionService(config: config, userId: userId, attributes: attributes, overrides: overrides,
+                            sticky: sticky, reasons: reasons, cmab: call, cmabOptions: options).decide(flag: flag)
+        }
+        if decision.cmabFailed {
+            // The reference's error decision: no impression and no decision notification; the flag's own
+            // reasons (not the flag-level forced decision's) whatever the options.
+            return DecideResult(decision: decision, reasons: Array(reasons.messages.dropFirst(reasons.forcedDecisionCount)),
+                                forcedDecisionReasonCount: 0)
+        }
+        var dispatched = false
+        if !options.contains(.disableDecisionEvent) {
+            dispatched = sendImpressions(of: decision, config: config, userId: userId, attributes: attributes,
+                                         cmabUUID: call.uuid(of: decision, in: config))
+        }
+        let result = options.contains(.includeReasons)
+            ? DecideResult(decision: decision, reasons: reasons.messages, forcedDecisionReasonCount: reasons.forcedDecisionCount)
+            : DecideResult(decision: decision, reasons: [], forcedDecisionReasonCount: 0)
+        if notifications.hasListeners(.decision) {
+            notifyFlagDecision(result, config: config, userId: userId, attributes: attributes, options: options,
+                               dispatched: dispatched)
+        }
+        return result
     }
 
     /// get_variation / activate / trigger_experiment: the experiment's outcome for the user, with an
@@ -457,11 +521,11 @@ public final class Client: @unchecked Sendable {
             outcome = ProfileTracker.withTracker(service: profiles, userId: userId) { tracker in
                 DecisionService(config: config, userId: userId, attributes: merged,
                                 overrides: overrides.overrides(of: userId), sticky: tracker,
-                                reasons: nil).outcome(experiment: experiment)
+                                reasons: nil, cmab: cmab).outcome(experiment: experiment)
             }
         } else {
             outcome = DecisionService(config: config, userId: userId, attributes: merged,
-                                      overrides: overrides.overrides(of: userId), reasons: nil)
+                                      overrides: overrides.overrides(of: userId), reasons: nil, cmab: cmab)
                 .outcome(experiment: experiment)
         }
         if case .variation(let variation) = outcome,
@@ -503,15 +567,21 @@ public final class Client: @unchecked Sendable {
     /// True when an impression was sent.
     @discardableResult
     private func sendImpressions<A: UserAttributes>(of decision: FlagDecision, config: ProjectConfig,
-                                                    userId: UTF8Text, attributes: A) -> Bool
+                                                    userId: UTF8Text, attributes: A, cmabUUID: CMABUUID? = nil) -> Bool
     {
         var sent = false
         if let holdout = EventPayloads.exclusionHoldoutSubject(of: decision, in: config) {
             sent = send(holdout, config: config, userId: userId, attributes: attributes) || sent
         }
         if decision.sendsImpression(in: config) {
-            sent = send(EventPayloads.subject(of: decision, in: config), config: config, userId: userId,
-                        attributes: attributes) || sent
+            if let cmabUUID {
+                var subject = EventPayloads.subject(of: decision, in: config)
+                subject.cmabUUID = cmabUUID.text
+                sent = send(subject, config: config, userId: userId, attributes: attributes) || sent
+            } else {
+                sent = send(EventPayloads.subject(of: decision, in: config), config: config, userId: userId,
+                            attributes: attributes) || sent
+            }
         }
         return sent
     }
@@ -535,4 +605,22 @@ public final class Client: @unchecked Sendable {
             return false
         }
     }
+}
+
+/// decide_all's order when CMAB error decisions are among its answers: the reference answers them first (in
+/// datafile order), then the other flags.
+func cmabErrorsFirst(_ body: (DecideResult) -> Void, _ run: ((DecideResult) -> Void) -> Void) {
+    // Not escaping in fact (as in `decideEveryFlag`): `run` calls it before returning.
+    withoutActuallyEscaping(body) { body in
+        var later: [DecideResult] = []
+        run { result in
+            if result.decision.cmabFailed { body(result) } else { later.append(result) }
+        }
+        later.forEach(body)
+    }
+}
+
+/// A flag shared with the CMAB service's requests (set when the client closes).
+final class ClosedFlag: Sendable {
+    let value = Atomic<Bool>(false)
 }

@@ -90,6 +90,8 @@ public struct ClientOptions: Sendable {
     public var eventMaxInflight = 4
 
     public var odp = ODPOptions()
+    /// CMAB experiments: the prediction endpoint, the cache's size and timeout, the request timeout.
+    public var cmab = CMABOptions()
 
     /// The CA bundle (PEM) HTTPS requests of this client trust, instead of the process default (see
     /// `CACertificates`: SSL_CERT_FILE, libcurl's compiled-in bundle, the usual places).
@@ -117,6 +119,7 @@ public struct ClientOptions: Sendable {
         "event_queue_capacity", "event_queue_full_policy", "close_timeout_ms",
         "event_max_attempts", "event_max_age_s", "event_max_inflight", "odp",
         "bucket_by_profile_id", "ca_file", "keep_datafile", "profile_cache",
+        "cmab_prediction_endpoint", "cmab_cache_size", "cmab_cache_timeout_s", "cmab_request_timeout_ms",
     ]
 
     public init() {}
@@ -205,6 +208,16 @@ public struct ClientOptions: Sendable {
         case "ca_file": caFile = try field.string(nonEmpty: true, controlFree: true)
         case "keep_datafile": keepDatafile = try field.bool()
         case "profile_cache": profileCache = try field.bool()
+        case "cmab_prediction_endpoint":
+            let endpoint = try field.string(nonEmpty: true, controlFree: true)
+            guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://") else {
+                throw ClientError(.invalidOption, "options.cmab_prediction_endpoint: expected an http(s):// URL "
+                                  + "(\"{rule_id}\" stands for the experiment's id)")
+            }
+            cmab.predictionEndpoint = endpoint
+        case "cmab_cache_size": cmab.cacheSize = try field.integer(in: 0...10_000_000)
+        case "cmab_cache_timeout_s": cmab.cacheTimeoutSeconds = try field.integer(in: 0...(365 * 86_400))
+        case "cmab_request_timeout_ms": cmab.requestTimeoutMs = try field.integer(in: 1...600_000)
         default:
             throw ClientError(.invalidOption,
                               "options: unknown option \"\(key)\" (known: \(Self.knownKeys.joined(separator: ", ")))")

@@ -159,11 +159,17 @@ extension Client {
     /// flag key has each key decided as often as it is listed, answered once (see `decideEveryFlag`).
     public func decideAll(config: ProjectConfig, context: UserContext, options callOptions: DecideOptions,
                           _ body: (DecideResult) -> Void) {
+        guard config.hasCMABRules else { return decideAllInOrder(config: config, context: context, options: callOptions, body) }
+        cmabErrorsFirst(body) { each in decideAllInOrder(config: config, context: context, options: callOptions, each) }
+    }
+
+    private func decideAllInOrder(config: ProjectConfig, context: UserContext, options callOptions: DecideOptions,
+                                  _ body: (DecideResult) -> Void) {
         let options = callOptions.union(self.options.defaultDecideOptions)
         guard config.repeatedFlagKeys != nil else {
             return decide(config: config, flags: config.flags.indices, context: context, snapshot: context.snapshot,
                           options: options) { result in
-                if options.contains(.enabledFlagsOnly) && !result.decision.enabled(in: config) { return }
+                if options.contains(.enabledFlagsOnly) && !result.decision.keptByEnabledFlagsOnly(in: config) { return }
                 body(result)
             }
         }

@@ -100,6 +100,9 @@ class OptimizelyDecideOption:
     IGNORE_USER_PROFILE_SERVICE = "IGNORE_USER_PROFILE_SERVICE"
     INCLUDE_REASONS = "INCLUDE_REASONS"
     EXCLUDE_VARIABLES = "EXCLUDE_VARIABLES"
+    IGNORE_CMAB_CACHE = "IGNORE_CMAB_CACHE"
+    RESET_CMAB_CACHE = "RESET_CMAB_CACHE"
+    INVALIDATE_USER_CMAB_CACHE = "INVALIDATE_USER_CMAB_CACHE"
 
 
 _OPTION_NAMES = frozenset(v for k, v in vars(OptimizelyDecideOption).items() if k.isupper())
@@ -980,6 +983,7 @@ class Optimizely:
             options["datafile_access_token"] = datafile_access_token
         if sdk_key:
             options["polling_interval_s"] = _polling_interval_s(lifecycle.get("polling_interval"))
+        options.update(_cmab_options(settings, lifecycle))
         self._dispatcher = _Dispatcher(self, event_dispatcher)
         try:
             # Not started yet: the listeners must be there when the first datafile (given or fetched) lands.
@@ -1492,6 +1496,8 @@ class OptimizelyFactory:
     max_event_flush_interval: Optional[int] = None
     polling_interval: Optional[int] = None
     blocking_timeout: Optional[int] = None
+    cmab_cache_size: Optional[int] = None
+    cmab_cache_ttl: Optional[int] = None
 
     @staticmethod
     def set_batch_size(batch_size: int) -> int:
@@ -1511,6 +1517,28 @@ class OptimizelyFactory:
         polls at most every 10 s) and returns it."""
         OptimizelyFactory.polling_interval = polling_interval
         return polling_interval
+
+    @staticmethod
+    def set_cmab_cache_size(cache_size: int, logger: Any = None) -> Optional[int]:
+        """Sets the CMAB cache size of the instances the factory creates (a positive integer; else the
+        default 10000 is kept, as the reference does)."""
+        if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size <= 0:
+            if logger is not None:
+                logger.error("CMAB cache size is invalid, setting to default size 10000.")
+            return None
+        OptimizelyFactory.cmab_cache_size = cache_size
+        return cache_size
+
+    @staticmethod
+    def set_cmab_cache_ttl(cache_ttl: int, logger: Any = None) -> Optional[int]:
+        """Sets the CMAB cache TTL in seconds of the instances the factory creates (positive; else the
+        default 1800 is kept)."""
+        if not isinstance(cache_ttl, (int, float)) or isinstance(cache_ttl, bool) or cache_ttl <= 0:
+            if logger is not None:
+                logger.error("CMAB cache TTL is invalid, setting to default TTL 1800.")
+            return None
+        OptimizelyFactory.cmab_cache_ttl = int(cache_ttl)
+        return OptimizelyFactory.cmab_cache_ttl
 
     @staticmethod
     def set_blocking_timeout(blocking_timeout: int) -> int:
@@ -1538,12 +1566,30 @@ class OptimizelyFactory:
                               notification_center=notification_center, settings=settings)
 
 
+def _cmab_options(settings: Any, lifecycle: Dict[str, Any]) -> Dict[str, Any]:
+    """The library's CMAB options from the reference's settings: ``settings.cmab_prediction_endpoint`` (its
+    ``{}`` placeholder for the rule id becomes ``{rule_id}``), and the factory's CMAB cache size and TTL."""
+    options: Dict[str, Any] = {}
+    endpoint = getattr(settings, "cmab_prediction_endpoint", None)
+    if isinstance(endpoint, str) and endpoint:
+        options["cmab_prediction_endpoint"] = endpoint.replace("{}", "{rule_id}")
+    size, ttl = lifecycle.get("cmab_cache_size"), lifecycle.get("cmab_cache_ttl")
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        options["cmab_cache_size"] = size
+    if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
+        options["cmab_cache_timeout_s"] = int(ttl)
+    return options
+
+
 class _factory_settings:  # noqa: N801  (a context manager used as a statement)
-    """Hands OptimizelyFactory's polling interval and blocking timeout to the Optimizely created inside."""
+    """Hands OptimizelyFactory's polling interval, blocking timeout and CMAB cache settings to the Optimizely
+    created inside."""
 
     def __enter__(self) -> None:
         _FACTORY_SETTINGS.value = {"polling_interval": OptimizelyFactory.polling_interval,
-                                   "blocking_timeout": OptimizelyFactory.blocking_timeout}
+                                   "blocking_timeout": OptimizelyFactory.blocking_timeout,
+                                   "cmab_cache_size": OptimizelyFactory.cmab_cache_size,
+                                   "cmab_cache_ttl": OptimizelyFactory.cmab_cache_ttl}
 
     def __exit__(self, *_exc: Any) -> None:
         _FACTORY_SETTINGS.value = None

@@ -740,14 +740,51 @@ class _Gen:
         return h
 
 
-def generate_datafile(seed: int, **knobs: Any) -> dict:
-    """A random, valid Optimizely v4 datafile (a dict) determined by `seed` and `knobs`."""
+def generate_datafile(seed: int, cmab: bool = False, **knobs: Any) -> dict:
+    """A random, valid Optimizely v4 datafile (a dict) determined by `seed` and `knobs`.
+
+    `cmab`: also turn some experiments into CMAB experiments (see `add_cmab`); without it (the default) a
+    seed's datafile is what it always was."""
     unknown = set(knobs) - set(DEFAULT_KNOBS)
     if unknown:
         raise TypeError(f"unknown knobs: {sorted(unknown)}")
     k = dict(DEFAULT_KNOBS)
     k.update(knobs)
-    return _Gen(seed, k).datafile()
+    df = _Gen(seed, k).datafile()
+    if cmab:
+        add_cmab(df, seed)
+    return df
+
+
+CMAB_TRAFFIC = [0, 1500, 5000, 5000, 8000, 10000, 10000, 10000]
+
+
+def add_cmab(df: dict, seed: int, p: float = 0.6) -> None:
+    """Gives experiments of the datafile (flags' experiment rules, grouped ones too, and A/B experiments) a
+    "cmab" object, from a random stream of its own: "attributeIds" a few of the datafile's attribute ids
+    (sometimes one no attribute has, sometimes none), "trafficAllocation" from CMAB_TRAFFIC (so some users
+    are skipped by traffic). At least one experiment rule of a flag gets one when the datafile has any."""
+    rng = random.Random(f"cmab-{seed}")
+    attribute_ids = [a["id"] for a in df.get("attributes") or []]
+    candidates = list(df.get("experiments") or [])
+    for group in df.get("groups") or []:
+        candidates += list(group.get("experiments") or [])
+    rule_ids = {e_id for f in df.get("featureFlags") or [] for e_id in f.get("experimentIds") or []}
+    chosen = [e for e in candidates if rng.random() < p]
+    if not any(e["id"] in rule_ids for e in chosen):
+        flagged = [e for e in candidates if e["id"] in rule_ids]
+        if flagged:
+            chosen.append(rng.choice(flagged))
+    for experiment in chosen:
+        ids = rng.sample(attribute_ids, min(len(attribute_ids), rng.randint(0, 4)))
+        if rng.random() < 0.15:
+            ids.append(str(HOLDOUT_ID_BASE - 7))          # an id no attribute has
+        experiment["cmab"] = {"attributeIds": ids, "trafficAllocation": rng.choice(CMAB_TRAFFIC)}
+        if rng.random() < 0.5:                            # open to everyone: more users reach the service
+            experiment["audienceIds"] = []
+            experiment.pop("audienceConditions", None)
+        if rng.random() < 0.6:
+            experiment["status"] = "Running"
 
 
 # ----- users ---------------------------------------------------------------------------------------
