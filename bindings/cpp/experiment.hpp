@@ -974,9 +974,11 @@ public:
     /* Forces the user into `variation_key` of the experiment; nullopt removes the forcing. */
     void set_forced_variation(std::string_view experiment_key, std::string_view user_id,
                               std::optional<std::string_view> variation_key) {
-        detail::CString experiment(experiment_key, "experiment key"), user(user_id, "user id");
-        detail::OptionalCString variation(variation_key, "variation key");
-        detail::check(exp_set_forced_variation(client_, experiment.c_str(), user.c_str(), variation.c_str()));
+        // Length-delimited: keys and user ids with NUL bytes are kept whole; a null variation removes the forcing.
+        const char *variation = variation_key ? (variation_key->data() ? variation_key->data() : "") : nullptr;
+        detail::check(exp_set_forced_variation_n(
+            client_, experiment_key.data() ? experiment_key.data() : "", experiment_key.size(),
+            user_id.data() ? user_id.data() : "", user_id.size(), variation, variation_key ? variation_key->size() : 0));
     }
 
     std::optional<std::string> get_forced_variation(std::string_view experiment_key, std::string_view user_id) {
@@ -1574,7 +1576,12 @@ private:
 
     static int profile_lookup_trampoline(const char *user_id, exp_profile_reply *reply, void *user_data) noexcept {
         try {
-            std::optional<std::string> profile = static_cast<ProfileStore *>(user_data)->lookup(user_id ? user_id : "");
+            // The whole user id (it may hold NUL bytes, which `user_id` would cut short).
+            const char *whole_id = nullptr;
+            std::size_t whole_length = 0;
+            std::string id = exp_profile_reply_user_id(reply, &whole_id, &whole_length) == EXP_OK
+                                 ? std::string(whole_id, whole_length) : std::string(user_id ? user_id : "");
+            std::optional<std::string> profile = static_cast<ProfileStore *>(user_data)->lookup(id);
             if (!profile) return 0;
             return exp_profile_reply_set(reply, profile->data(), profile->size()) == EXP_OK ? 0 : 1;
         } catch (...) {
@@ -1683,8 +1690,8 @@ class UserContext {
 public:
     UserContext(Client &client, std::string_view user_id, const Attributes &attributes = {})
         : client_(client.native_handle()), user_id_(user_id) {
-        detail::check(exp_user_create(client_, user_id.data() ? user_id.data() : "", user_id.size(),
-                                      attributes.data(), attributes.size(), &user_));
+        detail::check(exp_user_create_n(client_, user_id.data() ? user_id.data() : "", user_id.size(),
+                                        attributes.data_n(), attributes.size(), &user_));
     }
     ~UserContext() { exp_user_free(user_); }
 
@@ -1727,8 +1734,8 @@ public:
     /* ---- attributes ---- */
 
     void set_attribute(std::string_view key, const Value &value) {
-        exp_value v = value.to_c();
-        detail::check(exp_user_set_attribute(user_, key.data() ? key.data() : "", key.size(), &v));
+        exp_attribute_n attribute{key.data() ? key.data() : "", key.size(), value.to_c(), value.text_length()};
+        detail::check(exp_user_set_attribute_n(user_, &attribute));
     }
     void remove_attribute(std::string_view key) {
         detail::check(exp_user_remove_attribute(user_, key.data() ? key.data() : "", key.size()));
