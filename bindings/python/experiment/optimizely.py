@@ -337,11 +337,19 @@ class _Project:
         return self._entities
 
     def activate_arguments(self, experiment_id: Any, variation_id: Any, is_holdout: bool,
-                           rule_key: Any = None) -> Tuple[Any, Any]:
+                           rule_key: Any = None, variation_key: Any = None) -> Tuple[Any, Any]:
         """The experiment and variation arguments of optimizely-sdk's ACTIVATE notification for an impression:
         entities (here objects with the entities' attributes), a holdout's variation as a plain dict, the
-        reference's empty experiment when there is none."""
+        reference's empty experiment when there is none. The event's variation_id is null for an id that is
+        not a decimal number (the reference's event id normalization): the variation is then the decided
+        one, found by the event's variation_key."""
         experiments, holdouts = self._entity_maps()
+        if variation_id is None and isinstance(variation_key, str) and variation_key != "":
+            owner = (holdouts if is_holdout else experiments).get(experiment_id)
+            if not (experiment_id == "" and rule_key == ""):
+                for candidate in (owner or {}).get("variations") or []:
+                    if isinstance(candidate, dict) and candidate.get("key") == variation_key:
+                        variation_id = candidate.get("id")  # the last with the key, as a map by key keeps it
         # An impression without a variation (a delivery rule decision that found none) has no experiment
         # either: optimizely-sdk passes its empty experiment, even when a rule's id is "" too.
         experiment = (holdouts if is_holdout else experiments).get(experiment_id) if variation_id else None
@@ -816,7 +824,8 @@ class _Dispatcher:
             return
         is_holdout = (decision.get("metadata") or {}).get("rule_type") == "holdout"
         experiment, variation = project.activate_arguments(decision.get("experiment_id"), decision.get("variation_id"),
-                                                           is_holdout, (decision.get("metadata") or {}).get("rule_key"))
+                                                           is_holdout, (decision.get("metadata") or {}).get("rule_key"),
+                                                           (decision.get("metadata") or {}).get("variation_key"))
         args = (experiment, visitor.get("visitor_id"), getattr(self.owner._local, "attributes", None), variation,
                 log_event.__dict__)
         held = getattr(self.owner._local, "held_notifications", None)

@@ -229,3 +229,46 @@ def test_a_flag_whose_rollout_id_is_an_object(demo: Dict[str, Any]) -> None:
     df["featureFlags"][1]["rolloutId"] = {}
     same(df, [["decide_for_keys", ["free_shipping", "checkout_redesign"], [R]], ["activate", "checkout_redesign_ab"],
               ["decide", "free_shipping", [R]]])
+
+
+def small_datafile() -> Dict[str, Any]:
+    """A small datafile of our own: a flag "f" with an A/B experiment "exp" (variations "on" / "off") and a
+    rollout whose everyone-else rule serves "on"; no holdouts (tests add them)."""
+    def variation(vid: str, key: str, enabled: bool) -> Dict[str, Any]:
+        return {"id": vid, "key": key, "featureEnabled": enabled, "variables": []}
+    return {
+        "version": "4", "revision": "7", "accountId": "900", "projectId": "901", "anonymizeIP": False,
+        "botFiltering": False, "sendFlagDecisions": True, "attributes": [], "audiences": [], "events": [],
+        "groups": [],
+        "experiments": [{"id": "3001", "key": "exp", "layerId": "3000", "status": "Running", "audienceIds": [],
+                         "forcedVariations": {},
+                         "variations": [variation("3011", "on", True), variation("3012", "off", False)],
+                         "trafficAllocation": [{"entityId": "3011", "endOfRange": 5000},
+                                               {"entityId": "3012", "endOfRange": 10000}]}],
+        "rollouts": [{"id": "4000", "experiments": [
+            {"id": "4001", "key": "everyone", "layerId": "4000", "status": "Running", "audienceIds": [],
+             "forcedVariations": {}, "variations": [variation("4011", "on", True)],
+             "trafficAllocation": [{"entityId": "4011", "endOfRange": 10000}]}]}],
+        "featureFlags": [{"id": "5001", "key": "f", "experimentIds": ["3001"], "rolloutId": "4000",
+                          "variables": []}],
+    }
+
+
+def test_activate_notification_of_a_holdout_whose_variation_ids_are_not_numbers() -> None:
+    """A holdout (global, or local on the experiment) whose ids are not decimal numbers: the impression's
+    variation_id is null (the reference's event id normalization), yet the reference's ACTIVATE names the
+    Holdout entity (included_rules, exclude_targeted_deliveries) and the decided variation dict; the drop-in
+    passed the empty experiment and no variation."""
+    df = small_datafile()
+    df["holdouts"] = [{"id": "holdout_g", "key": "global_holdout", "status": "Running", "audienceIds": [],
+                       "variations": [{"id": "hold_var_a", "key": "held", "variables": []},
+                                      {"id": "hold_var_b", "key": "held_too", "variables": []}],
+                       "trafficAllocation": [{"entityId": "hold_var_a", "endOfRange": 5000},
+                                             {"entityId": "hold_var_b", "endOfRange": 10000}]}]
+    calls = [["decide", "f", [R]], ["decide_for_keys", ["f"], []], ["decide_all", None]]
+    for user_id in ("user-1", "user-2", "user-3"):
+        same(df, calls, user_id=user_id, attributes={})
+    local = copy.deepcopy(df)
+    local["localHoldouts"] = [dict(local.pop("holdouts")[0], includedRules=["3001"], excludeTargetedDeliveries=True)]
+    for user_id in ("user-1", "user-2", "user-3"):
+        same(local, calls, user_id=user_id, attributes={})
