@@ -368,6 +368,19 @@ class _Project:
                 variation = dict(found) if is_holdout else _Entity(_variation_fields(found))
         return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
 
+    def activate_call_arguments(self, experiment_key: Any, variation_key: Any) -> Tuple[Any, Any]:
+        """The experiment and variation arguments of the ACTIVATE notification of optimizely-sdk's activate: its
+        experiment by key and that experiment's variation by key (not found through the impression, whose ids
+        may be empty or normalized away)."""
+        experiments, _ = self._entity_maps()
+        raw = self.experiment_key_map.get(experiment_key) if _hashable(experiment_key) else None
+        experiment = experiments.get(raw.get("id")) if raw is not None and _hashable(raw.get("id")) else None
+        variation: Any = None
+        for candidate in (experiment or {}).get("variations") or []:
+            if isinstance(candidate, dict) and candidate.get("key") == variation_key:
+                variation = _Entity(_variation_fields(candidate))  # the last with the key, as the map keeps it
+        return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
+
     def variation(self, rule: Dict[str, Any], variation_key: Any,
                   flag_key: Any = None) -> Optional[Dict[str, Any]]:
         """The variation of a rule by key; else the everyone-else variation of the flag's rollout (optimizely-sdk
@@ -823,9 +836,14 @@ class _Dispatcher:
         if project is None:
             return
         is_holdout = (decision.get("metadata") or {}).get("rule_type") == "holdout"
-        experiment, variation = project.activate_arguments(decision.get("experiment_id"), decision.get("variation_id"),
-                                                           is_holdout, (decision.get("metadata") or {}).get("rule_key"),
-                                                           (decision.get("metadata") or {}).get("variation_key"))
+        activate_call = getattr(self.owner._local, "activate_call", None)
+        if activate_call is not None:  # activate: the reference passes its experiment and variation by key
+            experiment, variation = project.activate_call_arguments(*activate_call)
+        else:
+            metadata = decision.get("metadata") or {}
+            experiment, variation = project.activate_arguments(
+                decision.get("experiment_id"), decision.get("variation_id"), is_holdout, metadata.get("rule_key"),
+                metadata.get("variation_key"))
         args = (experiment, visitor.get("visitor_id"), getattr(self.owner._local, "attributes", None), variation,
                 log_event.__dict__)
         held = getattr(self.owner._local, "held_notifications", None)
@@ -1188,12 +1206,14 @@ class Optimizely:
             return None
         self._local.quiet = True
         self._local.attributes = attributes
+        self._local.activate_call = (experiment_key, variation_key)
         try:
             with self._same_call_again():  # get_variation saved the profile: the reference saves it once
                 self._client.activate(experiment_key, user_id, attributes)
         finally:
             self._local.quiet = False
             self._local.attributes = None
+            self._local.activate_call = None
         self.logger.info('Activating user "%s" in experiment "%s".' % (user_id, experiment_key))
         return variation_key
 

@@ -272,3 +272,18 @@ def test_activate_notification_of_a_holdout_whose_variation_ids_are_not_numbers(
     local["localHoldouts"] = [dict(local.pop("holdouts")[0], includedRules=["3001"], excludeTargetedDeliveries=True)]
     for user_id in ("user-1", "user-2", "user-3"):
         same(local, calls, user_id=user_id, attributes={})
+
+
+def test_activate_notification_of_an_experiment_whose_id_is_empty() -> None:
+    """activate of a group experiment whose id is "": the impression names no experiment and no variation
+    (experiment_id "", variation_id null), yet the reference's ACTIVATE passes the experiment it activated (by
+    key, with groupId / groupPolicy) and its variation by key; the drop-in passed the empty experiment. (Users
+    whitelisted by forcedVariations: the group's traffic names no experiment.)"""
+    df = small_datafile()
+    exp = df["experiments"].pop(0)
+    df["groups"] = [{"id": "6000", "policy": "random", "trafficAllocation": [{"entityId": "", "endOfRange": 10000}],
+                     "experiments": [dict(exp, id="", forcedVariations={"user-1": "on", "user-2": "off"})]}]
+    df["featureFlags"][0]["experimentIds"] = [""]
+    calls = [["activate", "exp"], ["get_variation", "exp"], ["activate", "exp"]]
+    for user_id in ("user-1", "user-2", "user-3"):
+        same(df, calls, user_id=user_id, attributes={})
