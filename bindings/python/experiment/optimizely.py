@@ -344,6 +344,17 @@ class _Project:
         not a decimal number (the reference's event id normalization): the variation is then the decided
         one, found by the event's variation_key."""
         experiments, holdouts = self._entity_maps()
+        if variation_id is None and variation_key == "" and experiment_id != "" and _hashable(experiment_id):
+            # A variation whose id is "": the reference's impression names no variation (variation_key ""),
+            # yet its ACTIVATE passes the decided experiment and variation (the last with the id "").
+            owner = (holdouts if is_holdout else experiments).get(experiment_id)
+            empty_id = None
+            for candidate in (owner or {}).get("variations") or []:
+                if isinstance(candidate, dict) and candidate.get("id") == "":
+                    empty_id = candidate
+            if owner is not None and empty_id is not None:
+                return (_Entity(dict(owner)),
+                        dict(empty_id) if is_holdout else _Entity(_variation_fields(empty_id)))
         if variation_id is None and isinstance(variation_key, str) and variation_key != "":
             owner = (holdouts if is_holdout else experiments).get(experiment_id)
             if not (experiment_id == "" and rule_key == ""):

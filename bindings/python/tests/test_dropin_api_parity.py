@@ -287,3 +287,15 @@ def test_activate_notification_of_an_experiment_whose_id_is_empty() -> None:
     calls = [["activate", "exp"], ["get_variation", "exp"], ["activate", "exp"]]
     for user_id in ("user-1", "user-2", "user-3"):
         same(df, calls, user_id=user_id, attributes={})
+
+
+def test_activate_notification_of_a_whitelisted_variation_whose_id_is_empty() -> None:
+    """A user whitelisted (forcedVariations) into a variation whose id is "": the impression names no variation
+    (variation_id null, variation_key ""), yet the reference's ACTIVATE passes the decided experiment and that
+    variation; the drop-in passed the empty experiment and no variation."""
+    df = small_datafile()
+    exp = df["experiments"][0]
+    exp["variations"][0]["id"] = ""
+    exp["forcedVariations"] = {"user-1": "on"}
+    same(df, [["decide", "f", [R]], ["decide_for_keys", ["f"], []], ["decide_all", None],
+              ["is_feature_enabled", "f"], ["get_enabled_features"]], user_id="user-1", attributes={})
