@@ -899,8 +899,10 @@ class _ProfileServiceAdapter:
         usable = {}
         if isinstance(bucket_map, dict):
             for experiment_id, entry in bucket_map.items():
+                # A stored variation id "" is none to the reference (it tests the id's truth), even when a
+                # variation has the id "".
                 if isinstance(experiment_id, str) and isinstance(entry, dict) \
-                        and isinstance(entry.get("variation_id"), str):
+                        and isinstance(entry.get("variation_id"), str) and entry["variation_id"] != "":
                     usable[experiment_id] = {"variation_id": entry["variation_id"]}
         return {"user_id": user_id, "experiment_bucket_map": usable}
 

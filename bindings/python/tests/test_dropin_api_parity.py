@@ -299,3 +299,15 @@ def test_activate_notification_of_a_whitelisted_variation_whose_id_is_empty() ->
     exp["forcedVariations"] = {"user-1": "on"}
     same(df, [["decide", "f", [R]], ["decide_for_keys", ["f"], []], ["decide_all", None],
               ["is_feature_enabled", "f"], ["get_enabled_features"]], user_id="user-1", attributes={})
+
+
+def test_stored_variation_id_empty_is_no_stored_decision() -> None:
+    """A profile whose entry names the variation id "" beside an experiment with a variation whose id is "":
+    the reference tests the stored id's truth, so "" is no stored decision and the user is bucketed (here
+    into a traffic range whose variation is gone: no variation); the drop-in served the variation with id ""."""
+    df = small_datafile()
+    df["experiments"][0]["variations"][1]["id"] = ""
+    calls = [["get_variation", "exp"], ["activate", "exp"], ["decide", "f", [R]], ["is_feature_enabled", "f"]]
+    for user_id in ("user-1", "user-2", "user-3", "user-4", "user-5", "user-6"):
+        same(df, calls, user_id=user_id, attributes={},
+             profiles={user_id: {"user_id": user_id, "experiment_bucket_map": {"3001": {"variation_id": ""}}}})
