@@ -379,17 +379,21 @@ class _Project:
                 variation = dict(found) if is_holdout else _Entity(_variation_fields(found))
         return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
 
-    def activate_call_arguments(self, experiment_key: Any, variation_key: Any) -> Tuple[Any, Any]:
+    def activate_call_arguments(self, experiment_key: Any, variation_key: Any,
+                                variation_id: Any = None) -> Tuple[Any, Any]:
         """The experiment and variation arguments of the ACTIVATE notification of optimizely-sdk's activate: its
-        experiment by key and that experiment's variation by key (not found through the impression, whose ids
-        may be empty or normalized away)."""
+        experiment by key (not found through the impression, whose ids may be empty or normalized away) and
+        that experiment's variation by key (get_variation's answer is the key as text, so a key that is no
+        string matches as text too), else the impression's by id."""
         experiments, _ = self._entity_maps()
         raw = self.experiment_key_map.get(experiment_key) if _hashable(experiment_key) else None
         experiment = experiments.get(raw.get("id")) if raw is not None and _hashable(raw.get("id")) else None
-        variation: Any = None
-        for candidate in (experiment or {}).get("variations") or []:
-            if isinstance(candidate, dict) and candidate.get("key") == variation_key:
-                variation = _Entity(_variation_fields(candidate))  # the last with the key, as the map keeps it
+        variations = [v for v in (experiment or {}).get("variations") or [] if isinstance(v, dict)]
+        by_id = [v for v in variations if variation_id and v.get("id") == variation_id]
+        by_key = [v for v in variations if v.get("key") == variation_key]
+        by_text = [v for v in variations if not isinstance(v.get("key"), str) and str(v.get("key")) == variation_key]
+        found = (by_key or by_text or by_id or [None])[-1]  # the last, as the reference's maps keep it
+        variation = _Entity(_variation_fields(found)) if found is not None else None
         return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
 
     def variation(self, rule: Dict[str, Any], variation_key: Any,
@@ -849,7 +853,7 @@ class _Dispatcher:
         is_holdout = (decision.get("metadata") or {}).get("rule_type") == "holdout"
         activate_call = getattr(self.owner._local, "activate_call", None)
         if activate_call is not None:  # activate: the reference passes its experiment and variation by key
-            experiment, variation = project.activate_call_arguments(*activate_call)
+            experiment, variation = project.activate_call_arguments(*activate_call, decision.get("variation_id"))
         else:
             metadata = decision.get("metadata") or {}
             experiment, variation = project.activate_arguments(

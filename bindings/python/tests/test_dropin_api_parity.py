@@ -311,3 +311,13 @@ def test_stored_variation_id_empty_is_no_stored_decision() -> None:
     for user_id in ("user-1", "user-2", "user-3", "user-4", "user-5", "user-6"):
         same(df, calls, user_id=user_id, attributes={},
              profiles={user_id: {"user_id": user_id, "experiment_bucket_map": {"3001": {"variation_id": ""}}}})
+
+
+def test_activate_notification_of_a_variation_whose_key_is_a_number() -> None:
+    """activate of a delivery rule whose variation's key is a number (the reference's schema checks no rule's
+    variation keys): the ACTIVATE names that variation (the drop-in's get_variation answers the key as text,
+    which names no key by equality)."""
+    df = small_datafile()
+    df["rollouts"][0]["experiments"][0]["variations"][0]["key"] = -2.5
+    tally = same(df, [["activate", "everyone"]], attributes={})
+    assert any(kind.startswith("activate notifications") for kind in tally.comparisons), tally.comparisons
