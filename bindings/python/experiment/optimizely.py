@@ -340,11 +340,30 @@ class _Project:
         return self._entities
 
     def activate_arguments(self, experiment_id: Any, variation_id: Any, is_holdout: bool,
-                           rule_key: Any = None) -> Tuple[Any, Any]:
+                           rule_key: Any = None, variation_key: Any = None) -> Tuple[Any, Any]:
         """The experiment and variation arguments of optimizely-sdk's ACTIVATE notification for an impression:
         entities (here objects with the entities' attributes), a holdout's variation as a plain dict, the
-        reference's empty experiment when there is none."""
+        reference's empty experiment when there is none. The event's variation_id is null for an id that is
+        not a decimal number (the reference's event id normalization): the variation is then the decided
+        one, found by the event's variation_key."""
         experiments, holdouts = self._entity_maps()
+        if variation_id is None and variation_key == "" and experiment_id != "" and _hashable(experiment_id):
+            # A variation whose id is "": the reference's impression names no variation (variation_key ""),
+            # yet its ACTIVATE passes the decided experiment and variation (the last with the id "").
+            owner = (holdouts if is_holdout else experiments).get(experiment_id)
+            empty_id = None
+            for candidate in (owner or {}).get("variations") or []:
+                if isinstance(candidate, dict) and candidate.get("id") == "":
+                    empty_id = candidate
+            if owner is not None and empty_id is not None:
+                return (_Entity(dict(owner)),
+                        dict(empty_id) if is_holdout else _Entity(_variation_fields(empty_id)))
+        if variation_id is None and isinstance(variation_key, str) and variation_key != "":
+            owner = (holdouts if is_holdout else experiments).get(experiment_id)
+            if not (experiment_id == "" and rule_key == ""):
+                for candidate in (owner or {}).get("variations") or []:
+                    if isinstance(candidate, dict) and candidate.get("key") == variation_key:
+                        variation_id = candidate.get("id")  # the last with the key, as a map by key keeps it
         # An impression without a variation (a delivery rule decision that found none) has no experiment
         # either: optimizely-sdk passes its empty experiment, even when a rule's id is "" too.
         experiment = (holdouts if is_holdout else experiments).get(experiment_id) if variation_id else None
@@ -361,6 +380,23 @@ class _Project:
                 found = self.variation_by_id(None, variation_id)
             if found is not None:
                 variation = dict(found) if is_holdout else _Entity(_variation_fields(found))
+        return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
+
+    def activate_call_arguments(self, experiment_key: Any, variation_key: Any,
+                                variation_id: Any = None) -> Tuple[Any, Any]:
+        """The experiment and variation arguments of the ACTIVATE notification of optimizely-sdk's activate: its
+        experiment by key (not found through the impression, whose ids may be empty or normalized away) and
+        that experiment's variation by key (get_variation's answer is the key as text, so a key that is no
+        string matches as text too), else the impression's by id."""
+        experiments, _ = self._entity_maps()
+        raw = self.experiment_key_map.get(experiment_key) if _hashable(experiment_key) else None
+        experiment = experiments.get(raw.get("id")) if raw is not None and _hashable(raw.get("id")) else None
+        variations = [v for v in (experiment or {}).get("variations") or [] if isinstance(v, dict)]
+        by_id = [v for v in variations if variation_id and v.get("id") == variation_id]
+        by_key = [v for v in variations if v.get("key") == variation_key]
+        by_text = [v for v in variations if not isinstance(v.get("key"), str) and str(v.get("key")) == variation_key]
+        found = (by_key or by_text or by_id or [None])[-1]  # the last, as the reference's maps keep it
+        variation = _Entity(_variation_fields(found)) if found is not None else None
         return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
 
     def variation(self, rule: Dict[str, Any], variation_key: Any,
@@ -818,8 +854,14 @@ class _Dispatcher:
         if project is None:
             return
         is_holdout = (decision.get("metadata") or {}).get("rule_type") == "holdout"
-        experiment, variation = project.activate_arguments(decision.get("experiment_id"), decision.get("variation_id"),
-                                                           is_holdout, (decision.get("metadata") or {}).get("rule_key"))
+        activate_call = getattr(self.owner._local, "activate_call", None)
+        if activate_call is not None:  # activate: the reference passes its experiment and variation by key
+            experiment, variation = project.activate_call_arguments(*activate_call, decision.get("variation_id"))
+        else:
+            metadata = decision.get("metadata") or {}
+            experiment, variation = project.activate_arguments(
+                decision.get("experiment_id"), decision.get("variation_id"), is_holdout, metadata.get("rule_key"),
+                metadata.get("variation_key"))
         args = (experiment, visitor.get("visitor_id"), getattr(self.owner._local, "attributes", None), variation,
                 log_event.__dict__)
         held = getattr(self.owner._local, "held_notifications", None)
@@ -864,8 +906,10 @@ class _ProfileServiceAdapter:
         usable = {}
         if isinstance(bucket_map, dict):
             for experiment_id, entry in bucket_map.items():
+                # A stored variation id "" is none to the reference (it tests the id's truth), even when a
+                # variation has the id "".
                 if isinstance(experiment_id, str) and isinstance(entry, dict) \
-                        and isinstance(entry.get("variation_id"), str):
+                        and isinstance(entry.get("variation_id"), str) and entry["variation_id"] != "":
                     usable[experiment_id] = {"variation_id": entry["variation_id"]}
         return {"user_id": user_id, "experiment_bucket_map": usable}
 
@@ -1183,12 +1227,14 @@ class Optimizely:
             return None
         self._local.quiet = True
         self._local.attributes = attributes
+        self._local.activate_call = (experiment_key, variation_key)
         try:
             with self._same_call_again():  # get_variation saved the profile: the reference saves it once
                 self._client.activate(experiment_key, user_id, attributes)
         finally:
             self._local.quiet = False
             self._local.attributes = None
+            self._local.activate_call = None
         self.logger.info('Activating user "%s" in experiment "%s".' % (user_id, experiment_key))
         return variation_key
 

@@ -229,3 +229,95 @@ def test_a_flag_whose_rollout_id_is_an_object(demo: Dict[str, Any]) -> None:
     df["featureFlags"][1]["rolloutId"] = {}
     same(df, [["decide_for_keys", ["free_shipping", "checkout_redesign"], [R]], ["activate", "checkout_redesign_ab"],
               ["decide", "free_shipping", [R]]])
+
+
+def small_datafile() -> Dict[str, Any]:
+    """A small datafile of our own: a flag "f" with an A/B experiment "exp" (variations "on" / "off") and a
+    rollout whose everyone-else rule serves "on"; no holdouts (tests add them)."""
+    def variation(vid: str, key: str, enabled: bool) -> Dict[str, Any]:
+        return {"id": vid, "key": key, "featureEnabled": enabled, "variables": []}
+    return {
+        "version": "4", "revision": "7", "accountId": "900", "projectId": "901", "anonymizeIP": False,
+        "botFiltering": False, "sendFlagDecisions": True, "attributes": [], "audiences": [], "events": [],
+        "groups": [],
+        "experiments": [{"id": "3001", "key": "exp", "layerId": "3000", "status": "Running", "audienceIds": [],
+                         "forcedVariations": {},
+                         "variations": [variation("3011", "on", True), variation("3012", "off", False)],
+                         "trafficAllocation": [{"entityId": "3011", "endOfRange": 5000},
+                                               {"entityId": "3012", "endOfRange": 10000}]}],
+        "rollouts": [{"id": "4000", "experiments": [
+            {"id": "4001", "key": "everyone", "layerId": "4000", "status": "Running", "audienceIds": [],
+             "forcedVariations": {}, "variations": [variation("4011", "on", True)],
+             "trafficAllocation": [{"entityId": "4011", "endOfRange": 10000}]}]}],
+        "featureFlags": [{"id": "5001", "key": "f", "experimentIds": ["3001"], "rolloutId": "4000",
+                          "variables": []}],
+    }
+
+
+def test_activate_notification_of_a_holdout_whose_variation_ids_are_not_numbers() -> None:
+    """A holdout (global, or local on the experiment) whose ids are not decimal numbers: the impression's
+    variation_id is null (the reference's event id normalization), yet the reference's ACTIVATE names the
+    Holdout entity (included_rules, exclude_targeted_deliveries) and the decided variation dict; the drop-in
+    passed the empty experiment and no variation."""
+    df = small_datafile()
+    df["holdouts"] = [{"id": "holdout_g", "key": "global_holdout", "status": "Running", "audienceIds": [],
+                       "variations": [{"id": "hold_var_a", "key": "held", "variables": []},
+                                      {"id": "hold_var_b", "key": "held_too", "variables": []}],
+                       "trafficAllocation": [{"entityId": "hold_var_a", "endOfRange": 5000},
+                                             {"entityId": "hold_var_b", "endOfRange": 10000}]}]
+    calls = [["decide", "f", [R]], ["decide_for_keys", ["f"], []], ["decide_all", None]]
+    for user_id in ("user-1", "user-2", "user-3"):
+        same(df, calls, user_id=user_id, attributes={})
+    local = copy.deepcopy(df)
+    local["localHoldouts"] = [dict(local.pop("holdouts")[0], includedRules=["3001"], excludeTargetedDeliveries=True)]
+    for user_id in ("user-1", "user-2", "user-3"):
+        same(local, calls, user_id=user_id, attributes={})
+
+
+def test_activate_notification_of_an_experiment_whose_id_is_empty() -> None:
+    """activate of a group experiment whose id is "": the impression names no experiment and no variation
+    (experiment_id "", variation_id null), yet the reference's ACTIVATE passes the experiment it activated (by
+    key, with groupId / groupPolicy) and its variation by key; the drop-in passed the empty experiment. (Users
+    whitelisted by forcedVariations: the group's traffic names no experiment.)"""
+    df = small_datafile()
+    exp = df["experiments"].pop(0)
+    df["groups"] = [{"id": "6000", "policy": "random", "trafficAllocation": [{"entityId": "", "endOfRange": 10000}],
+                     "experiments": [dict(exp, id="", forcedVariations={"user-1": "on", "user-2": "off"})]}]
+    df["featureFlags"][0]["experimentIds"] = [""]
+    calls = [["activate", "exp"], ["get_variation", "exp"], ["activate", "exp"]]
+    for user_id in ("user-1", "user-2", "user-3"):
+        same(df, calls, user_id=user_id, attributes={})
+
+
+def test_activate_notification_of_a_whitelisted_variation_whose_id_is_empty() -> None:
+    """A user whitelisted (forcedVariations) into a variation whose id is "": the impression names no variation
+    (variation_id null, variation_key ""), yet the reference's ACTIVATE passes the decided experiment and that
+    variation; the drop-in passed the empty experiment and no variation."""
+    df = small_datafile()
+    exp = df["experiments"][0]
+    exp["variations"][0]["id"] = ""
+    exp["forcedVariations"] = {"user-1": "on"}
+    same(df, [["decide", "f", [R]], ["decide_for_keys", ["f"], []], ["decide_all", None],
+              ["is_feature_enabled", "f"], ["get_enabled_features"]], user_id="user-1", attributes={})
+
+
+def test_stored_variation_id_empty_is_no_stored_decision() -> None:
+    """A profile whose entry names the variation id "" beside an experiment with a variation whose id is "":
+    the reference tests the stored id's truth, so "" is no stored decision and the user is bucketed (here
+    into a traffic range whose variation is gone: no variation); the drop-in served the variation with id ""."""
+    df = small_datafile()
+    df["experiments"][0]["variations"][1]["id"] = ""
+    calls = [["get_variation", "exp"], ["activate", "exp"], ["decide", "f", [R]], ["is_feature_enabled", "f"]]
+    for user_id in ("user-1", "user-2", "user-3", "user-4", "user-5", "user-6"):
+        same(df, calls, user_id=user_id, attributes={},
+             profiles={user_id: {"user_id": user_id, "experiment_bucket_map": {"3001": {"variation_id": ""}}}})
+
+
+def test_activate_notification_of_a_variation_whose_key_is_a_number() -> None:
+    """activate of a delivery rule whose variation's key is a number (the reference's schema checks no rule's
+    variation keys): the ACTIVATE names that variation (the drop-in's get_variation answers the key as text,
+    which names no key by equality)."""
+    df = small_datafile()
+    df["rollouts"][0]["experiments"][0]["variations"][0]["key"] = -2.5
+    tally = same(df, [["activate", "everyone"]], attributes={})
+    assert any(kind.startswith("activate notifications") for kind in tally.comparisons), tally.comparisons
