@@ -395,7 +395,8 @@ class _Project:
         by_id = [v for v in variations if variation_id and v.get("id") == variation_id]
         by_key = [v for v in variations if v.get("key") == variation_key]
         by_text = [v for v in variations if not isinstance(v.get("key"), str) and str(v.get("key")) == variation_key]
-        found = (by_key or by_text or by_id or [None])[-1]  # the last, as the reference's maps keep it
+        candidates = by_key or by_text or by_id
+        found = candidates[-1] if candidates else None  # the last, as the reference's maps keep it
         variation = _Entity(_variation_fields(found)) if found is not None else None
         return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
 
@@ -856,7 +857,9 @@ class _Dispatcher:
         is_holdout = (decision.get("metadata") or {}).get("rule_type") == "holdout"
         activate_call = getattr(self.owner._local, "activate_call", None)
         if activate_call is not None:  # activate: the reference passes its experiment and variation by key
-            experiment, variation = project.activate_call_arguments(*activate_call, decision.get("variation_id"))
+            called_key, called_variation = activate_call
+            experiment, variation = project.activate_call_arguments(called_key, called_variation,
+                                                                    decision.get("variation_id"))
         else:
             metadata = decision.get("metadata") or {}
             experiment, variation = project.activate_arguments(
