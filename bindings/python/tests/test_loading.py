@@ -131,8 +131,9 @@ int main(void) {
     F(exp_decision, variables_json) F(exp_decision, enabled) F(exp_decision, reserved) F(exp_decision, reasons)
     F(exp_decision, reason_count) F(exp_decision, internal)
     F(exp_event, url) F(exp_event, http_verb) F(exp_event, body) F(exp_event, body_length)
-    printf("EXP_DECIDE %u %u %u %u %u\n", EXP_DECIDE_DISABLE_DECISION_EVENT, EXP_DECIDE_ENABLED_FLAGS_ONLY,
-           EXP_DECIDE_IGNORE_USER_PROFILE_SERVICE, EXP_DECIDE_INCLUDE_REASONS, EXP_DECIDE_EXCLUDE_VARIABLES);
+    printf("EXP_DECIDE %u %u %u %u %u %u %u %u\n", EXP_DECIDE_DISABLE_DECISION_EVENT, EXP_DECIDE_ENABLED_FLAGS_ONLY,
+           EXP_DECIDE_IGNORE_USER_PROFILE_SERVICE, EXP_DECIDE_INCLUDE_REASONS, EXP_DECIDE_EXCLUDE_VARIABLES,
+           EXP_DECIDE_IGNORE_CMAB_CACHE, EXP_DECIDE_RESET_CMAB_CACHE, EXP_DECIDE_INVALIDATE_USER_CMAB_CACHE);
     printf("EXP_MAX %u %u %u %u %u %u\n", EXP_MAX_DATAFILE_BYTES, EXP_MAX_JSON_DEPTH, EXP_MAX_INPUT_JSON_BYTES,
            EXP_MAX_KEY_BYTES, EXP_MAX_STRING_BYTES, EXP_MAX_ATTRIBUTES);
     printf("EXP_VALUE %d %d %d %d %d\n", EXP_VALUE_NULL, EXP_VALUE_BOOL, EXP_VALUE_INT, EXP_VALUE_DOUBLE,
