@@ -148,6 +148,20 @@ public func abiTriggerExperiment(_ handle: OpaquePointer?, _ userId: UnsafePoint
     }
 }
 
+/// Forces `user` into the variation of `experiment` named `variationName` (nil removes the forcing).
+private func forceVariation(_ client: Client, experiment: Experiment, user: String, variationName: String?)
+    throws(ClientError)
+{
+    var variationId: String? = nil
+    if let variationName {
+        guard let index = experiment.variationIndex(key: variationName) else {
+            throw ClientError(.unknownVariation, "experiment \"\(experiment.key.text)\" has no variation \"\(variationName)\"")
+        }
+        variationId = experiment.variations[index].id.text
+    }
+    client.overrides.setForcedVariation(userId: user, experimentId: experiment.id.text, variationId: variationId)
+}
+
 @_cdecl("exp_set_forced_variation")
 public func abiSetForcedVariation(_ handle: OpaquePointer?, _ experimentKey: UnsafePointer<CChar>?,
                                   _ userId: UnsafePointer<CChar>?, _ variationKey: UnsafePointer<CChar>?) -> exp_status {
@@ -157,14 +171,7 @@ public func abiSetForcedVariation(_ handle: OpaquePointer?, _ experimentKey: Uns
         let variationName = try optionalString(variationKey, "variation_key")
         let config = try client.config()
         let experiment = config.experiments[try experimentIndex(key: experimentKey, in: config)]
-        var variationId: String? = nil
-        if let variationName {
-            guard let index = experiment.variationIndex(key: variationName) else {
-                throw ClientError(.unknownVariation, "experiment \"\(experiment.key.text)\" has no variation \"\(variationName)\"")
-            }
-            variationId = experiment.variations[index].id.text
-        }
-        client.overrides.setForcedVariation(userId: user, experimentId: experiment.id.text, variationId: variationId)
+        try forceVariation(client, experiment: experiment, user: user, variationName: variationName)
     }
 }
 
@@ -183,14 +190,7 @@ public func abiSetForcedVariationN(_ handle: OpaquePointer?, _ experimentKey: Un
         let config = try client.config()
         let experiment = config.experiments[try experimentIndex(
             key: sizedText(experimentKey, experimentKeyLength, "experiment_key"), in: config)]
-        var variationId: String? = nil
-        if let variationName {
-            guard let index = experiment.variationIndex(key: variationName) else {
-                throw ClientError(.unknownVariation, "experiment \"\(experiment.key.text)\" has no variation \"\(variationName)\"")
-            }
-            variationId = experiment.variations[index].id.text
-        }
-        client.overrides.setForcedVariation(userId: user, experimentId: experiment.id.text, variationId: variationId)
+        try forceVariation(client, experiment: experiment, user: user, variationName: variationName)
     }
 }
 

@@ -72,14 +72,8 @@ private func owned(_ value: AttributeValue) -> OwnedValue {
 public func abiUserCreate(_ clientHandle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
                           _ attributes: UnsafePointer<exp_attribute>?, _ attributeCount: Int,
                           _ out: UnsafeMutablePointer<OpaquePointer?>?) -> exp_status {
-    api { () throws(ClientError) in
-        let out = try required(out, "out_user")
-        out.pointee = nil
-        let client = try client(clientHandle)
-        try client.ensureOpen()
-        let user = try requiredString(userId, userIdLength, "user_id")
-        let owned = try ownedAttributes(attributes, attributeCount)
-        out.pointee = handle(of: UserContext(client: client, userId: user, attributes: owned))
+    createUser(clientHandle, userId, userIdLength, out) { () throws(ClientError) in
+        try ownedAttributes(attributes, attributeCount)
     }
 }
 
@@ -88,14 +82,22 @@ public func abiUserCreate(_ clientHandle: OpaquePointer?, _ userId: UnsafePointe
 public func abiUserCreateN(_ clientHandle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
                            _ attributes: UnsafePointer<exp_attribute_n>?, _ attributeCount: Int,
                            _ out: UnsafeMutablePointer<OpaquePointer?>?) -> exp_status {
+    createUser(clientHandle, userId, userIdLength, out) { () throws(ClientError) in
+        try ownedSizedAttributes(attributes, attributeCount)
+    }
+}
+
+/// A new context for the user; `attributes` reads the caller's attributes once the client and id are checked.
+private func createUser(_ clientHandle: OpaquePointer?, _ userId: UnsafePointer<CChar>?, _ userIdLength: Int,
+                        _ out: UnsafeMutablePointer<OpaquePointer?>?,
+                        attributes: () throws(ClientError) -> OwnedAttributes) -> exp_status {
     api { () throws(ClientError) in
         let out = try required(out, "out_user")
         out.pointee = nil
         let client = try client(clientHandle)
         try client.ensureOpen()
         let user = try requiredString(userId, userIdLength, "user_id")
-        let owned = try ownedSizedAttributes(attributes, attributeCount)
-        out.pointee = handle(of: UserContext(client: client, userId: user, attributes: owned))
+        out.pointee = handle(of: UserContext(client: client, userId: user, attributes: try attributes()))
     }
 }
 
