@@ -212,7 +212,7 @@ final class StreamedDatafile {
     private func parseValue(at offset: Int, with tokener: UnsafeMutablePointer<json_tokener>) -> (OpaquePointer?, Int)? {
         json_tokener_reset(tokener)
         let start = UnsafeRawPointer(text.baseAddress! + offset).assumingMemoryBound(to: CChar.self)
-        let tree = json_tokener_parse_ex(tokener, start, Int32(text.count - offset))
+        let tree = exp_json_parse(tokener, start, Int32(text.count - offset))
         guard json_tokener_get_error(tokener) == json_tokener_success else {
             json_object_put(tree)
             return nil

@@ -130,12 +130,12 @@ public final class JSONDocument {
             tokener = made
         }
         defer { if reused == nil { json_tokener_free(tokener) } }
-        var tree = json_tokener_parse_ex(tokener, text, Int32(count))
+        var tree = exp_json_parse(tokener, text, Int32(count))
         var status = json_tokener_get_error(tokener)
         let end = Int(json_tokener_get_parse_end(tokener))
         if status == json_tokener_continue && end == count {
             // A bare number (or the text ran out): json-c waits for more, so say that the text ended.
-            tree = json_tokener_parse_ex(tokener, "", 1)
+            tree = exp_json_parse(tokener, "", 1)
             status = json_tokener_get_error(tokener)
             if status == json_tokener_continue { status = json_tokener_error_parse_eof }
             if status == json_tokener_error_parse_eof { return .failure(Failure(status: status, offset: count)) }
