@@ -56,7 +56,7 @@ extension Compilation {
     /// raise (refused), an empty object or string is no entries. A streamed datafile's arrays are parsed
     /// one element at a time (see `requiredSection`); another JSON type is a member of the skeleton.
     mutating func section(_ name: String) throws(DatafileError) -> DatafileSection {
-        if let stream, let spans = stream.spans(of: name) { return DatafileSection(stream, name, spans) }
+        if let stream, let streamed = stream.section(name) { return DatafileSection(stream, streamed) }
         guard let field = root.member(name) else { return DatafileSection([]) }
         return DatafileSection(try field.lenientArray("its config construction", warn: { warn($0) }))
     }
@@ -64,7 +64,7 @@ extension Compilation {
     /// A required top-level list. A streamed datafile's elements are parsed one at a time as the loop
     /// reaches them: a reader kept past its element needs `pin`.
     func requiredSection(_ name: String) throws(DatafileError) -> DatafileSection {
-        if let stream, let spans = stream.spans(of: name) { return DatafileSection(stream, name, spans) }
+        if let stream, let streamed = stream.section(name) { return DatafileSection(stream, streamed) }
         return DatafileSection(try root.requiredArray(name))
     }
 

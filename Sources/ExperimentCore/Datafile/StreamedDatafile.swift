@@ -14,7 +14,8 @@ import CJSONC
 /// the element, and its end must be where the walk put it).
 ///
 /// The result is the whole text's: the same depth limit (an element sits two levels down), the same
-/// strict flags, the UTF-8 pass over the whole text, the strict-token checks over every byte (done by the
+/// strict flags, the library's UTF-8 check of the whole text (first, before json-c parses any of it: so
+/// json-c's own, weaker check is left out of these parses), the strict-token checks over every byte (done by the
 /// walk as it skips, see `JSONStrictTokens`), a repeated top-level name keeps its last value, nothing may
 /// follow the object. Anything this reader does not settle itself (a malformed
 /// text, a NUL byte, a top-level array of another shape) makes `failed` true and the caller compiles the
@@ -38,10 +39,8 @@ final class StreamedDatafile {
     private let elementTokener: UnsafeMutablePointer<json_tokener>
     /// The top-level members that are not streamed, in one json-c object (a repeated name: its last value).
     private(set) var skeleton: JSONDocument
-    /// The byte ranges of each streamed array's elements (a repeated name: the last array).
-    private var sections: [String: [Range<Int>]] = [:]
-    /// How many leading elements of each section json-c has parsed (every one must be, see `finish`).
-    private var parsedCounts: [String: Int] = [:]
+    /// Each streamed array's elements (a repeated name: the last array).
+    private var sections: [String: StreamedSection] = [:]
     /// Set when the text needs the whole-text path (see the type's comment).
     var failed = false
     /// The compilation's step callback (see `DatafileCompiler.compile(_:after:)`).
@@ -54,8 +53,8 @@ final class StreamedDatafile {
         // json-c returns NULL only when out of memory.
         valueTokener = json_tokener_new_ex(Int32(DatafileCompiler.maxDepth - 1))!
         elementTokener = json_tokener_new_ex(Int32(DatafileCompiler.maxDepth - 2))!
-        json_tokener_set_flags(valueTokener, exp_json_value_flags())
-        json_tokener_set_flags(elementTokener, exp_json_value_flags())
+        json_tokener_set_flags(valueTokener, exp_json_prevalidated_value_flags())
+        json_tokener_set_flags(elementTokener, exp_json_prevalidated_value_flags())
         skeleton = JSONDocument(tree: json_object_new_object())
         guard text.count > 0, text.count <= min(DatafileCompiler.maxBytes, Int(Int32.max) - 1),
               UTF8Validation.firstInvalidByte(text) == nil,
@@ -71,21 +70,22 @@ final class StreamedDatafile {
         json_tokener_free(elementTokener)
     }
 
-    /// The element ranges of a streamed top-level array, or nil when the datafile has no such array
-    /// (absent, or another JSON type: then it is a member of `skeleton`).
-    func spans(of name: String) -> [Range<Int>]? { sections[name] }
+    /// A streamed top-level array, or nil when the datafile has no such array (absent, or another JSON
+    /// type: then it is a member of `skeleton`).
+    func section(_ name: String) -> StreamedSection? { sections[name] }
 
-    /// json-c's parse of one element, as a document placed at `name[index]`; nil (and `failed`) when
-    /// json-c refuses it or ends it elsewhere than the walk did.
-    func element(_ name: String, _ index: Int, _ span: Range<Int>) -> JSONDocument? {
+    /// json-c's parse of one element, as a document placed at `section.name[index]`; nil (and `failed`)
+    /// when json-c refuses it or ends it elsewhere than the walk did.
+    func element(of section: StreamedSection, at index: Int) -> JSONDocument? {
+        let span = section.spans[index]
         guard let (tree, end) = parseValue(at: span.lowerBound, with: elementTokener), end == skipSpace(span.upperBound)
         else {
             failed = true
             return nil
         }
-        parsedCounts[name] = max(parsedCounts[name] ?? 0, index + 1)
+        section.parsedCount = max(section.parsedCount, index + 1)
         let document = JSONDocument(tree: tree)
-        document.section = name
+        document.section = section.name
         document.sectionIndex = index
         return document
     }
@@ -93,8 +93,8 @@ final class StreamedDatafile {
     /// After the compilation: json-c parses (and frees at once) the elements the compiler did not read,
     /// so the whole text has been checked. False when the text needs the whole-text path.
     func finish() -> Bool {
-        for (name, spans) in sections where (parsedCounts[name] ?? 0) < spans.count {
-            guard check(spans[(parsedCounts[name] ?? 0)...]) else { return false }
+        for section in sections.values where section.parsedCount < section.spans.count {
+            guard check(section.spans[section.parsedCount...]) else { return false }
         }
         return !failed
     }
@@ -126,14 +126,15 @@ final class StreamedDatafile {
             index = skipSpace(nameEnd)
             guard byte(index) == Self.colon else { return false }
             index = skipSpace(index + 1)
-            if Self.streamedNames.contains(name), byte(index) == Self.openBracket {
+            let isStreamedName = Self.streamedNames.contains(name)
+            if isStreamedName, byte(index) == Self.openBracket {
                 guard let (spans, end) = elementSpans(at: index) else { return false }
                 guard replaceSection(name, with: spans) else { return false }
                 index = end
             } else {
                 guard let (tree, end) = parseValue(at: index, with: valueTokener) else { return false }
                 guard JSONStrictTokens.firstProblem(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: text[index..<end]))) == nil,
-                      dropSection(name)
+                      !isStreamedName || dropSection(name)
                 else {
                     json_object_put(tree)
                     return false
@@ -186,14 +187,14 @@ final class StreamedDatafile {
     private func replaceSection(_ name: String, with spans: [Range<Int>]) -> Bool {
         guard dropSection(name) else { return false }
         json_object_object_del(skeleton.tree, name)
-        sections[name] = spans
+        sections[name] = StreamedSection(name: name, spans: spans)
         return true
     }
 
     /// A streamed array replaced by a later value of its name: json-c checks its elements.
     private func dropSection(_ name: String) -> Bool {
-        guard let spans = sections.removeValue(forKey: name) else { return true }
-        return check(spans[...])
+        guard let section = sections.removeValue(forKey: name) else { return true }
+        return check(section.spans[...])
     }
 
     /// json-c parses each element and frees it at once.
@@ -383,13 +384,26 @@ final class StreamedDatafile {
     }
 }
 
+/// A streamed top-level array: where its elements are, and how many leading ones json-c has parsed
+/// (every one must be, see `StreamedDatafile.finish`).
+final class StreamedSection {
+    let name: String
+    let spans: [Range<Int>]
+    var parsedCount = 0
+
+    init(name: String, spans: [Range<Int>]) {
+        self.name = name
+        self.spans = spans
+    }
+}
+
 /// The elements of a datafile's top-level array, as the compiler iterates them: readers of a json-c tree
 /// (the whole-text path), or elements json-c parses one at a time (`StreamedDatafile`), each freed when
 /// the loop moves to the next one.
 struct DatafileSection: Sequence {
     fileprivate enum Source {
         case readers([DatafileReader])
-        case streamed(StreamedDatafile, String, [Range<Int>])
+        case streamed(StreamedDatafile, StreamedSection)
     }
 
     private let source: Source
@@ -398,14 +412,14 @@ struct DatafileSection: Sequence {
         source = .readers(readers)
     }
 
-    init(_ stream: StreamedDatafile, _ name: String, _ spans: [Range<Int>]) {
-        source = .streamed(stream, name, spans)
+    init(_ stream: StreamedDatafile, _ section: StreamedSection) {
+        source = .streamed(stream, section)
     }
 
     var underestimatedCount: Int {
         switch source {
         case .readers(let readers): return readers.count
-        case .streamed(_, _, let spans): return spans.count
+        case .streamed(_, let section): return section.spans.count
         }
     }
 
@@ -427,17 +441,17 @@ struct DatafileSection: Sequence {
                 guard index < readers.count else { return nil }
                 index += 1
                 return readers[index - 1]
-            case .streamed(let stream, let name, let spans):
+            case .streamed(let stream, let section):
                 if current != nil {
                     stream.step?(.free)
                     current = nil  // the previous element's tree, unless pinned
                 }
-                guard index < spans.count, !stream.failed else {
+                guard index < section.spans.count, !stream.failed else {
                     stream.step?(.compile)
                     return nil
                 }
                 stream.step?(.parse)
-                let document = stream.element(name, index, spans[index])
+                let document = stream.element(of: section, at: index)
                 stream.step?(.compile)
                 guard let document else { return nil }
                 current = document
