@@ -205,6 +205,10 @@ public final class Experiment: @unchecked Sendable {
     /// The datafile's "id" as JSON when it is no string (a rollout rule's, outside the schema): impressions
     /// carry it as it is, as the reference's do. Nil for a string id. Set by the compiler only.
     public internal(set) var idJSON: String? = nil
+    /// Python's truth of the datafile's "id" (text: not empty; a number: not zero; true; never false or
+    /// null): the reference re-reads a decided variation only `if variation_id and experiment_id`.
+    /// Set by the compiler for an id that is no string.
+    public internal(set) var idIsTruthy: Bool
 
     /// A copy with other variations, traffic or whitelist (the compiler's late adjustments; configs
     /// themselves never change once built).
@@ -214,6 +218,7 @@ public final class Experiment: @unchecked Sendable {
                               traffic: traffic ?? self.traffic, whitelist: whitelist ?? self.whitelist, group: group,
                               groupId: groupId, cmab: cmab)
         copy.idJSON = idJSON
+        copy.idIsTruthy = idIsTruthy
         return copy
     }
 
@@ -239,6 +244,7 @@ public final class Experiment: @unchecked Sendable {
         self.whitelist = whitelist
         self.group = group
         self.groupId = groupId
+        idIsTruthy = !id.text.isEmpty
     }
 }
 
@@ -258,6 +264,8 @@ public final class Holdout: @unchecked Sendable {
     public let excludeTargetedDeliveries: Bool
     /// The datafile's "id" as JSON when it is no string (see `Experiment.idJSON`). Set by the compiler only.
     public internal(set) var idJSON: String? = nil
+    /// Python's truth of the datafile's "id" (see `Experiment.idIsTruthy`). Set by the compiler only.
+    public internal(set) var idIsTruthy: Bool
     public init(id: ConfigString, key: ConfigString, isRunning: Bool, audience: AudienceCondition?,
                 variations: [Variation], traffic: [TrafficRange], excludeTargetedDeliveries: Bool) {
         self.id = id
@@ -267,6 +275,7 @@ public final class Holdout: @unchecked Sendable {
         self.variations = variations
         self.traffic = traffic
         self.excludeTargetedDeliveries = excludeTargetedDeliveries
+        idIsTruthy = !id.text.isEmpty
     }
 }
 

@@ -109,6 +109,7 @@ extension Compilation {
             audience: try audienceCondition(entry, in: context), variations: variations, traffic: traffic,
             whitelist: nil, group: group, groupId: groupId, cmab: schemaChecked ? cmab : nil)
         experiment.idJSON = rule.idJSON
+        experiment.idIsTruthy = rule.idIsTruthy
         let index = experiments.count
         experiments.append(experiment)
         experimentIdentities.append(id)

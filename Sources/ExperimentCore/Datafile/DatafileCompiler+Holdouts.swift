@@ -87,6 +87,7 @@ extension Compilation {
             audience: try audienceCondition(entry, in: .holdout), variations: variations, traffic: traffic,
             excludeTargetedDeliveries: truth(entry, "excludeTargetedDeliveries") ?? false)
         holdout.idJSON = fields.idJSON
+        holdout.idIsTruthy = fields.idIsTruthy
         return holdout
     }
 }

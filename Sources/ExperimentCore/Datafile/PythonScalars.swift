@@ -158,6 +158,8 @@ struct RuleFields {
     var identity: String
     /// The id as JSON when it is no string: what impressions carry (see `Experiment.idJSON`).
     var idJSON: String? = nil
+    /// Python's truth of the id (see `Experiment.idIsTruthy`).
+    var idIsTruthy: Bool
     var key: String
     var keyIsText = true
     var isRunning: Bool
@@ -166,6 +168,7 @@ struct RuleFields {
     init(schemaChecked entry: DatafileReader) throws(DatafileError) {
         id = try entry.requiredString("id")
         identity = id
+        idIsTruthy = !id.isEmpty
         key = try entry.requiredKey()
         isRunning = try entry.requiredString("status") == "Running"
         layerId = try entry.requiredString("layerId")
@@ -177,6 +180,7 @@ struct RuleFields {
                                      + "value (Python's ==) names the rule", warn: warn)
         identity = idField.value.identityKey
         if idField.value.string == nil { idJSON = PythonJSONText.dumps(idField.value) }
+        idIsTruthy = idField.value.pythonTruth
         let keyField = try entry.required("key")
         if keyField.value.string != nil {
             key = try entry.requiredKey()

@@ -23,13 +23,6 @@ public struct ImpressionSubject {
     public var experimentId: String = ""
     /// The experiment's or holdout's id as JSON when the datafile's is no string (`Experiment.idJSON`).
     public var experimentIdJSON: String? = nil
-
-    /// Python's truth of a datafile id (the reference re-reads a variation only `if variation_id and
-    /// experiment_id`): text when not empty; a number when not zero; true; never false or null.
-    static func isTruthy(id text: String, json: String?) -> Bool {
-        guard let json else { return !text.isEmpty }
-        return !["false", "null", "0", "0.0", "-0.0"].contains(json)
-    }
     public var layerId: String = ""
     public var variationId: String? = nil
     public var variationKey: String = ""
@@ -71,7 +64,7 @@ public enum EventPayloads {
                 subject.enabled = variation.featureEnabled
                 // The reference re-reads a holdout's variation by holdout id and variation id, and finds
                 // none when either is empty (false to its `elif variation_id and experiment_id`).
-                if ImpressionSubject.isTruthy(id: holdout.id.text, json: holdout.idJSON) && !variation.id.text.isEmpty {
+                if holdout.idIsTruthy && !variation.id.text.isEmpty {
                     subject.variationId = variation.id.text
                     subject.variationKey = variation.key.text
                 }
@@ -121,7 +114,7 @@ public enum EventPayloads {
         subject.layerId = experiment.layerId
         // Then by experiment id and variation id, where the last definition of an id wins (another key may
         // share it), and which finds nothing when either is empty: no variation.
-        if ImpressionSubject.isTruthy(id: experiment.id.text, json: experiment.idJSON) && !byKey.id.text.isEmpty {
+        if experiment.idIsTruthy && !byKey.id.text.isEmpty {
             let byId = experiment.variationIndex(id: byKey.id.text).map { experiment.variations[$0] } ?? byKey
             subject.variationId = byId.id.text
             subject.variationKey = byId.key.text
