@@ -122,6 +122,8 @@ public struct RepeatedFlagKey: Sendable, Equatable {
     public var entries: Int
 
     static func plan(_ flags: [Flag], index: KeyIndex) -> [RepeatedFlagKey]? {
+        // Every flag in the index under a key of its own: no key repeats (a keyless flag is not in it).
+        if index.count == flags.count { return nil }
         var place: [String: Int] = [:]
         var plan: [RepeatedFlagKey] = []
         for flag in flags {

@@ -4,6 +4,11 @@ import Glibc
 /// `DatafileCompiler`).
 extension Compilation {
     mutating func readAudiences() throws(DatafileError) {
+        let plainCount = elementCount("audiences"), typedCount = elementCount("typedAudiences")
+        audiences.reserveCapacity(plainCount + typedCount)
+        audienceIndexById.reserveCapacity(plainCount + typedCount)
+        plainAudienceNames.reserveCapacity(plainCount)
+        typedAudienceNames.reserveCapacity(typedCount)
         for entry in try requiredSection("audiences") {
             do throws(DatafileError) {
                 let conditionsField = try entry.required("conditions")
@@ -15,7 +20,7 @@ extension Compilation {
                 do {
                     parsed = try JSONDocument.parse(UnsafeRawBufferPointer(textBytes), what: "datafile",
                                                     maxBytes: DatafileCompiler.maxBytes,
-                                                    maxDepth: DatafileCompiler.maxDepth, tokener: conditionsTokener)
+                                                    maxDepth: DatafileCompiler.maxDepth, tokener: nestedJSONTokener)
                 } catch {
                     // The place is worked out for the message only.
                     let message = error.message.dropFirst("datafile".count)

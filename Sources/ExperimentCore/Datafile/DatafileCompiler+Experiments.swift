@@ -2,6 +2,16 @@
 /// `DatafileCompiler`).
 extension Compilation {
     mutating func readExperiments() throws(DatafileError) {
+        // Rollouts usually have a rule or two beside the everyone-else one.
+        let ruleCount = elementCount("experiments") + 2 * elementCount("rollouts")
+        experiments.reserveCapacity(ruleCount)
+        experimentIdentities.reserveCapacity(ruleCount)
+        whitelists.reserveCapacity(ruleCount)
+        firstWrittenVariations.reserveCapacity(ruleCount)
+        experimentIndexById.reserveCapacity(ruleCount)
+        experimentIdOrder.reserveCapacity(ruleCount)
+        writtenRolloutRules.reserveCapacity(elementCount("rollouts"))
+        rolloutRulesById.reserveCapacity(elementCount("rollouts"))
         var rolloutOrder: [String] = []
         for entry in try requiredSection("experiments") {
             do throws(DatafileError) {
@@ -72,6 +82,8 @@ extension Compilation {
             rolloutRulesById[id] = rules.map { Int32(experimentIndexById[experimentIdentities[Int($0)]] ?? Int($0)) }
                 .filter { seen.insert($0).inserted }
         }
+        indexes.experimentIds = KeyIndex(capacity: experimentIdOrder.count)
+        indexes.experimentKeys = KeyIndex(capacity: experimentIdOrder.count)
         for id in experimentIdOrder {
             let index = experimentIndexById[id]!
             indexes.experimentIds.insert(id, index, replacing: true)
@@ -263,6 +275,7 @@ extension Compilation {
                                 entity: (String) -> Int?) throws(DatafileError) -> [TrafficRange]
     {
         var ranges: [TrafficRange] = []
+        ranges.reserveCapacity(entries.count)
         for entry in entries {
             if !schemaChecked, let why = Compilation.rangeTheReferenceRaisesOn(entry) {
                 // The reference's bucketer reads the ranges in order and raises on this one when it gets here

@@ -43,6 +43,8 @@ extension Compilation {
         try resolveRolloutConditions(usedRolloutIds: usedRolloutIds)
         let usages = variableUsagesByVariationId()
         var flags: [Flag] = []
+        flags.reserveCapacity(sources.count)
+        indexes.flags = KeyIndex(capacity: sources.count)
         for (position, source) in sources.enumerated() {
             let flag = try compileFlag(id: source.id, key: source.key, variables: source.variables,
                                        experimentRules: source.experimentRules, rolloutRules: source.rolloutRules,
@@ -141,6 +143,7 @@ extension Compilation {
     /// The reference keeps one variable-usage table keyed by variation id; later definitions win.
     func variableUsagesByVariationId() -> [String: [VariableValue]] {
         var usages: [String: [VariableValue]] = [:]
+        usages.reserveCapacity(experimentIdOrder.reduce(0) { $0 + experiments[experimentIndexById[$1]!].variations.count })
         for id in experimentIdOrder {
             for variation in experiments[experimentIndexById[id]!].variations {
                 usages[variation.id.text] = variation.variableValues
@@ -155,13 +158,17 @@ extension Compilation {
     {
         let variableIds = Set(variables.map(\.id))
         // Each variable's default as JSON, once per flag: most variations override few variables, if any.
-        let defaults = variables.map { $0.defaultLiteral?.json(as: $0.type) ?? VariableValues.json($0.defaultValue, as: $0.type) }
+        let defaults = variables.map {
+            $0.defaultLiteral?.json(as: $0.type) ?? VariableValues.json($0.defaultValue, as: $0.type, tokener: nestedJSONTokener)
+        }
         var writer = JSONWriter()
         var flagVariations: [FlagVariation] = []
         var rules: [FlagRule] = []
-        for ruleIndex in experimentRules + rolloutRules {
+        rules.reserveCapacity(experimentRules.count + rolloutRules.count)
+        for ruleIndex in [experimentRules, rolloutRules].joined() {
             let experiment = experiments[Int(ruleIndex)]
             var flagVariationOf: [Int32] = []
+            flagVariationOf.reserveCapacity(experiment.variations.count)
             for (position, variation) in experiment.variations.enumerated() {
                 // The reference looks values up by the flag's variable ids: any other usage is never read.
                 for usage in variation.variableValues where !variableIds.contains(usage.id) {
@@ -215,7 +222,8 @@ extension Compilation {
         for (index, variable) in variables.enumerated() {
             writer.key(variable.key)
             if let usage = overrides.last(where: { $0.id == variable.id }) {
-                writer.raw(usage.literal?.json(as: variable.type) ?? VariableValues.json(usage.value, as: variable.type))
+                writer.raw(usage.literal?.json(as: variable.type)
+                           ?? VariableValues.json(usage.value, as: variable.type, tokener: nestedJSONTokener))
             } else {
                 writer.raw(defaults[index])
             }

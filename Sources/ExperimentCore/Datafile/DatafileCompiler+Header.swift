@@ -61,6 +61,14 @@ extension Compilation {
         return DatafileSection(try field.lenientArray("its config construction", warn: { warn($0) }))
     }
 
+    /// How many elements the top-level array `name` has (0 when absent or no array), without reading them:
+    /// for sizing the tables they fill (a Swift dictionary growing from empty rehashes at every doubling).
+    func elementCount(_ name: String) -> Int {
+        if let stream, let streamed = stream.section(name) { return streamed.spans.count }
+        guard let field = root.member(name), field.value.kind == .array else { return 0 }
+        return field.value.count
+    }
+
     /// A required top-level list. A streamed datafile's elements are parsed one at a time as the loop
     /// reaches them: a reader kept past its element needs `pin`.
     func requiredSection(_ name: String) throws(DatafileError) -> DatafileSection {

@@ -134,8 +134,9 @@ public enum DatafileCompiler {
 struct Compilation {
     let root: DatafileReader
     let strings = StringStorage()
-    /// Parses the audiences' condition strings, one after another.
-    let conditionsTokener = JSONTokener(maxDepth: DatafileCompiler.maxDepth)
+    /// Parses the JSON texts held in datafile strings (audience conditions, json variable values), one after
+    /// another.
+    let nestedJSONTokener = JSONTokener(maxDepth: DatafileCompiler.maxDepth)
     var audiences: [Audience] = []
     /// Every condition tree of the config, flattened for evaluation.
     var conditions = ConditionForest()

@@ -6,7 +6,8 @@ import Glibc
 /// boolean is `text == "true"`, integer is Python's `int(text)`, double is `float(text)`, json is
 /// `json.loads(text)`, string is the text. A value that does not cast becomes null, as in the reference.
 enum VariableValues {
-    static func json(_ text: String, as type: VariableType) -> String {
+    /// `tokener`, when given, checks a JSON value (a compilation checks many in turn: see `JSONTokener`).
+    static func json(_ text: String, as type: VariableType, tokener: JSONTokener? = nil) -> String {
         switch type {
         case .boolean: return text == "true" ? "true" : "false"
         case .string: return JSONWriter.quoted(text)
@@ -15,7 +16,9 @@ enum VariableValues {
             guard let value = pythonFloat(text) else { return "null" }
             return JSONWriter.format(value)
         case .json:
-            guard (try? JSONDocument.parse(text, what: "variable", maxBytes: 16 << 20, maxDepth: 64)) != nil else {
+            guard (try? JSONDocument.parse(text, what: "variable", maxBytes: 16 << 20, maxDepth: 64,
+                                           tokener: tokener)) != nil
+            else {
                 return "null"
             }
             return text

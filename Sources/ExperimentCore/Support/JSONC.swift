@@ -93,14 +93,14 @@ public final class JSONDocument {
         }
     }
 
-    public static func parse(_ text: String, what: String, maxBytes: Int, maxDepth: Int)
+    public static func parse(_ text: String, what: String, maxBytes: Int, maxDepth: Int, tokener: JSONTokener? = nil)
         throws(JSONError) -> JSONDocument
     {
         var copy = text
         let result: Result<JSONDocument, JSONError> = copy.withUTF8 { buffer in
             do throws(JSONError) {
                 return .success(try parse(UnsafeRawBufferPointer(buffer), what: what, maxBytes: maxBytes,
-                                          maxDepth: maxDepth))
+                                          maxDepth: maxDepth, tokener: tokener))
             } catch { return .failure(error) }
         }
         return try result.get()

@@ -23,14 +23,25 @@ public struct KeyIndex: Sendable {
         while size < capacity * 2 { size <<= 1 }
         slots = Array(repeating: -1, count: size)
         mask = size - 1
+        keyStarts.reserveCapacity(capacity + 1)
+        values.reserveCapacity(capacity)
     }
 
     public var count: Int { values.count }
 
     /// Adds `key -> value`. An existing key keeps its value unless `replacing` is true.
     public mutating func insert(_ key: [UInt8], _ value: Int, replacing: Bool = false) {
+        key.withUnsafeBufferPointer { insert(bytes: $0, value, replacing: replacing) }
+    }
+
+    public mutating func insert(_ key: String, _ value: Int, replacing: Bool = false) {
+        var copy = key
+        copy.withUTF8 { insert(bytes: $0, value, replacing: replacing) }
+    }
+
+    private mutating func insert(bytes key: UnsafeBufferPointer<UInt8>, _ value: Int, replacing: Bool) {
         if (values.count + 1) * 2 > slots.count { grow() }
-        var slot = Int(truncatingIfNeeded: key.withUnsafeBytes { KeyIndex.hash($0) }) & mask
+        var slot = Int(truncatingIfNeeded: KeyIndex.hash(UnsafeRawBufferPointer(key))) & mask
         while true {
             let entry = Int(slots[slot])
             if entry < 0 {
@@ -40,16 +51,12 @@ public struct KeyIndex: Sendable {
                 values.append(Int32(value))
                 return
             }
-            if key.withUnsafeBufferPointer({ keyMatches(entry, $0) }) {
+            if keyMatches(entry, key) {
                 if replacing { values[entry] = Int32(value) }
                 return
             }
             slot = (slot + 1) & mask
         }
-    }
-
-    public mutating func insert(_ key: String, _ value: Int, replacing: Bool = false) {
-        insert(Array(key.utf8), value, replacing: replacing)
     }
 
     public func find(_ key: UnsafeBufferPointer<UInt8>) -> Int? {

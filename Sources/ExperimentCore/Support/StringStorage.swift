@@ -57,7 +57,8 @@ public final class StringStorage: @unchecked Sendable {
     /// their own, which leaves the current block's free space for later small values.
     private func allocate(byteCount: Int, alignment: Int) -> UnsafeMutableRawPointer {
         if let cursor {
-            let padding = (alignment - Int(bitPattern: cursor) % alignment) % alignment
+            // Alignments are powers of two: a mask, not a division.
+            let padding = -Int(bitPattern: cursor) & (alignment - 1)
             if padding + byteCount <= remaining {
                 self.cursor = cursor + padding + byteCount
                 remaining -= padding + byteCount
