@@ -243,6 +243,7 @@ final class StreamedDatafile {
 
     /// The index after the string starting at the quote at `start`; nil when it does not end or holds a
     /// control character (a NUL included) written as it is.
+    @inline(__always)
     private func skipString(_ start: Int) -> Int? {
         var index = start + 1
         while true {
