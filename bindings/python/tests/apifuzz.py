@@ -106,7 +106,9 @@ def add_segment_audiences(df: dict, rng: random.Random) -> dict:
     for path, exp in difffuzz.experiments_of(df):
         if rng.random() < 0.4:
             aid = rng.choice(ids)
-            exp["audienceIds"] = [aid] + [a for a in exp.get("audienceIds") or [] if isinstance(a, str)][:1]
+            written = exp.get("audienceIds")
+            exp["audienceIds"] = [aid] + [a for a in written if isinstance(a, str)][:1] if isinstance(written, list) \
+                else [aid]
             exp["audienceConditions"] = ["or"] + exp["audienceIds"] if rng.random() < 0.5 else \
                 ["and", aid] + exp["audienceIds"][1:]
     return df
@@ -219,13 +221,15 @@ class Side:
 # ===================================================================================================
 
 
+def listed(node: Any) -> List[Any]:
+    """The objects of a list in a mutated datafile (anything else there holds none)."""
+    return [x for x in node if isinstance(x, dict)] if isinstance(node, list) else []
+
+
 class Universe:
     """The keys a case's calls draw from (known and unknown)."""
 
     def __init__(self, df: dict) -> None:
-        def listed(node: Any) -> List[Any]:
-            return [x for x in node if isinstance(x, dict)] if isinstance(node, list) else []
-
         self.flags = [f for f in listed(df.get("featureFlags")) if isinstance(f.get("key"), str)]
         self.flag_keys = [f["key"] for f in self.flags]
         self.experiments = [e for e in listed(df.get("experiments")) if isinstance(e.get("key"), str)]
@@ -249,7 +253,7 @@ class Universe:
 
     @staticmethod
     def variation_keys(rule: dict) -> List[Any]:
-        return [v.get("key") for v in rule.get("variations") or [] if isinstance(v, dict)]
+        return [v.get("key") for v in listed(rule.get("variations"))]
 
     def all_variation_keys(self) -> List[Any]:
         return [k for e in self.experiments + self.rules + self.holdouts for k in self.variation_keys(e)]
@@ -513,8 +517,8 @@ class Case:
                 continue
             bucket_map: Dict[str, Any] = {}
             for exp in rng.sample(exps, min(len(exps), rng.randint(1, 3))):
-                own = [v.get("id") for v in exp.get("variations") or [] if isinstance(v, dict)]
-                other = [v.get("id") for e in exps for v in e.get("variations") or [] if isinstance(v, dict)]
+                own = [v.get("id") for v in listed(exp.get("variations"))]
+                other = [v.get("id") for e in exps for v in listed(e.get("variations"))]
                 x = rng.random()
                 vid = (rng.choice(own) if own and x < 0.5 else rng.choice(other) if other and x < 0.7
                        else rng.choice(["999999", ""]))
