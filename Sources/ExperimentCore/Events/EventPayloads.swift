@@ -409,6 +409,14 @@ extension FlagDecision {
         return nil
     }
 
+    /// The decided rule's or holdout's datafile id as JSON when it is no string (`Experiment.idJSON`): the
+    /// reference hands it out as it is.
+    public func experimentIdJSON(in config: ProjectConfig) -> String? {
+        if holdout >= 0 { return config.holdouts[Int(holdout)].idJSON }
+        if experiment >= 0 { return config.experiments[Int(experiment)].idJSON }
+        return nil
+    }
+
     /// The id of the decided variation (the one `variationKeyCString` names), or nil.
     public func variationId(in config: ProjectConfig) -> String? {
         if holdout >= 0 {

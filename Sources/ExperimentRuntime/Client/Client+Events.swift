@@ -163,7 +163,11 @@ extension Client {
             writer.field("rule_key", decision.ruleKeyText(in: config))
             writer.key("reasons"); writer.beginArray(); result.reasons.forEach { writer.string($0) }; writer.endArray()
             writer.field("decision_event_dispatched", dispatched)
-            writer.field("experiment_id", decision.experimentId(in: config))
+            if let raw = decision.experimentIdJSON(in: config) {
+                writer.key("experiment_id"); writer.raw(raw)  // a datafile id that is no string, as it is
+            } else {
+                writer.field("experiment_id", decision.experimentId(in: config))
+            }
             writer.field("variation_id", decision.variationId(in: config))
             writer.endObject()
             writer.endObject()

@@ -228,3 +228,25 @@ def test_forced_decision_notifications_equal_the_reference(seed: int) -> None:
         assert pair.compared >= len(rules)
     finally:
         pair.close()
+
+
+@pytest.mark.parametrize("rule_id", [601, 6.5, True, "601"])
+def test_flag_notification_carries_a_rule_id_that_is_no_string_as_it_is(rule_id: Any) -> None:
+    """A rollout rule's id outside the schema (apifuzz seed 5617): the flag notification's experiment_id is the
+    datafile's value as it is, as the reference's is (ours was its text)."""
+    rule = {"id": rule_id, "key": "everyone", "status": "Running", "layerId": "502", "audienceIds": [],
+            "forcedVariations": {}, "variations": [{"id": "611", "key": "on", "featureEnabled": True, "variables": []}],
+            "trafficAllocation": [{"entityId": "611", "endOfRange": 10000}]}
+    df = {"version": "4", "projectId": "1", "accountId": "2", "revision": "3", "attributes": [], "events": [],
+          "audiences": [], "groups": [], "experiments": [],
+          "featureFlags": [{"id": "401", "key": "flag", "experimentIds": [], "rolloutId": "502", "variables": []}],
+          "rollouts": [{"id": "502", "experiments": [rule]}]}
+    pair = Pair(json.dumps(df))
+    try:
+        for options in ([], ["INCLUDE_REASONS"]):
+            pair.reference.create_user_context("u", {}).decide("flag", options)
+            pair.ours.decide("u", "flag", {}, options)
+            pair.check(f"decide {options}", {})
+        assert pair.compared == 2
+    finally:
+        pair.close()
