@@ -44,6 +44,9 @@ final class StreamedDatafile {
     private var parsedCounts: [String: Int] = [:]
     /// Set when the text needs the whole-text path (see the type's comment).
     var failed = false
+    /// Set when the walk met a number token long enough to be an integer json-c clamps (past 64 bits):
+    /// the documents made from the text then keep those integers' exact text.
+    private var longNumber = false
     /// The compilation's step callback (see `DatafileCompiler.compile(_:after:)`).
     let step: ((DatafileCompiler.Step) -> Void)?
 
@@ -64,6 +67,7 @@ final class StreamedDatafile {
             failed = true
             return
         }
+        if longNumber { skeleton.noteClampedIntegers(in: text) }
     }
 
     deinit {
@@ -87,6 +91,7 @@ final class StreamedDatafile {
         let document = JSONDocument(tree: tree)
         document.section = name
         document.sectionIndex = index
+        if longNumber { document.noteClampedIntegers(in: UnsafeBufferPointer(rebasing: text[span])) }
         return document
     }
 
@@ -257,6 +262,7 @@ final class StreamedDatafile {
         var index = start
         if text[index] == UInt8(ascii: "-"), byte(index + 1) == UInt8(ascii: "I") { return index + 1 }
         while index < text.count, JSONStrictTokens.isNumberByte(text[index]) { index += 1 }
+        if index - start >= JSONStrictTokens.longNumberBytes { longNumber = true }
         return JSONStrictTokens.isJSONNumber(UnsafeBufferPointer(rebasing: text[start..<index])) ? index : nil
     }
 

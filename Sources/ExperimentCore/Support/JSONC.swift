@@ -44,6 +44,9 @@ public final class JSONDocument {
     /// array's name and the element's position, where the places of its values start ("experiments[3]").
     var section: String? = nil
     var sectionIndex = 0
+    /// The exact decimal text of each integer json-c clamped (past 64 bits), by its json-c object: filled
+    /// by `noteClampedIntegers` when the text had a number token long enough to be one (rare), else empty.
+    var clampedIntegerTexts: [OpaquePointer: String] = [:]
 
     public var root: JSONValue { JSONValue(document: self, object: tree) }
 
@@ -54,6 +57,27 @@ public final class JSONDocument {
 
     deinit {
         json_object_put(tree)
+    }
+
+    /// Keeps the exact text of every integer json-c may have clamped, read from `text`, the text this
+    /// document's tree was parsed from (its root's token first). Only called for a text with a long
+    /// number token; a tree without such integers costs one walk.
+    func noteClampedIntegers(in text: UnsafeBufferPointer<UInt8>) {
+        func visit(_ value: JSONValue) {
+            switch value.kind {
+            case .int:
+                if value.mayBeClamped, let object = value.object, let raw = value.rawToken(in: text) {
+                    clampedIntegerTexts[object] = raw
+                }
+            case .array:
+                for element in value.elements { visit(element) }
+            case .object:
+                value.forEachMember { _, member in visit(member) }
+            default:
+                break
+            }
+        }
+        visit(root)
     }
 
     /// Parses `bytes` in place: json-c copies what it keeps (strings, names) into its tree, so the
@@ -83,11 +107,14 @@ public final class JSONDocument {
             }
             // json-c's strict mode still takes a few texts Python's `json` refuses; the reference would
             // refuse such a datafile or variable value, so the library does too.
-            if let (offset, problem) = JSONStrictTokens.firstProblem(bytes) {
+            var longNumber = false
+            if let (offset, problem) = JSONStrictTokens.firstProblem(bytes, longNumber: &longNumber) {
                 json_object_put(tree)
                 throw .malformed("\(what): malformed JSON at byte \(offset): \(problem)")
             }
-            return JSONDocument(tree: tree)
+            let document = JSONDocument(tree: tree)
+            if longNumber { document.noteClampedIntegers(in: bytes.assumingMemoryBound(to: UInt8.self)) }
+            return document
         case .failure(let failure):
             throw error(failure, in: bytes, what: what, maxDepth: maxDepth)
         }
@@ -453,6 +480,13 @@ extension JSONValue {
         return String(decoding: UnsafeBufferPointer(rebasing: text[range]), as: UTF8.self)
     }
 
+    /// An integer's decimal text as written (Python's `str()` of what `json.loads` reads): json-c's
+    /// text, or, for an integer json-c clamped past 64 bits, the token kept by `noteClampedIntegers`.
+    public var integerText: String {
+        if mayBeClamped, let object, let exact = document.clampedIntegerTexts[object] { return exact }
+        return jsonText
+    }
+
     /// Whether a string holds U+FFFD, which may stand for an unpaired surrogate escape.
     var mayHaveReplacedSurrogate: Bool {
         guard let bytes = stringBytes, bytes.count >= 3 else { return false }
@@ -469,6 +503,17 @@ extension JSONValue {
 /// unescaped in strings. One pass over the bytes; the grammar around the tokens is json-c's.
 enum JSONStrictTokens {
     static func firstProblem(_ bytes: UnsafeRawBufferPointer) -> (offset: Int, problem: String)? {
+        var longNumber = false
+        return firstProblem(bytes, longNumber: &longNumber)
+    }
+
+    /// A number token of at least this many bytes may be an integer json-c clamps (past 64 bits).
+    static let longNumberBytes = 19
+
+    /// `firstProblem`, also telling whether the text has a number token of `longNumberBytes` or more.
+    static func firstProblem(_ bytes: UnsafeRawBufferPointer, longNumber: inout Bool)
+        -> (offset: Int, problem: String)?
+    {
         let text = bytes.assumingMemoryBound(to: UInt8.self)
         let count = text.count
         var index = 0
@@ -495,6 +540,7 @@ enum JSONStrictTokens {
                 }
                 let start = index
                 while index < count, isNumberByte(text[index]) { index += 1 }
+                if index - start >= longNumberBytes { longNumber = true }
                 if !isJSONNumber(UnsafeBufferPointer(rebasing: text[start..<index])) { return (start, "malformed number") }
             default:
                 index += 1
