@@ -75,13 +75,13 @@ extension Compilation {
         // definition under the rollout's own key and layer.
         for id in writtenRolloutRules.keys.sorted() {
             let rules = writtenRolloutRules[id]!
-            var ownRule: [String: Int] = [:]
+            var ownRule: ExactKeyed<Int> = [:]
             for rule in rules { ownRule[experimentIdentities[Int(rule)]] = Int(rule) }
-            var seen = Set<String>()
+            var seen = Set<ExactKey>()
             var walked: [Int32] = []
             for rule in rules {
                 let identity = experimentIdentities[Int(rule)]
-                guard seen.insert(identity).inserted else { continue }
+                guard seen.insert(ExactKey(identity)).inserted else { continue }
                 let own = ownRule[identity]!
                 let definition = experimentIndexById[identity] ?? own
                 walked.append(Int32(definition == own ? own : placedRule(own: own, definition: definition)))
@@ -112,7 +112,7 @@ extension Compilation {
         var traffic = try trafficRanges(schemaChecked ? entry.requiredArray("trafficAllocation")
                                                       : rule.lenientList(entry, "trafficAllocation", warn: { warn($0) }),
                                         schemaChecked: schemaChecked) {
-            entityId in variations.lastIndex { $0.id.text == entityId }
+            entityId in variations.lastIndex { $0.id.text.sameCodePoints(entityId) }
         }
         if !rule.keyIsText { traffic = Bucketing.neverBucketed }
         let whitelist = try readWhitelist(entry.required("forcedVariations"), schemaChecked: schemaChecked)
@@ -251,7 +251,7 @@ extension Compilation {
     static func byKey(_ written: [Variation]) -> [Variation] {
         var variations: [Variation] = []
         for variation in written {
-            if let existing = variations.firstIndex(where: { $0.key.text == variation.key.text }) {
+            if let existing = variations.firstIndex(where: { $0.key.text.sameCodePoints(variation.key.text) }) {
                 variations[existing] = variation
             } else {
                 variations.append(variation)

@@ -121,6 +121,14 @@ def crashes_reference_semver(target: str, user: str) -> bool:
 # The datafile
 # ===================================================================================================
 
+def _same_key(a: Any, b: Any) -> bool:
+    """Whether two ids name one entry of a Python dict (== and, for NaN, the one json constant)."""
+    try:
+        return a is b or (hash(a) == hash(b) and a == b)
+    except TypeError:
+        return False
+
+
 class Raw:
     """Placeholders for raw tokens."""
 
@@ -152,15 +160,24 @@ class Builder:
         self.raw = Raw()
         self.counter = 100
         self.leaves: List[Tuple[str, str, Any]] = []   # (attribute, match, python value or None)
+        self.rule_ids: List[Any] = []                  # the rules' ids as Python reads them
 
     def uid(self) -> str:
         self.counter += 1
         return str(self.counter)
 
-    def lenient_id(self) -> str:
-        """An id for a place the reference keeps unchecked: usually a string, sometimes a raw token."""
+    def lenient_id(self, rule: bool = False, holdout: bool = False) -> str:
+        """An id for a place the reference keeps unchecked: usually a string, sometimes a raw token. Rules of
+        different rollouts may share one (decided as the reference does); a holdout never takes a rule's
+        (the reference's maps by id then mix the two: a documented difference, README)."""
         if self.rng.random() < 0.35:
-            return self.raw(self.rng.choice(ID_SPELLINGS))
+            token = self.rng.choice(ID_SPELLINGS)
+            value = json.loads(token)
+            if holdout and any(_same_key(value, other) for other in self.rule_ids):
+                return self.uid()
+            if rule:
+                self.rule_ids.append(value)
+            return self.raw(token)
         return self.uid()
 
     def leaf(self) -> dict:
@@ -206,7 +223,12 @@ class Builder:
     def variations(self, n: int, lenient: bool) -> List[dict]:
         out = []
         for i in range(n):
-            out.append({"id": self.lenient_id() if lenient else self.uid(), "key": f"var_{self.counter}_{i}",
+            vid = self.lenient_id() if lenient else self.uid()
+            if self.raw.tokens.get(vid) == "NaN":
+                # (a NaN variation id: the reference's impression names no variation, ours does -- a
+                # documented difference, README)
+                vid = self.uid()
+            out.append({"id": vid, "key": f"var_{self.counter}_{i}",
                         "featureEnabled": self.rng.random() < 0.7, "variables": []})
         return out
 
@@ -222,7 +244,7 @@ class Builder:
         rng = self.rng
         variations = self.variations(rng.randint(1, 3), lenient)
         rule: Dict[str, Any] = {
-            "id": self.lenient_id() if lenient else self.uid(), "key": key, "status": "Running", "layerId": layer,
+            "id": self.lenient_id(rule=True) if lenient else self.uid(), "key": key, "status": "Running", "layerId": layer,
             "audienceIds": [], "forcedVariations": {}, "variations": variations,
             "trafficAllocation": self.traffic(variations)}
         if audience_ids and rng.random() < 0.7:
@@ -266,7 +288,7 @@ class Builder:
             variations[0]["key"] = "off"
             variations[0]["featureEnabled"] = False
             holdout: Dict[str, Any] = {
-                "id": self.lenient_id(), "key": f"holdout_{self.counter}", "status": "Running",
+                "id": self.lenient_id(holdout=True), "key": f"holdout_{self.counter}", "status": "Running",
                 "audienceIds": [], "audienceConditions": [], "variations": variations,
                 "trafficAllocation": [{"entityId": variations[0]["id"], "endOfRange": rng.choice([500, 3000, 10000])}]}
             if rng.random() < 0.4:
