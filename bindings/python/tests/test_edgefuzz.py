@@ -192,3 +192,18 @@ def test_forced_variations_match_keys_by_code_points(experiment: str, variation:
         tally = apifuzz.compare_calls(_unicode_datafile(), user_id, {"at" + NFC: 1}, calls)
         assert tally.total_comparisons > 0
         assert not tally.differences, tally.examples
+
+
+# Versions with other scripts' decimal digits beside other non-ASCII text: Python's isdigit()/int() read
+# the digits of a part made only of digits; any other part compares by code points as written (ours read
+# such a version as invalid, or compared a suffix after turning its digits into ASCII).
+@pytest.mark.parametrize("match", ["semver_eq", "semver_gt", "semver_lt", "semver_ge", "semver_le"])
+@pytest.mark.parametrize("target", ["\u0661-019\u00a0", "1.0.0-\u0661", "\u0661.\u0662.\u0663", "1.\u0662.3-\u00e9",
+                                    "1.2.3-a\u0661"])
+def test_versions_with_unicode_digits_and_other_text(match: str, target: str) -> None:
+    leaf = {"name": "a", "type": "custom_attribute", "match": match, "value": target}
+    text = json.dumps(_datafile(leaf=leaf))
+    versions = ["\u0661-019\u00a0\u0661-019\u00a0", "1.0.0-a", "1.0.0-\u0662", "1.2.3", "\u0661.2.10", "1.2-\u00e9",
+                "1.2.3-a\u0662", "1.2.3-a1", "\u0661-019", "1.0.0-\u00e9"]
+    users = [(f"user{i}-{j}", {"a": v}) for i, v in enumerate(versions) for j in range(3)]
+    assert _compare(text, users) == len(users)
