@@ -513,7 +513,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         ex = tally.examples[sig]
         print(f"{count:6d}  {sig}\n        seed {ex['seed']} user {ex['user'][:200]} {ex['call']}\n"
               f"        {ex['detail'][:400]}")
-    print(f"edgefuzz: {tally.comparisons:,} comparisons against optimizely-sdk, seeds {a}:{b}, "
+    from optimizely.version import __version__ as reference_version
+    print(f"edgefuzz: {tally.comparisons:,} comparisons against optimizely-sdk {reference_version}, seeds {a}:{b}, "
+          f"{time.strftime('%Y-%m-%d', time.gmtime())}, "
           f"{sum(tally.differences.values())} differences ({len(tally.differences)} signatures), "
           f"{sum(tally.crashes.values())} reference crashes skipped "
           f"({dict(tally.crashes)}), {time.time() - started:.0f} s")
