@@ -207,3 +207,16 @@ def test_versions_with_unicode_digits_and_other_text(match: str, target: str) ->
                 "1.2.3-a\u0662", "1.2.3-a1", "\u0661-019", "1.0.0-\u00e9"]
     users = [(f"user{i}-{j}", {"a": v}) for i, v in enumerate(versions) for j in range(3)]
     assert _compare(text, users) == len(users)
+
+
+@pytest.mark.parametrize("segments", [["s" + NFC, "s" + NFD], ["s" + NFD, "s" + NFC], ["s" + NFC], ["s" + NFD],
+                                      ["s" + NFC, "s" + NFC]])
+def test_qualified_segments_are_told_apart_by_code_points(segments: List[str]) -> None:
+    import apifuzz
+    df = _datafile(leaf={"name": "odp.audiences", "type": "third_party_dimension", "match": "qualified",
+                         "value": "s" + NFD})
+    calls = [["set_qualified_segments", segments], ["decide", "flag", ["INCLUDE_REASONS"]],
+             ["decide_all", ["INCLUDE_REASONS"]]]
+    tally = apifuzz.compare_calls(df, "user-1", {}, calls)
+    assert tally.total_comparisons > 0
+    assert not tally.differences, tally.examples
