@@ -220,3 +220,18 @@ def test_qualified_segments_are_told_apart_by_code_points(segments: List[str]) -
     tally = apifuzz.compare_calls(df, "user-1", {}, calls)
     assert tally.total_comparisons > 0
     assert not tally.differences, tally.examples
+
+
+def test_a_profile_entry_counts_only_for_the_very_experiment_id() -> None:
+    import apifuzz
+    df = _datafile()
+    df["experiments"][0]["id"] = "e" + NFC
+    df["experiments"][0]["trafficAllocation"] = [{"entityId": "v1", "endOfRange": 0}]
+    df["experiments"][0]["variations"].append({"id": "v2", "key": "off", "featureEnabled": False, "variables": []})
+    df["featureFlags"][0]["experimentIds"] = ["e" + NFC]
+    for stored in ("e" + NFD, "e" + NFC):
+        profiles = {"user-1": {"user_id": "user-1", "experiment_bucket_map": {stored: {"variation_id": "v2"}}}}
+        calls = [["decide", "flag", ["INCLUDE_REASONS"]], ["get_variation", "exp"], ["activate", "exp"]]
+        tally = apifuzz.compare_calls(df, "user-1", {}, calls, profiles=profiles)
+        assert tally.total_comparisons > 0
+        assert not tally.differences, tally.examples
