@@ -231,7 +231,7 @@ public func abiGetHoldout(_ handle: OpaquePointer?, _ userId: UnsafePointer<CCha
         let user = try text(userId, "user_id")
         let key = try string(holdoutKey, "holdout_key")
         let config = try client.config()
-        guard let holdout = config.holdouts.firstIndex(where: { $0.key.text == key }) else {
+        guard let holdout = config.holdouts.firstIndex(where: { $0.key.text.sameCodePoints(key) }) else {
             throw ClientError(.notFound, "unknown holdout \"\(key)\" (the datafile has \(config.holdouts.count) holdouts)")
         }
         let held = try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in

@@ -13,7 +13,8 @@
 ///   whitespace, single underscores between digits, at most 4300 digits); where `int()` would raise,
 ///   the result is nil. Any other user part is compared with the target part byte-lexicographically
 ///   (= Python's code-point order for UTF-8).
-/// Deviation: only ASCII 0-9 are digits (Python's `isdigit`/`int` also accept other Unicode digits).
+/// Unicode decimal digits are digits as for Python's `isdigit`/`int` (not the other `isdigit()` characters
+/// such as superscripts, on which the reference's `int()` raises: unknown here).
 public enum SemanticVersion {
     static let dash: UInt8 = 0x2D
     static let plus: UInt8 = 0x2B
@@ -28,13 +29,8 @@ public enum SemanticVersion {
     public static func compare(target: UnsafeBufferPointer<UInt8>, user: UnsafeBufferPointer<UInt8>) -> Int? {
         // Nearly every version in practice is "1", "1.2" or "1.2.3": those compare as integers in one pass.
         if let t = Plain(target), let u = Plain(user) { return t.compare(toUser: u) }
-        // Python's isdigit()/int() read Unicode decimal digits ("١.٢.٣" is 1.2.3): compare their ASCII form.
-        if let asciiTarget = UnicodeDigits.asciiDigits(target) {
-            return asciiTarget.withUnsafeBufferPointer { compare(target: $0, user: user) }
-        }
-        if let asciiUser = UnicodeDigits.asciiDigits(user) {
-            return asciiUser.withUnsafeBufferPointer { compare(target: target, user: $0) }
-        }
+        // Python's isdigit()/int() read Unicode decimal digits ("١.٢.٣" is 1.2.3): a part made of them is a
+        // number, compared by value; any other part is compared by its code points as written.
         return compareASCII(target: target, user: user)
     }
 
@@ -55,17 +51,31 @@ public enum SemanticVersion {
             let u = uParts[idx]
             let t = tParts[idx]
             if !isDigits(user, u) {
+                // (Unicode digits among other characters are text here, compared as written.)
                 let c = lexicographicCompare(user, u, target, t)
                 if c < 0 {
                     return (preT && !preU) ? 1 : -1
                 } else if c > 0 {
                     return (!preT && preU) ? -1 : 1
                 }
-            } else {
+            } else if isASCII(user, u) && isASCII(target, t) {
                 // int(user_part) then int(target_part); either may raise.
                 if u.end - u.start > maxIntDigits { return nil }
                 guard let tInt = parsePythonInt(target, t) else { return nil }
                 let c = compareNumbers(user, u, target, tInt)
+                if c != 0 { return c }
+            } else {
+                // The same with other Unicode decimal digits, read as their ASCII digits (int() does).
+                let uDigits = UnicodeDigits.asciiOfDigits(user, from: u.start, to: u.end)
+                let tDigits = UnicodeDigits.asciiOfDigits(target, from: t.start, to: t.end)
+                if uDigits.count > maxIntDigits { return nil }
+                let c: Int? = uDigits.withUnsafeBufferPointer { ub in
+                    tDigits.withUnsafeBufferPointer { tb in
+                        guard let tInt = parsePythonInt(tb, Part(start: 0, end: tb.count)) else { return nil }
+                        return compareNumbers(ub, Part(start: 0, end: ub.count), tb, tInt)
+                    }
+                }
+                guard let c else { return nil }
                 if c != 0 { return c }
             }
             idx += 1
@@ -170,12 +180,23 @@ public enum SemanticVersion {
     @inline(__always)
     static func isDigit(_ c: UInt8) -> Bool { c &- 0x30 < 10 }
 
-    /// `str.isdigit()` restricted to ASCII: non-empty and only 0-9.
+    /// `str.isdigit()` for decimal digits: non-empty and only Unicode decimal digits (ASCII 0-9 and the
+    /// other scripts' digits `int()` reads).
     static func isDigits(_ v: UnsafeBufferPointer<UInt8>, _ r: Part) -> Bool {
         if r.start >= r.end { return false }
         var i = r.start
         while i < r.end {
-            if !isDigit(v[i]) { return false }
+            let n = UnicodeDigits.digitLength(v, at: i, end: r.end)
+            if n == 0 { return false }
+            i += n
+        }
+        return true
+    }
+
+    static func isASCII(_ v: UnsafeBufferPointer<UInt8>, _ r: Part) -> Bool {
+        var i = r.start
+        while i < r.end {
+            if v[i] >= 0x80 { return false }
             i += 1
         }
         return true
@@ -235,7 +256,11 @@ public enum SemanticVersion {
                 parts.append(Part(start: start, end: i))
                 start = i + 1
             } else if !isDigit(c) {
-                return nil
+                // A prefix part is isdigit(): other scripts' decimal digits count too.
+                let n = UnicodeDigits.digitLength(v, at: i, end: prefixEnd)
+                if n == 0 { return nil }
+                i += n
+                continue
             }
             i += 1
         }

@@ -225,10 +225,10 @@ public final class Experiment: @unchecked Sendable {
     }
 
     /// By id the last definition wins too, as in the reference's id map (built from its key map).
-    public func variationIndex(id: String) -> Int? { variations.lastIndex { $0.id.text == id } }
+    public func variationIndex(id: String) -> Int? { variations.lastIndex { $0.id.text.sameCodePoints(id) } }
     /// By key the last definition wins (an "fr" experiment's appended everyone-else variation shadows
     /// a variation with the same key), as in the reference's key map.
-    public func variationIndex(key: String) -> Int? { variations.lastIndex { $0.key.text == key } }
+    public func variationIndex(key: String) -> Int? { variations.lastIndex { $0.key.text.sameCodePoints(key) } }
 
     public init(id: ConfigString, key: ConfigString, layerId: String, isRunning: Bool, kind: RuleKind,
                 type: String, audience: AudienceCondition?, variations: [Variation], traffic: [TrafficRange],
@@ -368,7 +368,7 @@ extension ProjectConfig {
     /// is_feature_experiment). Scans the flags: for notifications only, never on a decision's path.
     public func isFeatureExperiment(id: String) -> Bool {
         flags.contains { flag in
-            flag.rules.prefix(flag.experimentRuleCount).contains { experiments[Int($0.experiment)].id.text == id }
+            flag.rules.prefix(flag.experimentRuleCount).contains { experiments[Int($0.experiment)].id.text.sameCodePoints(id) }
         }
     }
 

@@ -220,7 +220,11 @@ extension Compilation {
         case .bool: return .bool(value.bool!)
         case .int: return .int(value.int64!)
         case .double: return .double(value.double!)
-        case .string: return .string(storedBytes(value.stringBytes!))
+        case .string:
+            // A value with an unpaired surrogate escape as the reference reads it (WTF-8): no user's text
+            // equals or contains it, and versions compare it in code point order.
+            if let exact = value.surrogateString { return .string(exact.withUnsafeBufferPointer { storedBytes($0) }) }
+            return .string(storedBytes(value.stringBytes!))
         case .array, .object: return .unsupported
         }
     }

@@ -77,10 +77,26 @@ extension Compilation {
         // (a repeated rule, or a group experiment with the same id) serves every place that names it.
         // The reference walks a rollout's rules through a map by id too, so a repeated rule id is one rule,
         // at its first place: the rules after it move up (their number, and which is "Everyone Else").
-        for (id, rules) in writtenRolloutRules {
-            var seen = Set<Int32>()
-            rolloutRulesById[id] = rules.map { Int32(experimentIndexById[experimentIdentities[Int($0)]] ?? Int($0)) }
-                .filter { seen.insert($0).inserted }
+        // The reference's walk takes each rule twice over: the rollout's own rule (the last one in the
+        // rollout with that id) names the decision -- its key is the rule key (forced decisions, the decision,
+        // the impression's metadata) and its layerId the impression's campaign -- while the definition its id
+        // names among all experiments gives the audience, the bucketing and the variation. They differ only
+        // when another rollout (or an experiment) defines the same id later: the rule is then a copy of that
+        // definition under the rollout's own key and layer.
+        for id in writtenRolloutRules.keys.sorted() {
+            let rules = writtenRolloutRules[id]!
+            var ownRule: ExactKeyed<Int> = [:]
+            for rule in rules { ownRule[experimentIdentities[Int(rule)]] = Int(rule) }
+            var seen = Set<ExactKey>()
+            var walked: [Int32] = []
+            for rule in rules {
+                let identity = experimentIdentities[Int(rule)]
+                guard seen.insert(ExactKey(identity)).inserted else { continue }
+                let own = ownRule[identity]!
+                let definition = experimentIndexById[identity] ?? own
+                walked.append(Int32(definition == own ? own : placedRule(own: own, definition: definition)))
+            }
+            rolloutRulesById[id] = walked
         }
         indexes.experimentIds = KeyIndex(capacity: experimentIdOrder.count)
         indexes.experimentKeys = KeyIndex(capacity: experimentIdOrder.count)
@@ -108,7 +124,7 @@ extension Compilation {
         var traffic = try trafficRanges(schemaChecked ? entry.requiredArray("trafficAllocation")
                                                       : rule.lenientList(entry, "trafficAllocation", warn: { warn($0) }),
                                         schemaChecked: schemaChecked) {
-            entityId in variations.lastIndex { $0.id.text == entityId }
+            entityId in variations.lastIndex { $0.id.text.sameCodePoints(entityId) }
         }
         if !rule.keyIsText { traffic = Bucketing.neverBucketed }
         let whitelist = try readWhitelist(entry.required("forcedVariations"), schemaChecked: schemaChecked)
@@ -129,6 +145,25 @@ extension Compilation {
         whitelists.append(whitelist)
         firstWrittenVariations.append(written.first)
         if registersId { register(index) }
+        return index
+    }
+
+    /// A rollout's rule whose id another definition took over (see `readExperiments`): that definition's
+    /// audience, traffic and variations under the rollout's own rule key and layer. Not registered by id
+    /// or key (callers name the definition).
+    mutating func placedRule(own: Int, definition: Int) -> Int {
+        let rule = experiments[own], source = experiments[definition]
+        let placed = Experiment(id: source.id, key: rule.key, layerId: rule.layerId, isRunning: source.isRunning,
+                                kind: rule.kind, type: rule.type, audience: source.audience,
+                                variations: source.variations, traffic: source.traffic, whitelist: nil,
+                                group: -1, groupId: "", cmab: source.cmab)
+        placed.idJSON = rule.idJSON
+        let index = experiments.count
+        experiments.append(placed)
+        experimentIdentities.append(experimentIdentities[own])
+        if keylessExperiments.contains(own) { keylessExperiments.insert(index) }
+        whitelists.append(whitelists[definition])
+        firstWrittenVariations.append(firstWrittenVariations[definition])
         return index
     }
 
@@ -229,7 +264,7 @@ extension Compilation {
     static func byKey(_ written: [Variation]) -> [Variation] {
         var variations: [Variation] = []
         for variation in written {
-            if let existing = variations.firstIndex(where: { $0.key.text == variation.key.text }) {
+            if let existing = variations.firstIndex(where: { $0.key.text.sameCodePoints(variation.key.text) }) {
                 variations[existing] = variation
             } else {
                 variations.append(variation)
@@ -296,9 +331,19 @@ extension Compilation {
                 _ = try entry.object()  // an entry that is no object at all is still refused
                 // The reference tests the entity id with Python's truth: a missing one, null, false, 0, 0.0,
                 // [] and {} are all an empty range; any other value names a variation no id equals.
-                let falsy = entry.optional("entityId").map { !$0.value.pythonTruth } ?? true
-                if !falsy { emptyEntity = TrafficRange.unknownEntity }
-                warn(entry.warning("no string \"entityId\": the range leads to no variation, as in the reference"))
+                let field = entry.optional("entityId")
+                let falsy = field.map { !$0.value.pythonTruth } ?? true
+                if !falsy {
+                    emptyEntity = TrafficRange.unknownEntity
+                    // It still names a variation whose id is an equal value (Python's ==: `7 == 7.0 == 7`,
+                    // `True == 1`), as the reference's map by variation id finds it: both kept as identityKey.
+                    if let field, field.value.isHashable, let index = entity(field.value.identityKey) {
+                        emptyEntity = Int32(index)
+                    }
+                }
+                warn(entry.warning(emptyEntity >= 0
+                    ? "no string \"entityId\": the range leads to the variation whose id is an equal value, as in the reference"
+                    : "no string \"entityId\": the range leads to no variation, as in the reference"))
             }
             if !schemaChecked && entry.optional("endOfRange") == nil {
                 _ = try entry.object()

@@ -78,7 +78,7 @@ extension Compilation {
         let fields = try RuleFields(lenient: entry, requiresLayerId: false, warn: { warn($0) })
         var traffic = try trafficRanges(fields.lenientList(entry, "trafficAllocation", warn: { warn($0) }),
                                         schemaChecked: false) { entityId in
-            variations.lastIndex { $0.id.text == entityId }
+            variations.lastIndex { $0.id.text.sameCodePoints(entityId) }
         }
         if !fields.keyIsText { traffic = Bucketing.neverBucketed }
         let holdout = Holdout(

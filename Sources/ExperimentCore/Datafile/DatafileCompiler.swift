@@ -140,7 +140,7 @@ struct Compilation {
     var audiences: [Audience] = []
     /// Every condition tree of the config, flattened for evaluation.
     var conditions = ConditionForest()
-    var audienceIndexById: [String: Int] = [:]
+    var audienceIndexById: ExactKeyed<Int> = [:]
     /// The segments of the audience being compiled (see `Audience.segments`).
     var audienceSegments: [String] = []
     /// How many JSON objects of the audience being compiled have been numbered (see `numberObjects`).
@@ -150,7 +150,7 @@ struct Compilation {
     var audienceConditionsRoot: JSONValue? = nil
     var audienceObjectLeaves: [LeafCondition]? = nil
     var experiments: [Experiment] = []
-    var experimentIndexById: [String: Int] = [:]
+    var experimentIndexById: ExactKeyed<Int> = [:]
     /// Experiment ids in first-seen order (the reference's id map iteration order).
     var experimentIdOrder: [String] = []
     /// Each experiment's id as the reference's maps key it (`identityKey`), parallel to `experiments`.
@@ -180,15 +180,15 @@ struct Compilation {
     var mergedAudienceNames: OptimizelyConfigText? = nil
     var groups: [Group] = []
     /// Per rollout id, its rules as the reference's decisions walk them (see `readExperiments`).
-    var rolloutRulesById: [String: [Int32]] = [:]
+    var rolloutRulesById: ExactKeyed<[Int32]> = [:]
     /// Per rollout id, its rules as written (the last rollout with that id), one experiment per entry.
-    var writtenRolloutRules: [String: [Int32]] = [:]
+    var writtenRolloutRules: ExactKeyed<[Int32]> = [:]
     /// Each experiment's first variation as written (before a repeated key folds it), parallel to
     /// `experiments`: the reference serves a rollout's everyone-else variation from it.
     var firstWrittenVariations: [Variation?] = []
     var holdouts: [Holdout] = []
     var globalHoldouts: [Int32] = []
-    var holdoutsByRuleId: [String: [Int32]] = [:]
+    var holdoutsByRuleId: ExactKeyed<[Int32]> = [:]
     var indexes = ProjectConfig.Indexes()
     /// The datafile read element by element, when it is (else `root` is json-c's tree of the whole text).
     let stream: StreamedDatafile?

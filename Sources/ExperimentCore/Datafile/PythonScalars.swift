@@ -10,7 +10,7 @@ extension JSONValue {
         case .string: return string ?? ""
         case .null: return "None"
         case .bool: return bool! ? "True" : "False"
-        case .int: return jsonText
+        case .int: return integerText
         case .double:
             let number = double!
             if number.isNaN { return "nan" }
@@ -32,7 +32,7 @@ extension JSONValue {
         case .string: return string ?? ""
         case .null: return "\u{1}None"
         case .bool: return bool! ? "\u{1}1" : "\u{1}0"
-        case .int: return "\u{1}" + jsonText
+        case .int: return "\u{1}" + integerText
         case .double:
             let number = double!
             if number.rounded() == number, number.magnitude < 9.2e18 { return "\u{1}\(Int64(number))" }

@@ -43,6 +43,10 @@ final class StreamedDatafile {
     private var sections: [String: StreamedSection] = [:]
     /// Set when the text needs the whole-text path (see the type's comment).
     var failed = false
+    /// Set when the walk met a number token long enough to be an integer json-c clamps (past 64 bits) or
+    /// a surrogate escape: the documents made from the text then keep what Python's `json` reads for those
+    /// values (see `JSONDocument.noteChangedValues`).
+    private var changedTokens = false
     /// The compilation's step callback (see `DatafileCompiler.compile(_:after:)`).
     let step: ((DatafileCompiler.Step) -> Void)?
 
@@ -63,6 +67,7 @@ final class StreamedDatafile {
             failed = true
             return
         }
+        if changedTokens { skeleton.noteChangedValues(in: text) }
     }
 
     deinit {
@@ -87,6 +92,7 @@ final class StreamedDatafile {
         let document = JSONDocument(tree: tree)
         document.section = section.name
         document.sectionIndex = index
+        if changedTokens { document.noteChangedValues(in: UnsafeBufferPointer(rebasing: text[span])) }
         return document
     }
 
@@ -249,6 +255,7 @@ final class StreamedDatafile {
         while true {
             guard let found = Self.firstStringStop(in: text, from: index), text[found] >= Self.space else { return nil }
             if text[found] == Self.quote { return found + 1 }
+            if JSONStrictTokens.isSurrogateEscape(text, at: found) { changedTokens = true }
             index = found + 2
         }
     }
@@ -259,6 +266,7 @@ final class StreamedDatafile {
         var index = start
         if text[index] == UInt8(ascii: "-"), byte(index + 1) == UInt8(ascii: "I") { return index + 1 }
         while index < text.count, JSONStrictTokens.isNumberByte(text[index]) { index += 1 }
+        if index - start >= JSONStrictTokens.longNumberBytes { changedTokens = true }
         return JSONStrictTokens.isJSONNumber(UnsafeBufferPointer(rebasing: text[start..<index])) ? index : nil
     }
 

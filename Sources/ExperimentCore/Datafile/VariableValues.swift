@@ -219,7 +219,7 @@ public enum VariableLiteral: Sendable {
         switch value.kind {
         case .null: self = .null
         case .bool: self = .bool(value.bool ?? false)
-        case .int: self = value.int64.map { .int($0) } ?? .bigInteger(value.jsonText)
+        case .int: self = value.mayBeClamped ? .bigInteger(value.integerText) : .int(value.int64 ?? 0)
         case .double: self = .double(value.double ?? 0)
         case .string, .array, .object: self = .composite(value.jsonText)
         }

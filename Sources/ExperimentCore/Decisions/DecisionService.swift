@@ -220,7 +220,7 @@ extension DecisionService {
         // As the reference: an empty rule key reads as no rule in the messages, and a flag whose key is empty
         // has no variation a forced decision can name (its get_flag_variation answers None for it).
         let ruleText = ruleKey?.isEmpty == true ? nil : ruleKey
-        if !flag.key.text.isEmpty, let index = flag.flagVariations.firstIndex(where: { $0.key.text == variationKey }) {
+        if !flag.key.text.isEmpty, let index = flag.flagVariations.firstIndex(where: { $0.key.text.sameCodePoints(variationKey) }) {
             reasons?.add(ReasonMessages.forcedDecision(variation: variationKey, flag: flag.key.text, rule: ruleText,
                                                        user: userText))
             return Int32(index)

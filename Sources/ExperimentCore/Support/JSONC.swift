@@ -44,6 +44,13 @@ public final class JSONDocument {
     /// array's name and the element's position, where the places of its values start ("experiments[3]").
     var section: String? = nil
     var sectionIndex = 0
+    /// The exact decimal text of each integer json-c clamped (past 64 bits), by its json-c object: filled
+    /// by `noteChangedValues` when the text had a number token long enough to be one (rare), else empty.
+    var clampedIntegerTexts: [OpaquePointer: String] = [:]
+    /// Each string json-c read with U+FFFD for an unpaired surrogate escape, as Python's `json` reads it,
+    /// in WTF-8 (a surrogate as its 3-byte form, which no UTF-8 text holds and which keeps code point order),
+    /// by its json-c object. Filled by `noteChangedValues` when the text had a surrogate escape.
+    var surrogateStrings: [OpaquePointer: [UInt8]] = [:]
 
     public var root: JSONValue { JSONValue(document: self, object: tree) }
 
@@ -54,6 +61,34 @@ public final class JSONDocument {
 
     deinit {
         json_object_put(tree)
+    }
+
+    /// Keeps what Python's `json` reads for every value json-c may have changed, read from `text`, the
+    /// text this document's tree was parsed from (its root's token first): the exact text of an integer
+    /// json-c clamped, the WTF-8 of a string with an unpaired surrogate escape. Only called for a text
+    /// with a long number token or a surrogate escape; a tree without such values costs one walk.
+    func noteChangedValues(in text: UnsafeBufferPointer<UInt8>) {
+        func visit(_ value: JSONValue) {
+            switch value.kind {
+            case .int:
+                if value.mayBeClamped, let object = value.object, let raw = value.rawToken(in: text) {
+                    clampedIntegerTexts[object] = raw
+                }
+            case .string:
+                if value.mayHaveReplacedSurrogate, let object = value.object, let raw = value.rawToken(in: text),
+                   let decoded = JSONStringToken.wtf8(Array(raw.utf8)), let bytes = value.stringBytes,
+                   !decoded.elementsEqual(bytes) {
+                    surrogateStrings[object] = decoded
+                }
+            case .array:
+                for element in value.elements { visit(element) }
+            case .object:
+                value.forEachMember { _, member in visit(member) }
+            default:
+                break
+            }
+        }
+        visit(root)
     }
 
     /// Parses `bytes` in place: json-c copies what it keeps (strings, names) into its tree, so the
@@ -83,11 +118,14 @@ public final class JSONDocument {
             }
             // json-c's strict mode still takes a few texts Python's `json` refuses; the reference would
             // refuse such a datafile or variable value, so the library does too.
-            if let (offset, problem) = JSONStrictTokens.firstProblem(bytes) {
+            var changedTokens = false
+            if let (offset, problem) = JSONStrictTokens.firstProblem(bytes, changedTokens: &changedTokens) {
                 json_object_put(tree)
                 throw .malformed("\(what): malformed JSON at byte \(offset): \(problem)")
             }
-            return JSONDocument(tree: tree)
+            let document = JSONDocument(tree: tree)
+            if changedTokens { document.noteChangedValues(in: bytes.assumingMemoryBound(to: UInt8.self)) }
+            return document
         case .failure(let failure):
             throw error(failure, in: bytes, what: what, maxDepth: maxDepth)
         }
@@ -453,6 +491,21 @@ extension JSONValue {
         return String(decoding: UnsafeBufferPointer(rebasing: text[range]), as: UTF8.self)
     }
 
+    /// An integer's decimal text as written (Python's `str()` of what `json.loads` reads): json-c's
+    /// text, or, for an integer json-c clamped past 64 bits, the token kept by `noteChangedValues`.
+    public var integerText: String {
+        if mayBeClamped, let object, let exact = document.clampedIntegerTexts[object] { return exact }
+        return jsonText
+    }
+
+    /// A string as Python's `json` reads it, in WTF-8, when json-c read an unpaired surrogate escape in it
+    /// as U+FFFD (see `JSONDocument.surrogateStrings`); nil for every other value.
+    public var surrogateString: [UInt8]? {
+        guard !document.surrogateStrings.isEmpty, let object, json_object_get_type(object) == json_type_string
+        else { return nil }
+        return document.surrogateStrings[object]
+    }
+
     /// Whether a string holds U+FFFD, which may stand for an unpaired surrogate escape.
     var mayHaveReplacedSurrogate: Bool {
         guard let bytes = stringBytes, bytes.count >= 3 else { return false }
@@ -469,6 +522,19 @@ extension JSONValue {
 /// unescaped in strings. One pass over the bytes; the grammar around the tokens is json-c's.
 enum JSONStrictTokens {
     static func firstProblem(_ bytes: UnsafeRawBufferPointer) -> (offset: Int, problem: String)? {
+        var changedTokens = false
+        return firstProblem(bytes, changedTokens: &changedTokens)
+    }
+
+    /// A number token of at least this many bytes may be an integer json-c clamps (past 64 bits).
+    static let longNumberBytes = 19
+
+    /// `firstProblem`, also telling whether the text has a token json-c may read otherwise than Python's
+    /// `json` does: a number token of `longNumberBytes` or more (an integer json-c clamps) or a surrogate
+    /// escape (an unpaired one json-c reads as U+FFFD).
+    static func firstProblem(_ bytes: UnsafeRawBufferPointer, changedTokens: inout Bool)
+        -> (offset: Int, problem: String)?
+    {
         let text = bytes.assumingMemoryBound(to: UInt8.self)
         let count = text.count
         var index = 0
@@ -482,7 +548,11 @@ enum JSONStrictTokens {
                     guard index < count else { break }
                     let inner = text[index]
                     if inner == UInt8(ascii: "\"") { break }
-                    if inner == UInt8(ascii: "\\") { index += 2; continue }
+                    if inner == UInt8(ascii: "\\") {
+                        if isSurrogateEscape(text, at: index) { changedTokens = true }
+                        index += 2
+                        continue
+                    }
                     return (index, "unescaped control character in a string")
                 }
                 index += 1
@@ -495,6 +565,7 @@ enum JSONStrictTokens {
                 }
                 let start = index
                 while index < count, isNumberByte(text[index]) { index += 1 }
+                if index - start >= longNumberBytes { changedTokens = true }
                 if !isJSONNumber(UnsafeBufferPointer(rebasing: text[start..<index])) { return (start, "malformed number") }
             default:
                 index += 1
@@ -520,6 +591,15 @@ enum JSONStrictTokens {
         }
         while index < text.count, text[index] != 0x22, text[index] != 0x5C, text[index] >= 0x20 { index += 1 }
         return index
+    }
+
+    /// Whether the backslash at `index` starts `\uD800`...`\uDFFF` (either case).
+    @inline(__always)
+    static func isSurrogateEscape(_ text: UnsafeBufferPointer<UInt8>, at index: Int) -> Bool {
+        guard index + 3 < text.count, text[index + 1] == UInt8(ascii: "u"), text[index + 2] | 0x20 == UInt8(ascii: "d")
+        else { return false }
+        let next = text[index + 3] | 0x20
+        return (next >= UInt8(ascii: "8") && next <= UInt8(ascii: "9")) || (next >= UInt8(ascii: "a") && next <= UInt8(ascii: "f"))
     }
 
     static func isNumberByte(_ byte: UInt8) -> Bool {
@@ -656,5 +736,85 @@ struct JSONTokenScanner {
                 index += 1
             }
         }
+    }
+}
+
+/// A JSON string token (quotes included) decoded as Python's `json` decodes it, written as WTF-8: an
+/// escaped surrogate pair is its character, an unpaired surrogate escape its 3-byte form.
+enum JSONStringToken {
+    static func wtf8(_ token: [UInt8]) -> [UInt8]? {
+        guard token.count >= 2, token.first == 0x22, token.last == 0x22 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(token.count)
+        var index = 1
+        let end = token.count - 1
+        func hex(_ at: Int) -> UInt32? {
+            guard at + 4 <= end else { return nil }
+            var value: UInt32 = 0
+            for byte in token[at..<(at + 4)] {
+                let digit: UInt8
+                switch byte {
+                case 0x30...0x39: digit = byte - 0x30
+                case 0x61...0x66: digit = byte - 0x61 + 10
+                case 0x41...0x46: digit = byte - 0x41 + 10
+                default: return nil
+                }
+                value = value << 4 | UInt32(digit)
+            }
+            return value
+        }
+        func append(_ scalar: UInt32) {
+            switch scalar {
+            case 0..<0x80:
+                out.append(UInt8(scalar))
+            case 0x80..<0x800:
+                out.append(UInt8(0xC0 | scalar >> 6))
+                out.append(UInt8(0x80 | scalar & 0x3F))
+            case 0x800..<0x10000:
+                out.append(UInt8(0xE0 | scalar >> 12))
+                out.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+                out.append(UInt8(0x80 | scalar & 0x3F))
+            default:
+                out.append(UInt8(0xF0 | scalar >> 18))
+                out.append(UInt8(0x80 | scalar >> 12 & 0x3F))
+                out.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+                out.append(UInt8(0x80 | scalar & 0x3F))
+            }
+        }
+        while index < end {
+            let byte = token[index]
+            guard byte == 0x5C else {
+                out.append(byte)
+                index += 1
+                continue
+            }
+            guard index + 1 < end else { return nil }
+            let escape = token[index + 1]
+            index += 2
+            switch escape {
+            case 0x22: out.append(0x22)            // \"
+            case 0x5C: out.append(0x5C)            // \\
+            case 0x2F: out.append(0x2F)            // \/
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                guard let unit = hex(index) else { return nil }
+                index += 4
+                // A high surrogate followed by an escaped low one is one character (Python's json).
+                if unit >= 0xD800 && unit < 0xDC00, index + 1 < end, token[index] == 0x5C,
+                   token[index + 1] == UInt8(ascii: "u"), let low = hex(index + 2), low >= 0xDC00 && low < 0xE000 {
+                    append(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+                    index += 6
+                } else {
+                    append(unit)
+                }
+            default:
+                return nil
+            }
+        }
+        return out
     }
 }

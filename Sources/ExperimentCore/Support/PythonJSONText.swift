@@ -17,7 +17,7 @@ enum PythonJSONText {
         case .null: out += "null"
         case .bool: out += value.bool! ? "true" : "false"
         // An integer's JSON text is its Python int repr (json.loads keeps integers exact).
-        case .int: out += value.jsonText
+        case .int: out += value.integerText
         case .double: out += floatRepr(value.double!)
         case .string: writeString(value.stringBytes!, to: &out)
         case .array:

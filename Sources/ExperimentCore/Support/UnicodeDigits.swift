@@ -34,4 +34,52 @@ enum UnicodeDigits {
         }
         return out
     }
+
+    /// The byte length of the Unicode decimal digit that starts at `index` (1 for ASCII 0-9), or 0 when the
+    /// character there is no decimal digit.
+    static func digitLength(_ text: UnsafeBufferPointer<UInt8>, at index: Int, end: Int) -> Int {
+        let lead = text[index]
+        if lead &- 0x30 < 10 { return 1 }
+        guard let (scalar, length) = scalar(text, at: index, end: end) else { return 0 }
+        return asciiDigit(scalar) != nil ? length : 0
+    }
+
+    /// The bytes from `start` to `end` with every Unicode decimal digit written as its ASCII digit and
+    /// every other byte as it is.
+    static func asciiOfDigits(_ text: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(end - start)
+        var index = start
+        while index < end {
+            let lead = text[index]
+            if lead >= 0x80, let (scalar, length) = scalar(text, at: index, end: end), let digit = asciiDigit(scalar) {
+                out.append(digit)
+                index += length
+            } else {
+                out.append(lead)
+                index += 1
+            }
+        }
+        return out
+    }
+
+    /// The scalar of the multi-byte UTF-8 sequence at `index` and its length, or nil.
+    private static func scalar(_ text: UnsafeBufferPointer<UInt8>, at index: Int, end: Int) -> (UInt32, Int)? {
+        let lead = text[index]
+        let length: Int
+        var value: UInt32
+        switch lead {
+        case 0xC2...0xDF: length = 2; value = UInt32(lead & 0x1F)
+        case 0xE0...0xEF: length = 3; value = UInt32(lead & 0x0F)
+        case 0xF0...0xF4: length = 4; value = UInt32(lead & 0x07)
+        default: return nil
+        }
+        guard index + length <= end else { return nil }
+        for offset in 1..<length {
+            let next = text[index + offset]
+            guard next & 0xC0 == 0x80 else { return nil }
+            value = value << 6 | UInt32(next & 0x3F)
+        }
+        return (value, length)
+    }
 }

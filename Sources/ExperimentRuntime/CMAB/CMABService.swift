@@ -185,7 +185,7 @@ final class CMABCall: CMABDecisionProvider {
     func uuid(of decision: FlagDecision, in config: ProjectConfig) -> CMABUUID? {
         guard let last, decision.holdout < 0, decision.experiment >= 0, decision.variation >= 0,
               config.hot.experiments[Int(decision.experiment)].isCMAB,
-              config.experiments[Int(decision.experiment)].id.text == last.ruleId else { return nil }
+              config.experiments[Int(decision.experiment)].id.text.sameCodePoints(last.ruleId) else { return nil }
         return last.uuid
     }
 }

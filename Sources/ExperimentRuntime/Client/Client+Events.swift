@@ -6,7 +6,8 @@ import Synchronization
 public final class UserDataStore: @unchecked Sendable {
     public static let maxUsers = 100_000
     public static let maxEntriesPerUser = 1_000
-    private let pending = Locked<[String: UserData]>([:])
+    /// By user id's code points ("\u{E9}" and "e\u{301}" are two users).
+    private let pending = Locked<[ExactKey: UserData]>([:])
     /// Users with pending data, read without the lock: tracks of users without data (nearly all) skip it.
     private let users = Atomic<Int>(0)
 
@@ -15,11 +16,12 @@ public final class UserDataStore: @unchecked Sendable {
     /// Applies `change` to `userId`'s pending data; false (nothing changed) past the bounds.
     func update(_ userId: String, _ change: (inout UserData) -> Void) -> Bool {
         pending.withLock { table in
-            if table[userId] == nil && table.count >= Self.maxUsers { return false }
-            var data = table[userId] ?? UserData()
+            let key = ExactKey(userId)
+            if table[key] == nil && table.count >= Self.maxUsers { return false }
+            var data = table[key] ?? UserData()
             change(&data)
             guard data.count <= Self.maxEntriesPerUser else { return false }
-            table[userId] = data
+            table[key] = data
             users.store(table.count, ordering: .releasing)
             return true
         }
@@ -29,7 +31,7 @@ public final class UserDataStore: @unchecked Sendable {
     func take(_ userId: String) -> UserData? {
         pending.withLock { table in
             defer { users.store(table.count, ordering: .releasing) }
-            return table.removeValue(forKey: userId)
+            return table.removeValue(forKey: ExactKey(userId))
         }
     }
 

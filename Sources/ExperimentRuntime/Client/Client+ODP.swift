@@ -55,7 +55,7 @@ extension Client {
 
     public func isQualified(userId: String, for segment: String) throws(ClientError) -> Bool {
         try ensureOpen()
-        return segments.segments(of: userId)?.names.contains(segment) ?? false
+        return segments.segments(of: userId)?.names.contains { $0.sameCodePoints(segment) } ?? false
     }
 
     /// Queues an identify event linking the user to the VUID (once per user and client).

@@ -87,7 +87,7 @@ public final class UserContext: @unchecked Sendable {
         state.withLock { $0.segments = set }
     }
 
-    public func isQualified(for segment: String) -> Bool { snapshot.segments?.names.contains(segment) ?? false }
+    public func isQualified(for segment: String) -> Bool { snapshot.segments?.names.contains { $0.sameCodePoints(segment) } ?? false }
 }
 
 /// A context's forced decisions ((flag key, rule key) -> variation key).

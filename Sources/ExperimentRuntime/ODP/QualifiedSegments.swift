@@ -11,9 +11,11 @@ public final class SegmentSet: @unchecked Sendable {
     private let bytes: [[UInt8]]
 
     public init(_ names: [String]) {
-        var seen = Set<String>()
-        self.names = names.filter { seen.insert($0).inserted }
-        bytes = self.names.map { Array($0.utf8) }
+        // The list as given (the reference keeps repeats); the names compared once each, by code points
+        // ("\u{E9}" and "e\u{301}" are two segments, as in the reference's list).
+        self.names = names
+        var seen = Set<ExactKey>()
+        bytes = names.filter { seen.insert(ExactKey($0)).inserted }.map { Array($0.utf8) }
     }
 
     public func contains(_ segment: UTF8Text) -> Bool {

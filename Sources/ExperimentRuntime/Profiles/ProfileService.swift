@@ -148,7 +148,11 @@ struct ProfileTracker: StickyAssignments {
 
     func savedVariation(experimentId: String) -> String? {
         loadOnce()
-        return state.pointee.map[experimentId]
+        // Only the entry of this very id (by code points, as the reference's dict): a Swift dictionary also
+        // answers for a canonically equivalent key ("\u{E9}" for "e\u{301}").
+        guard let index = state.pointee.map.index(forKey: experimentId),
+              state.pointee.map[index].key.sameCodePoints(experimentId) else { return nil }
+        return state.pointee.map[index].value
     }
 
     func record(experimentId: String, variationId: String) {

@@ -1,7 +1,10 @@
+import ExperimentCore
+
 /// A bounded map that evicts the least recently used entry. Not thread-safe: callers hold a lock.
 /// Entries live in arrays linked by index, so steady-state use does not allocate per operation.
 struct LRUCache<Value> {
-    private var slotOf: [String: Int32] = [:]
+    /// By code points (`ExactKey`): user ids "\u{E9}" and "e\u{301}" are two users, as in the reference.
+    private var slotOf: [ExactKey: Int32] = [:]
     private var keys: [String] = []
     private var values: [Value?] = []
     private var previous: [Int32] = []
@@ -16,7 +19,7 @@ struct LRUCache<Value> {
     var count: Int { slotOf.count }
 
     mutating func value(for key: String) -> Value? {
-        guard let slot = slotOf[key] else { return nil }
+        guard let slot = slotOf[ExactKey(key)] else { return nil }
         moveToFront(slot)
         return values[Int(slot)]
     }
@@ -24,7 +27,7 @@ struct LRUCache<Value> {
     /// Stores `value`; returns how many entries were evicted to stay within capacity.
     @discardableResult
     mutating func set(_ value: Value, for key: String) -> Int {
-        if let slot = slotOf[key] {
+        if let slot = slotOf[ExactKey(key)] {
             values[Int(slot)] = value
             moveToFront(slot)
             return 0
@@ -46,7 +49,7 @@ struct LRUCache<Value> {
             previous.append(-1)
             next.append(-1)
         }
-        slotOf[key] = slot
+        slotOf[ExactKey(key)] = slot
         linkAtFront(slot)
         return evicted
     }
@@ -60,12 +63,12 @@ struct LRUCache<Value> {
     }
 
     mutating func removeValue(for key: String) {
-        if let slot = slotOf[key] { remove(slot: slot) }
+        if let slot = slotOf[ExactKey(key)] { remove(slot: slot) }
     }
 
     private mutating func remove(slot: Int32) {
         unlink(slot)
-        slotOf[keys[Int(slot)]] = nil
+        slotOf[ExactKey(keys[Int(slot)])] = nil
         keys[Int(slot)] = ""
         values[Int(slot)] = nil
         freeSlots.append(slot)

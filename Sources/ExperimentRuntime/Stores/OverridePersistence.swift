@@ -74,7 +74,7 @@ final class OverridePersistence: @unchecked Sendable {
 
     private static func apply(kind: String, experiment: String, value: String?, to overrides: inout UserOverrides) {
         switch kind {
-        case "variation": if let value { overrides.forcedVariations[experiment] = value }
+        case "variation": if let value { overrides.forcedVariations[ExactKey(experiment)] = value }
         case "include": overrides.memberships[experiment] = .included(variationIndex: value.flatMap { Int($0) })
         case "exclude": overrides.memberships[experiment] = .excluded
         case "exclude_all": overrides.excludedFromAll = true

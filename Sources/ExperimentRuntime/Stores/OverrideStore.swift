@@ -4,7 +4,7 @@ import Synchronization
 /// One user's forced variations (experiment id -> variation id), forced decisions
 /// ((flag key, rule key) -> variation key) and Sigma forced memberships, as a decision reads them.
 public struct UserOverrides: DecisionOverrides, Sendable {
-    var forcedVariations: [String: String] = [:]
+    var forcedVariations: [ExactKey: String] = [:]
     var forcedDecisions: [ForcedDecisionKey: String] = [:]
     /// Sigma include_force / exclude_force per experiment id.
     var memberships: [String: ForcedMembership] = [:]
@@ -21,7 +21,7 @@ public struct UserOverrides: DecisionOverrides, Sendable {
         forcedDecisions.isEmpty ? nil : forcedDecisions[ForcedDecisionKey(flag: flagKey, rule: ruleKey)]
     }
 
-    public func forcedVariation(experimentId: String) -> String? { forcedVariations[experimentId] }
+    public func forcedVariation(experimentId: String) -> String? { forcedVariations[ExactKey(experimentId)] }
 
     public func forcedMembership(experimentId: String) -> ForcedMembership? {
         if let membership = memberships[experimentId] { return membership }
@@ -29,9 +29,19 @@ public struct UserOverrides: DecisionOverrides, Sendable {
     }
 }
 
+/// Compared and hashed by code points, as the reference's dict of forced decisions keys them.
 struct ForcedDecisionKey: Hashable, Sendable {
     let flag: String
     let rule: String?
+
+    static func == (a: ForcedDecisionKey, b: ForcedDecisionKey) -> Bool {
+        a.flag.sameCodePoints(b.flag) && a.rule.sameCodePoints(b.rule)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(ExactKey(flag))
+        hasher.combine(rule.map(ExactKey.init))
+    }
 }
 
 /// Forced variations, forced decisions and Sigma forced memberships per user.
@@ -48,7 +58,7 @@ public final class OverrideStore: @unchecked Sendable {
         var cache: LRUCache<UserOverrides>
         /// Without one: every user with an override; with one, users whose last write failed (they hold
         /// here, not evictable, until a later write for them succeeds).
-        var pinned: [String: UserOverrides] = [:]
+        var pinned: [ExactKey: UserOverrides] = [:]
     }
 
     private let table: Locked<Table>
@@ -99,7 +109,7 @@ public final class OverrideStore: @unchecked Sendable {
     }
 
     public func setForcedVariation(userId: String, experimentId: String, variationId: String?) {
-        update(userId, { $0.forcedVariations[experimentId] = variationId }) {
+        update(userId, { $0.forcedVariations[ExactKey(experimentId)] = variationId }) {
             try $0.setForcedVariation(userId: userId, experimentId: experimentId, variationId: variationId)
         }
     }
@@ -142,7 +152,7 @@ public final class OverrideStore: @unchecked Sendable {
     }
 
     private func current(_ userId: String, in table: inout Table) -> UserOverrides {
-        if let pinned = table.pinned[userId] { return pinned }
+        if let pinned = table.pinned[ExactKey(userId)] { return pinned }
         guard let persistence else { return .none }
         if let cached = table.cache.value(for: userId) { return cached }
         do throws(ClientError) {
@@ -168,17 +178,17 @@ public final class OverrideStore: @unchecked Sendable {
             if let persistence {
                 do {
                     try write(persistence)
-                    table.pinned[userId] = nil
+                    table.pinned[ExactKey(userId)] = nil
                     table.cache.set(overrides, for: userId)
                 } catch {
                     writeErrors.add(1, ordering: .relaxed)
                     let message = (error as? ClientError)?.message ?? "\(error)"
                     logger?.log(.warning, "\(message): the override holds in memory until the client goes")
-                    table.pinned[userId] = overrides
+                    table.pinned[ExactKey(userId)] = overrides
                     table.cache.removeValue(for: userId)
                 }
             } else {
-                table.pinned[userId] = has ? overrides : nil
+                table.pinned[ExactKey(userId)] = has ? overrides : nil
             }
             if had != has { userCount.add(has ? 1 : -1, ordering: .releasing) }
         }
