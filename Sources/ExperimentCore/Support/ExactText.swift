@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Python compares and hashes `str` by code points: `"\u{E9}" != "e\u{301}"`. Swift's `String` `==` and
 /// hashing follow canonical equivalence and take those two for one. Wherever the library matches text the
 /// reference matches with Python's `==` or a dict (keys, ids, forced decisions), it compares code points.
@@ -5,7 +9,18 @@ extension String {
     /// Python's `==` on two `str`: the same code points (the same UTF-8 bytes).
     @inlinable
     public func sameCodePoints(_ other: String) -> Bool {
-        utf8.count == other.utf8.count && utf8.elementsEqual(other.utf8)
+        let count = utf8.count
+        guard count == other.utf8.count else { return false }
+        guard count > 0 else { return true }
+        // Native strings hand out their bytes: one memcmp (the compiler compares ids this way by the
+        // thousand; a generic walk of the two UTF8Views cost ~20 instructions a byte).
+        let compared = utf8.withContiguousStorageIfAvailable { mine in
+            other.utf8.withContiguousStorageIfAvailable { theirs in
+                memcmp(mine.baseAddress!, theirs.baseAddress!, count) == 0
+            }
+        }
+        if let compared, let same = compared { return same }
+        return utf8.elementsEqual(other.utf8)
     }
 }
 
@@ -59,6 +74,8 @@ public struct ExactKeyed<Value>: ExpressibleByDictionaryLiteral, Sequence {
 
     public var count: Int { storage.count }
     public var isEmpty: Bool { storage.isEmpty }
+
+    public mutating func reserveCapacity(_ minimumCapacity: Int) { storage.reserveCapacity(minimumCapacity) }
     public var keys: [String] { storage.keys.map(\.text) }
 
     public func makeIterator() -> AnyIterator<(key: String, value: Value)> {
