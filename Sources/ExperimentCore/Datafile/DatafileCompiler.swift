@@ -64,6 +64,7 @@ public enum DatafileCompiler {
             throw DatafileError(error)
         }
         after?(.compile)
+        document!.source = bytes.assumingMemoryBound(to: UInt8.self)
         // The readers borrow json-c's tree: the document must outlive the compilation.
         let config = try withExtendedLifetime(document!) { () throws(DatafileError) -> ProjectConfig in
             var compiler = Compilation(root: DatafileReader(document!.root))

@@ -87,6 +87,7 @@ final class StreamedDatafile {
         let document = JSONDocument(tree: tree)
         document.section = name
         document.sectionIndex = index
+        document.source = UnsafeBufferPointer(rebasing: text[span])
         return document
     }
 
@@ -257,7 +258,8 @@ final class StreamedDatafile {
         var index = start
         if text[index] == UInt8(ascii: "-"), byte(index + 1) == UInt8(ascii: "I") { return index + 1 }
         while index < text.count, JSONStrictTokens.isNumberByte(text[index]) { index += 1 }
-        return JSONStrictTokens.isJSONNumber(UnsafeBufferPointer(rebasing: text[start..<index])) ? index : nil
+        let token = UnsafeBufferPointer(rebasing: text[start..<index])
+        return JSONStrictTokens.isJSONNumber(token) && !JSONStrictTokens.exceedsPythonIntDigits(token) ? index : nil
     }
 
     /// The index after the value starting at `start` (a string, a container with everything in it, or a

@@ -294,6 +294,10 @@ class _Project:
                 self.experiment_key_map[raw.get("key")] = raw
         self.features: Dict[str, Dict[str, Any]] = {f.get("key"): f for f in datafile.get("featureFlags") or []}
         self.feature_experiment_ids = {i for f in self.features.values() for i in f.get("experimentIds") or []}
+        # Every flag's key in datafile order when two flags share a string key (else None): see decide_all.
+        flag_keys = [f.get("key") for f in datafile.get("featureFlags") or [] if isinstance(f, dict)]
+        self.repeated_flag_keys: Optional[List[str]] = flag_keys if len(set(map(repr, flag_keys))) < len(flag_keys) \
+            and all(isinstance(k, str) for k in flag_keys) else None
         self.events = {e.get("key") for e in datafile.get("events") or []}
         self._entities: Optional[Tuple[Dict[Any, Dict[str, Any]], Dict[Any, Dict[str, Any]]]] = None
 
@@ -515,10 +519,12 @@ class _Project:
                 if i in self.experiments_by_id]
 
     @staticmethod
-    def variable_type(variable: Dict[str, Any]) -> str:
+    def variable_type(variable: Dict[str, Any]) -> Any:
+        """The variable's type as optimizely-sdk holds it: "json" for a string of subType "json", else the
+        datafile's value as it is (a mutated datafile may hold a number or null there)."""
         if variable.get("type") == "string" and variable.get("subType") == "json":
             return "json"
-        return str(variable.get("type"))
+        return variable.get("type")
 
 
 def _is_non_empty_string(value: Any) -> bool:
@@ -674,6 +680,11 @@ class OptimizelyUserContext:
         """Decides every flag (``{}`` when the instance is not usable)."""
         if self._context is None or not self.client._ready():
             return {}
+        project = self.client._project
+        if project is not None and project.repeated_flag_keys is not None:
+            # optimizely-sdk's decide_all is its decide_for_keys of every flag's key as the datafile lists
+            # them: a key given to two flags is decided (and notified, and its impression sent) twice.
+            return self.decide_for_keys(list(project.repeated_flag_keys), options)
         copy = self._clone()
         names = self._options(options)
         with _CallAttributes(self.client, self._attributes, names):
@@ -1403,7 +1414,9 @@ class Optimizely:
         project = self._project
         feature = project.features.get(feature_key) if project is not None else None
         if feature is not None:
-            variable = next((v for v in feature.get("variables") or [] if v.get("key") == variable_key), None)
+            # The last variable of that key, as optimizely-sdk's map by key keeps it.
+            variable = next((v for v in reversed(list(feature.get("variables") or []))
+                             if isinstance(v, dict) and v.get("key") == variable_key), None)
             if variable is None:
                 self.logger.error('Variable with key "%s" not found in the datafile.' % variable_key)
                 return None

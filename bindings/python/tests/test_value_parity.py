@@ -1,0 +1,225 @@
+"""One regression test per kind of difference valuefuzz.py found: variable values as the reference typecasts
+them, variable and flag duplicates, and OptimizelyConfig, each compared with optimizely-sdk 5.7.0 through the
+real library (the drop-in experiment.optimizely over the .so): return values, notifications, events and
+get_optimizely_config()'s contents (apifuzz.compare_calls).
+
+    EXPERIMENT_LIBRARY=$PWD/.build/release/libexperiment.so PYTHONPATH=$PWD/bindings/python \\
+        python3 -m pytest -q bindings/python/tests/test_value_parity.py
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import apifuzz  # noqa: E402
+import difffuzz  # noqa: E402
+
+GETTERS = [None, "boolean", "double", "integer", "string", "json"]
+
+
+def short(value: Any) -> str:
+    """A test id for a long value: its start and its length."""
+    text = repr(value)
+    return text if len(text) <= 24 else "%s..(%d)" % (text[:16], len(text))
+
+
+def datafile(variables: List[Dict[str, Any]], usages: Optional[List[Dict[str, Any]]] = None,
+             enabled: Any = True, flags: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """One flag "flag" (id "f1") with `variables`, an experiment "exp" giving every user the variation "on"
+    (featureEnabled `enabled`, values `usages`) and a rollout "r1" whose rule gives everyone "ee"."""
+    rule = {"id": "e1", "key": "rule", "status": "Running", "layerId": "r1", "audienceIds": [],
+            "forcedVariations": {},
+            "variations": [{"id": "ee", "key": "ee", "featureEnabled": True, "variables": []}],
+            "trafficAllocation": [{"entityId": "ee", "endOfRange": 10000}]}
+    experiment = {"id": "x1", "key": "exp", "status": "Running", "layerId": "l1", "audienceIds": [],
+                  "forcedVariations": {},
+                  "variations": [{"id": "on", "key": "on", "featureEnabled": enabled, "variables": usages or []}],
+                  "trafficAllocation": [{"entityId": "on", "endOfRange": 10000}]}
+    return {
+        "version": "4", "projectId": "p", "accountId": "a", "revision": "1", "groups": [], "events": [],
+        "audiences": [], "attributes": [], "experiments": [experiment],
+        "featureFlags": flags if flags is not None else [
+            {"id": "f1", "key": "flag", "rolloutId": "r1", "experimentIds": ["x1"], "variables": variables}],
+        "rollouts": [{"id": "r1", "experiments": [rule]}],
+    }
+
+
+def variable(type_: Any, default: Any, id_: str = "v1", key: str = "x", **extra: Any) -> Dict[str, Any]:
+    return dict({"id": id_, "key": key, "type": type_, "defaultValue": default}, **extra)
+
+
+def calls_for(keys: List[str]) -> List[List[Any]]:
+    calls: List[List[Any]] = [["get_feature_variable", g, "flag", k] for k in keys for g in GETTERS]
+    return calls + [["get_all_feature_variables", "flag"], ["decide", "flag", ["INCLUDE_REASONS"]],
+                    ["decide_all", []], ["is_feature_enabled", "flag"]]
+
+
+def assert_same(text_or_df: Any, calls: List[List[Any]]) -> None:
+    tally = apifuzz.compare_calls(text_or_df, "user", {}, calls, config=True)
+    assert not tally.differences, apifuzz.format_report(tally)
+    assert not tally.crashes, dict(tally.crashes)
+    assert tally.comparisons["get_optimizely_config contents"] == 1, tally.comparisons
+
+
+def both_ways(type_: str, text: Any) -> List[Dict[str, Any]]:
+    """The value as a variable's default and as the variation's value."""
+    return [datafile([variable(type_, text)]),
+            datafile([variable(type_, "1")], [{"id": "v1", "value": text}])]
+
+
+@pytest.fixture(autouse=True)
+def _library() -> None:
+    if apifuzz.dropin is None:
+        pytest.fail("cannot import experiment.optimizely: %r" % (apifuzz.IMPORT_ERROR,))
+
+
+# ----- doubles Python's float() reads as nan and the infinities ---------------------------------------------
+
+@pytest.mark.parametrize("text", ["nan", "-NaN", " inf ", "-Infinity", "1e400", "-1e999", "9" * 400], ids=short)
+def test_double_nan_and_infinity_are_handed_out(text: str) -> None:
+    for df in both_ways("double", text):
+        assert_same(df, calls_for(["x"]))
+
+
+# ----- integers: Python's int() limit of 4300 digits -------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["1" * 4300, "1" * 4301, "-" + "9" * 4301, "0" * 4301, "0" * 4299 + "12",
+                                  " " + "7" * 4301 + " "], ids=short)
+def test_integer_text_past_python_digit_limit_is_none(text: str) -> None:
+    for df in both_ways("integer", text):
+        assert_same(df, calls_for(["x"]))
+
+
+@pytest.mark.parametrize("text", ["1" * 4301, "[" + "2" * 4301 + "]", '{"a": -' + "3" * 4301 + "}"], ids=short)
+def test_json_text_with_an_integer_past_python_digit_limit_is_none(text: str) -> None:
+    for df in both_ways("json", text):
+        assert_same(df, calls_for(["x"]))
+
+
+# ----- values that are no string: numbers cast as Python casts them --------------------------------------
+
+@pytest.mark.parametrize("literal", [10 ** 19, -(10 ** 19) - 7, 10 ** 30, 10 ** 400, -(2 ** 64) - 1, 2 ** 64,
+                                     2 ** 63, 2 ** 64 - 1, 1e19, -1e19, 1e300, 9.3e18, 1.7976931348623157e308], ids=short)
+def test_number_literal_values_cast_exactly(literal: Any) -> None:
+    for type_ in ("integer", "double", "string", "boolean", "json"):
+        for df in both_ways(type_, literal):
+            assert_same(df, calls_for(["x"]))
+
+
+def test_datafile_with_an_integer_past_python_digit_limit_is_refused_as_by_the_reference() -> None:
+    for digits in (4300, 4301):
+        df = datafile([variable("integer", "@")])
+        text = json.dumps(df).replace('"@"', "1" * digits)
+        ref = difffuzz.make_reference(text, difffuzz.RecordingDispatcher())
+        ref_accepts = difffuzz.reference_accepts(ref)
+        try:
+            difffuzz.make_ours(text, difffuzz.RecordingDispatcher())
+            ours_accepts = True
+        except Exception:  # noqa: BLE001 - refused
+            ours_accepts = False
+        assert ours_accepts == ref_accepts == (digits == 4300)
+        # elsewhere in the datafile too, and a negative one; a long fraction is a float (accepted)
+        for token, accepted in (("-" + "1" * digits, digits == 4300), ("1" * digits + ".5", True)):
+            text = json.dumps(dict(df, extra="@")).replace('"@"', token)
+            try:
+                difffuzz.make_ours(text, difffuzz.RecordingDispatcher())
+                ours_accepts = True
+            except Exception:  # noqa: BLE001
+                ours_accepts = False
+            assert difffuzz.reference_accepts(difffuzz.make_reference(text, difffuzz.RecordingDispatcher())) \
+                == ours_accepts == accepted
+
+
+# ----- json values nested deeper than the library's 64 levels ---------------------------------------------
+
+@pytest.mark.parametrize("depth", [64, 65, 100, 200])
+def test_deep_json_values(depth: int) -> None:
+    for df in both_ways("json", "[" * depth + "]" * depth):
+        assert_same(df, calls_for(["x"]))
+
+
+# ----- get_feature_variable: the last variable of a key, its type as the datafile has it ------------------
+
+def test_repeated_variable_key_uses_the_last_definition() -> None:
+    df = datafile([variable("integer", "1"), variable("string", "two", id_="v2")],
+                  [{"id": "v1", "value": "5"}, {"id": "v2", "value": "six"}])
+    assert_same(df, calls_for(["x"]))
+    df = datafile([variable("boolean", "true"), variable("json", "{}", id_="v2")], [{"id": "v1", "value": "false"}])
+    assert_same(df, calls_for(["x"]))
+
+
+@pytest.mark.parametrize("type_", [None, 5, "", "Integer", ["string"]])
+def test_untyped_getter_notifies_the_datafile_type(type_: Any) -> None:
+    assert_same(datafile([variable(type_, "1")]), calls_for(["x"]))
+
+
+# ----- decide_all with two flags of one key --------------------------------------------------------------
+
+def test_decide_all_decides_a_repeated_flag_key_twice() -> None:
+    df = datafile([variable("integer", "1")])
+    twin = copy.deepcopy(df["featureFlags"][0])
+    twin["id"] = "f2"
+    twin["experimentIds"] = []
+    df["featureFlags"].append(twin)
+    for options in ([], ["INCLUDE_REASONS"], ["ENABLED_FLAGS_ONLY", "INCLUDE_REASONS"], ["EXCLUDE_VARIABLES"]):
+        assert_same(df, [["decide_all", options], ["decide_all", options]])
+    df["featureFlags"].reverse()
+    assert_same(df, [["decide_all", ["INCLUDE_REASONS"]], ["decide_all", None]])
+
+
+# ----- OptimizelyConfig: the reference's maps by flag key and id ------------------------------------------
+
+def test_config_delivery_rules_take_the_last_flag_of_their_flag_id() -> None:
+    df = datafile([variable("integer", "1")])
+    twin = copy.deepcopy(df["featureFlags"][0])
+    twin["key"] = "flag_twin"
+    twin["variables"] = [variable("double", "2.5", id_="v9", key="y")]
+    df["featureFlags"].append(twin)
+    assert_same(df, calls_for(["x"]))
+
+
+def test_config_value_of_a_shadowed_variable_id_reaches_the_key() -> None:
+    # the variation's value names the first "x" (v1); the map by key holds the second (v2)
+    df = datafile([variable("integer", "1"), variable("integer", "3", id_="v2")], [{"id": "v1", "value": "7"}])
+    assert_same(df, calls_for(["x"]))
+
+
+def test_config_experiment_variables_come_from_the_last_flag_of_the_key() -> None:
+    # "exp" belongs to the first "flag"; the second one (no experiments) is what the map by key holds, and
+    # its variable of id v1 ("z") takes the variation's value
+    df = datafile([variable("integer", "1")], [{"id": "v1", "value": "7"}])
+    twin = copy.deepcopy(df["featureFlags"][0])
+    twin["id"] = "f2"
+    twin["variables"] = [variable("string", "s", id_="v1", key="z"), variable("string", "j", id_="v3", key="w",
+                                                                              subType="json")]
+    twin["experimentIds"] = []
+    df["featureFlags"].append(twin)
+    assert_same(df, calls_for(["x", "z", "w"]))
+
+
+def test_config_json_subtype_stays_string_for_a_shadowed_flag() -> None:
+    # flags: "e" (id "i"), "flag" (id "i", a string of subType json), "flag" (id "j"): "e"'s delivery rules
+    # show the variables of the last flag of id "i", whose json type the reference never converted
+    df = datafile([variable("string", "{}", subType="json")])
+    first = copy.deepcopy(df["featureFlags"][0])
+    shadowed = copy.deepcopy(first)
+    first.update(key="e", id="i", experimentIds=[], variables=[])
+    shadowed.update(id="i", experimentIds=[])
+    df["featureFlags"] = [first, shadowed, df["featureFlags"][0]]
+    assert_same(df, calls_for(["x"]))
+
+
+def test_config_delivery_rules_of_the_first_rollout_of_an_id() -> None:
+    df = datafile([variable("integer", "1")])
+    other = copy.deepcopy(df["rollouts"][0])
+    other["experiments"][0]["key"] = "other_rule"
+    other["experiments"][0]["id"] = "e9"
+    df["rollouts"].append(other)
+    assert_same(df, calls_for(["x"]))
