@@ -420,7 +420,8 @@ class _Project:
         if rule.get("type") == "fr" and feature is not None:  # the one optimizely-sdk appends: not any rule's
             everyone_else = self.everyone_else_variation(feature)
             if everyone_else is not None and everyone_else.get("key") == variation_key:
-                return dict(everyone_else)
+                # (appended as a Variation made with featureEnabled=bool(...))
+                return dict(everyone_else, featureEnabled=bool(everyone_else.get("featureEnabled", False)))
         for rollout in own + list(self.datafile.get("rollouts") or []):
             for other in rollout.get("experiments") or []:
                 for variation in other.get("variations") or []:
@@ -841,6 +842,12 @@ class _Dispatcher:
     def _handle(self, log_event: LogEvent) -> None:
         if getattr(self.owner._local, "no_holdout_events", False) and _rule_type(log_event) == "holdout":
             return  # optimizely-sdk's feature calls send no holdout impression (decide does)
+        enabled = getattr(self.owner._local, "impression_enabled", None)
+        if enabled is not None:
+            try:
+                log_event.params["visitors"][0]["snapshots"][0]["decisions"][0]["metadata"]["enabled"] = enabled
+            except (KeyError, IndexError, TypeError):
+                pass  # no impression
         captured = getattr(self.owner._local, "events", None)
         if captured is not None:
             captured.append(log_event)
@@ -1328,11 +1335,15 @@ class Optimizely:
                 source_info = {"experiment_key": decision.rule_key, "variation_key": decision.variation_key}
         if send_event and source != "holdout":
             self._local.no_holdout_events = True
+            # optimizely-sdk's is_feature_enabled puts `featureEnabled is True` in its impression (the
+            # library's decide: the value's truth)
+            self._local.impression_enabled = self._feature_enabled(feature_key, decision, source) is True
             try:
                 with self._same_call_again():
                     decision = self._quiet_decide(feature_key, user_id, attributes, ())
             finally:
                 self._local.no_holdout_events = False
+                self._local.impression_enabled = None
         project.sign_zeros(feature_key, decision.rule_key, decision.variation_key, decision.enabled,
                            decision.variables)
         return feature, decision, source, source_info
@@ -1344,7 +1355,9 @@ class Optimizely:
             return False
         _feature, decision, source, source_info = found
         source_info = source_info if source == "feature-test" else {}
-        enabled = bool(decision.enabled)
+        # optimizely-sdk: enabled only when the variation's featureEnabled `is True` (1 or "true" is not; a
+        # holdout's is made a bool first).
+        enabled = self._feature_enabled(feature_key, decision, source) is True
         self.logger.info('Feature "%s" is %s for user "%s".' % (feature_key, "enabled" if enabled else "not enabled",
                                                                 user_id))
         self.notification_center.send_notifications(

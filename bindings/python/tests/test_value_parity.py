@@ -223,3 +223,27 @@ def test_config_delivery_rules_of_the_first_rollout_of_an_id() -> None:
     other["experiments"][0]["id"] = "e9"
     df["rollouts"].append(other)
     assert_same(df, calls_for(["x"]))
+
+
+# ----- is_feature_enabled: featureEnabled must be True itself -------------------------------------------
+
+@pytest.mark.parametrize("enabled", [1, 2, 0.5, "true", "false", [0], {"a": 1}, True, 0, None])
+def test_is_feature_enabled_wants_featureenabled_true(enabled: Any) -> None:
+    df = datafile([variable("integer", "1")], [{"id": "v1", "value": "2"}], enabled=enabled)
+    calls = [["is_feature_enabled", "flag"], ["get_enabled_features"], ["get_feature_variable", None, "flag", "x"],
+             ["decide", "flag", []]]
+    assert_same(df, calls)
+    df["sendFlagDecisions"] = True
+    df["featureFlags"][0]["experimentIds"] = []
+    df["rollouts"][0]["experiments"][0]["variations"][0]["featureEnabled"] = enabled
+    assert_same(df, calls)
+
+
+def test_is_feature_enabled_of_an_fr_experiment_everyone_else_variation() -> None:
+    # the everyone-else variation an "fr" experiment gets is made with featureEnabled=bool(2): True
+    df = datafile([variable("integer", "1")])
+    experiment = df["experiments"][0]
+    experiment["type"] = "fr"
+    experiment["trafficAllocation"] = [{"entityId": "on", "endOfRange": 0}]
+    df["rollouts"][0]["experiments"][0]["variations"][0]["featureEnabled"] = 2
+    assert_same(df, [["is_feature_enabled", "flag"], ["get_enabled_features"], ["decide", "flag", []]])
