@@ -6,7 +6,7 @@ the drop-in `experiment.optimizely` against optimizely-sdk 5.7.0.  Zero differen
     EXPERIMENT_LIBRARY=$PWD/.build/release/libexperiment.so PYTHONPATH=$PWD/bindings/python \\
         python3 bindings/python/tests/valuefuzz.py --seeds 0:300
 
-Options: --seeds A:B (default 0:150, the slice test_valuefuzz.py runs), --users N, --jobs N, --report FILE,
+Options: --seeds A:B (default 0:100, the slice test_valuefuzz.py runs), --users N, --jobs N, --report FILE,
 --replay SEED (every difference of one seed), --quiet.
 
 difffuzz.py and apifuzz.py mutate a datafile's structure (a field deleted or retyped, duplicates,
@@ -55,7 +55,7 @@ import difffuzz  # noqa: E402
 from datafile_generator import generate_datafile  # noqa: E402
 from test_differential import random_tags  # noqa: E402
 
-DEFAULT_SEEDS = (0, 150)
+DEFAULT_SEEDS = (0, 100)
 DEFAULT_USERS = 4
 OPS_PER_USER = (10, 24)
 
