@@ -69,7 +69,8 @@ extension Compilation {
         // at its first place: the rules after it move up (their number, and which is "Everyone Else").
         for (id, rules) in writtenRolloutRules {
             var seen = Set<Int32>()
-            rolloutRulesById[id] = rules.map { Int32(experimentIndexById[experimentIdentities[Int($0)]] ?? Int($0)) }
+            var serving: [String: Int32] = [:]
+            rolloutRulesById[id] = rules.map { servingRolloutRule(Int($0), of: rules, cache: &serving) }
                 .filter { seen.insert($0).inserted }
         }
         for id in experimentIdOrder {
@@ -117,6 +118,35 @@ extension Compilation {
         firstWrittenVariations.append(written.first)
         if registersId { register(index) }
         return index
+    }
+
+    /// The experiment a rollout's rule `local` is decided with. The reference walks the rollout's own rules by
+    /// id (the last of a repeated id in this rollout: `own`) and evaluates each with its experiments-by-id
+    /// entry: the audiences, traffic and variations of the id's last definition anywhere (the winner), under
+    /// the own rule's key, layer and id (rule key, forced decisions, impressions). When the winner is a rule
+    /// of another rollout, that mix is a rule of its own, made here (not registered: no id or key names it);
+    /// a group experiment winning the id serves as it is (see README).
+    mutating func servingRolloutRule(_ local: Int, of rules: [Int32], cache: inout [String: Int32]) -> Int32 {
+        let identity = experimentIdentities[local]
+        if let known = cache[identity] { return known }
+        let own = Int(rules.last { experimentIdentities[Int($0)] == identity } ?? Int32(local))
+        var serving = experimentIndexById[identity] ?? own
+        if serving != own, experiments[serving].kind == .rolloutRule {
+            let winner = experiments[serving], rule = experiments[own]
+            let mixed = Experiment(
+                id: rule.id, key: rule.key, layerId: rule.layerId, isRunning: winner.isRunning, kind: winner.kind,
+                type: winner.type, audience: winner.audience, variations: winner.variations, traffic: winner.traffic,
+                whitelist: nil, group: winner.group, groupId: winner.groupId, cmab: winner.cmab)
+            mixed.idJSON = rule.idJSON
+            serving = experiments.count
+            experiments.append(mixed)
+            experimentIdentities.append(identity)
+            if keylessExperiments.contains(own) { keylessExperiments.insert(serving) }
+            whitelists.append([])
+            firstWrittenVariations.append(firstWrittenVariations[own])
+        }
+        cache[identity] = Int32(serving)
+        return Int32(serving)
     }
 
     /// The experiment becomes the one its id names (the last registered wins, at the id's first place).

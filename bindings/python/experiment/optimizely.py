@@ -344,7 +344,7 @@ class _Project:
         return self._entities
 
     def activate_arguments(self, experiment_id: Any, variation_id: Any, is_holdout: bool,
-                           rule_key: Any = None, variation_key: Any = None) -> Tuple[Any, Any]:
+                           rule_key: Any = None, variation_key: Any = None, flag_key: Any = None) -> Tuple[Any, Any]:
         """The experiment and variation arguments of optimizely-sdk's ACTIVATE notification for an impression:
         entities (here objects with the entities' attributes), a holdout's variation as a plain dict, the
         reference's empty experiment when there is none. The event's variation_id is null for an id that is
@@ -384,7 +384,24 @@ class _Project:
                 found = self.variation_by_id(None, variation_id)
             if found is not None:
                 variation = dict(found) if is_holdout else _Entity(_variation_fields(found))
+        if experiment is not None and not is_holdout and flag_key is not None and experiment.get("key") != rule_key:
+            # A delivery rule whose id a later definition (another rollout's rule) also has: optimizely-sdk
+            # decides it with that definition but passes its own rule (the rollout's own, by id) as the
+            # experiment.
+            own = self.own_rollout_rule(flag_key, experiment_id)
+            if own is not None and own.get("key") == rule_key:
+                experiment = _experiment_fields(own)
         return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
+
+    def own_rollout_rule(self, flag_key: Any, rule_id: Any) -> Optional[Dict[str, Any]]:
+        """The rule of id `rule_id` in the flag's rollout, as the reference's rollout walk holds it (the
+        rollout's rules by id: the last definition), or None."""
+        feature = self.features.get(flag_key) if _hashable(flag_key) else None
+        rollout_id = (feature or {}).get("rolloutId")
+        rollout = _by(self.datafile.get("rollouts"), "id").get(rollout_id) if _hashable(rollout_id) else None
+        if rollout is None or not _hashable(rule_id):
+            return None
+        return _by(rollout.get("experiments"), "id").get(rule_id)
 
     def activate_call_arguments(self, experiment_key: Any, variation_key: Any,
                                 variation_id: Any = None) -> Tuple[Any, Any]:
@@ -516,8 +533,10 @@ class _Project:
                 variables[key] = -0.0
 
     def experiment_keys_of(self, feature: Dict[str, Any]) -> List[str]:
-        return [self.experiments_by_id[i]["key"] for i in feature.get("experimentIds") or []
-                if i in self.experiments_by_id]
+        """The keys of the flag's experiment rules: what optimizely-sdk's experiments by id hold for its
+        "experimentIds" (a delivery rule or group experiment repeating an experiment's id wins it)."""
+        by_id = self._entity_maps()[0]
+        return [by_id[i]["key"] for i in feature.get("experimentIds") or [] if _hashable(i) and i in by_id]
 
     @staticmethod
     def variable_type(variable: Dict[str, Any]) -> Any:
@@ -882,7 +901,7 @@ class _Dispatcher:
             metadata = decision.get("metadata") or {}
             experiment, variation = project.activate_arguments(
                 decision.get("experiment_id"), decision.get("variation_id"), is_holdout, metadata.get("rule_key"),
-                metadata.get("variation_key"))
+                metadata.get("variation_key"), metadata.get("flag_key"))
         args = (experiment, visitor.get("visitor_id"), getattr(self.owner._local, "attributes", None), variation,
                 log_event.__dict__)
         held = getattr(self.owner._local, "held_notifications", None)

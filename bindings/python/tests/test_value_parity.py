@@ -247,3 +247,57 @@ def test_is_feature_enabled_of_an_fr_experiment_everyone_else_variation() -> Non
     experiment["trafficAllocation"] = [{"entityId": "on", "endOfRange": 0}]
     df["rollouts"][0]["experiments"][0]["variations"][0]["featureEnabled"] = 2
     assert_same(df, [["is_feature_enabled", "flag"], ["get_enabled_features"], ["decide", "flag", []]])
+
+
+# ----- ids repeated across entities: which definition serves ----------------------------------------------
+
+def _rule(id_: str, key: str, variation: str, audience: Optional[str] = None, end: int = 10000) -> Dict[str, Any]:
+    return {"id": id_, "key": key, "status": "Running", "layerId": "layer_" + key,
+            "audienceIds": [audience] if audience else [], "forcedVariations": {},
+            "variations": [{"id": variation, "key": "var_" + variation, "featureEnabled": True,
+                            "variables": [{"id": "v1", "value": variation}]}],
+            "trafficAllocation": [{"entityId": variation, "endOfRange": end}]}
+
+
+def _two_rollouts(rules_a: List[Dict[str, Any]], rules_b: List[Dict[str, Any]]) -> Dict[str, Any]:
+    df = datafile([variable("string", "default")])
+    df["experiments"] = []
+    df["sendFlagDecisions"] = True
+    df["audiences"] = [{"id": "a1", "name": "n is 1", "conditions": json.dumps(
+        ["or", {"type": "custom_attribute", "name": "n", "value": 1, "match": "exact"}])}]
+    df["attributes"] = [{"id": "n1", "key": "n"}]
+    flag = df["featureFlags"][0]
+    flag["experimentIds"] = []
+    flag_b = dict(copy.deepcopy(flag), id="f2", key="flag_b", rolloutId="r2")
+    df["featureFlags"].append(flag_b)
+    df["rollouts"] = [{"id": "r1", "experiments": rules_a}, {"id": "r2", "experiments": rules_b}]
+    return df
+
+
+@pytest.mark.parametrize("user", [{}, {"n": 1}, {"n": 2}])
+def test_a_delivery_rule_sharing_its_id_with_another_rollouts_rule(user: Dict[str, Any]) -> None:
+    # the reference decides flag's first rule with the audiences, traffic and variations of the later
+    # definition of id "x" (flag_b's rule), under its own key and layer
+    df = _two_rollouts([_rule("x", "rule_a", "va", audience="a1"), _rule("ea", "ee_a", "vea")],
+                       [_rule("x", "rule_b", "vb", end=10000), _rule("eb", "ee_b", "veb")])
+    calls = [["decide", "flag", ["INCLUDE_REASONS"]], ["decide", "flag_b", ["INCLUDE_REASONS"]],
+             ["decide_all", []], ["get_feature_variable", None, "flag", "x"], ["is_feature_enabled", "flag"]]
+    for user_id in ("user", "u2", "u3", "u4"):
+        tally = apifuzz.compare_calls(df, user_id, user, calls, config=True)
+        assert not tally.differences, apifuzz.format_report(tally)
+    # the shared id as the everyone-else rule of the first rollout, and the other way round
+    df = _two_rollouts([_rule("y", "rule_a", "va", audience="a1"), _rule("x", "ee_a", "vea")],
+                       [_rule("x", "rule_b", "vb", audience="a1", end=10000), _rule("eb", "ee_b", "veb")])
+    for user_id in ("user", "u2", "u3", "u4"):
+        tally = apifuzz.compare_calls(df, user_id, user, calls, config=True)
+        assert not tally.differences, apifuzz.format_report(tally)
+
+
+def test_source_of_a_flag_experiment_whose_id_a_delivery_rule_repeats() -> None:
+    # the flag's experiment "x1" is, in the reference's experiments by id, the delivery rule of id "x1"
+    df = datafile([variable("integer", "1")], [{"id": "v1", "value": "5"}])
+    df["featureFlags"][0]["rolloutId"] = "r2"
+    df["rollouts"].append({"id": "r2", "experiments": [_rule("x1", "rule_b", "vb")]})
+    calls = [["get_feature_variable", None, "flag", "x"], ["is_feature_enabled", "flag"],
+             ["get_all_feature_variables", "flag"], ["get_enabled_features"]]
+    assert_same(df, calls)

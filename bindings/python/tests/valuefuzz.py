@@ -371,10 +371,39 @@ def m_header(df: dict, rng: random.Random) -> Optional[str]:
     return f"{name} = {df[name]!r}"
 
 
+def m_cross_kind_id(df: dict, rng: random.Random) -> Optional[str]:
+    """One entity takes the id of an entity of another kind or place: an experiment, a group's experiment, a
+    delivery rule or a holdout the id of another one; a variation the id of a variation of another rule; a
+    flag the id of an experiment."""
+    rules = [r for _p, r in difffuzz.experiments_of(df) + difffuzz.holdouts_of(df) if isinstance(r.get("id"), str)]
+    r = rng.random()
+    if r < 0.5 and len(rules) >= 2:
+        a, b = rng.sample(rules, 2)
+        a["id"] = b["id"]
+        return f"rule {a.get('key')!r} takes the id of {b.get('key')!r}"
+    variations = [v for v in _variations(df) if isinstance(v.get("id"), str)]
+    if r < 0.85 and len(variations) >= 2:
+        a, b = rng.sample(variations, 2)
+        old_id, a["id"] = a["id"], b["id"]
+        # the ranges that named the old id name the new one (or keep naming the old one: nothing)
+        if rng.random() < 0.7:
+            for _p, rule in difffuzz.experiments_of(df) + difffuzz.holdouts_of(df):
+                for t in rule.get("trafficAllocation") or []:
+                    if isinstance(t, dict) and t.get("entityId") == old_id:
+                        t["entityId"] = b["id"]
+        return f"variation {a.get('key')!r} takes the id of variation {b.get('key')!r}"
+    flags = _flags(df)
+    if flags and rules:
+        f = rng.choice(flags)
+        f["id"] = rng.choice(rules)["id"]
+        return f"flag {f.get('key')!r} takes a rule's id"
+    return None
+
+
 MUTATORS: List[Tuple[Callable[[dict, random.Random], Optional[str]], float]] = [
     (m_default, 3), (m_usage, 3), (m_many_values, 3), (m_type, 1.5), (m_feature_enabled, 1.5),
     (m_duplicate_variable, 1.2), (m_duplicate_usage, 0.8), (m_foreign_usage, 0.8), (m_duplicate_flag, 1),
-    (m_header, 1.5),
+    (m_header, 1.5), (m_cross_kind_id, 1.2),
 ]
 
 
