@@ -8,6 +8,10 @@ extension Compilation {
         var sources: [FlagSource] = []
         var usedRolloutIds = Set<String>()
         var keylessFlags = Set<Int>()
+        // The reference appends everyone-else variations for the flags of its map by key only (the last flag
+        // of a repeated key, at the first one's place): see `appendEveryoneElse`.
+        var everyoneElseOrder: [String] = []
+        var everyoneElseSources: [String: (experimentRules: [Int32], writtenRolloutRules: [Int32])] = [:]
         for entry in try section("featureFlags") {
             do throws(DatafileError) {
                 let variables = try readVariables(entry.requiredArray("variables"))
@@ -34,11 +38,17 @@ extension Compilation {
                                           variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules,
                                           rollout: rolloutId.isEmpty ? .none
                                               : rolloutRulesById[rolloutId] == nil ? .missing : .found(id: rolloutId)))
-                appendEveryoneElse(toFeatureRolloutsOf: experimentRules,
-                                   writtenRolloutRules: rolloutId.isEmpty ? [] : writtenRolloutRules[rolloutId] ?? [])
+                let identity = keyField.value.identityKey
+                if everyoneElseSources[identity] == nil { everyoneElseOrder.append(identity) }
+                everyoneElseSources[identity] = (experimentRules,
+                                                 rolloutId.isEmpty ? [] : writtenRolloutRules[rolloutId] ?? [])
             } catch {
                 try record(error)
             }
+        }
+        for identity in everyoneElseOrder {
+            let source = everyoneElseSources[identity]!
+            appendEveryoneElse(toFeatureRolloutsOf: source.experimentRules, writtenRolloutRules: source.writtenRolloutRules)
         }
         try resolveRolloutConditions(usedRolloutIds: usedRolloutIds)
         let usages = variableUsagesByVariationId()

@@ -301,3 +301,18 @@ def test_source_of_a_flag_experiment_whose_id_a_delivery_rule_repeats() -> None:
     calls = [["get_feature_variable", None, "flag", "x"], ["is_feature_enabled", "flag"],
              ["get_all_feature_variables", "flag"], ["get_enabled_features"]]
     assert_same(df, calls)
+
+
+def test_fr_experiment_of_a_shadowed_flag_gets_no_everyone_else_variation() -> None:
+    # two flags of one key: only the last one (the reference's map by key) gives its "fr" experiment the
+    # everyone-else variation; the first one's "fr" experiment keeps its gap
+    df = datafile([variable("integer", "1")])
+    df["experiments"][0]["type"] = "fr"
+    df["experiments"][0]["trafficAllocation"] = [{"entityId": "on", "endOfRange": 0}]
+    twin = dict(copy.deepcopy(df["featureFlags"][0]), id="f2", experimentIds=[])
+    df["featureFlags"].append(twin)
+    calls = [["activate", "exp"], ["get_variation", "exp"], ["decide", "flag", ["INCLUDE_REASONS"]],
+             ["is_feature_enabled", "flag"]]
+    assert_same(df, calls)
+    df["featureFlags"].reverse()  # now the flag of the experiment is the last one: it gets it
+    assert_same(df, calls)
