@@ -295,9 +295,10 @@ class _Project:
         self.features: Dict[str, Dict[str, Any]] = {f.get("key"): f for f in datafile.get("featureFlags") or []}
         self.feature_experiment_ids = {i for f in self.features.values() for i in f.get("experimentIds") or []}
         # Every flag's key in datafile order when two flags share a string key (else None): see decide_all.
-        flag_keys = [f.get("key") for f in datafile.get("featureFlags") or [] if isinstance(f, dict)]
-        self.repeated_flag_keys: Optional[List[str]] = flag_keys if len(set(map(repr, flag_keys))) < len(flag_keys) \
-            and all(isinstance(k, str) for k in flag_keys) else None
+        flag_keys: List[Any] = [f.get("key") for f in datafile.get("featureFlags") or [] if isinstance(f, dict)]
+        self.repeated_flag_keys: Optional[List[str]] = None
+        if len(set(map(repr, flag_keys))) < len(flag_keys) and all(isinstance(k, str) for k in flag_keys):
+            self.repeated_flag_keys = [str(k) for k in flag_keys]
         self.events = {e.get("key") for e in datafile.get("events") or []}
         self._entities: Optional[Tuple[Dict[Any, Dict[str, Any]], Dict[Any, Dict[str, Any]]]] = None
 
