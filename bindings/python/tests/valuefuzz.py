@@ -24,8 +24,10 @@ structure valid and draws what the reference then typecasts or hands out, from g
 * duplicates: a variable repeated with the same key (another id, type or value) or the same id (another
   key), a variation's usage repeated, a usage naming another flag's variable, a flag repeated with the
   same key or the same id;
+* ids repeated across entity kinds: two rollouts' rules, a group experiment, a holdout, a variation of
+  another rule, a flag taking a rule's id;
 * header fields: sdkKey, environmentKey, botFiltering, anonymizeIP, sendFlagDecisions, region of every
-  JSON type.
+  JSON type; an "integrations" section of odd entries (ODP twice, without host or key, other types).
 
 Both sides get the same JSON text.  Per user (difffuzz's users of the seed) a random call sequence:
 the typed and untyped get_feature_variable getters (on every variable, with every getter),
@@ -400,10 +402,29 @@ def m_cross_kind_id(df: dict, rng: random.Random) -> Optional[str]:
     return None
 
 
+INTEGRATION_ENTRIES: List[Any] = [
+    {"key": "odp", "host": "https://api.zaius.com", "publicKey": "W4WzcEs-ABgXorzY7h1LCQ"},
+    {"key": "odp", "host": "https://other.example", "publicKey": "other"}, {"key": "odp"}, {"key": "odp", "host": ""},
+    {"key": "odp", "publicKey": "k"}, {"key": "other", "host": "h"}, {"key": ""}, {"key": "ODP", "host": "h"},
+    {"key": "odp", "host": "h", "publicKey": "k", "extra": [1, {"a": None}]}, {"key": "odp", "host": 5},
+    {"key": "odp", "publicKey": None}, {"host": "h"}, {"key": 1}, {}, "odp", None, [],
+]
+
+
+def m_integrations(df: dict, rng: random.Random) -> Optional[str]:
+    """An "integrations" section of odd entries: ODP twice, without host or key, fields of other types."""
+    r = rng.random()
+    if r < 0.1:
+        df["integrations"] = rng.choice([[], {}, None, "", "odp", 0])
+    else:
+        df["integrations"] = [copy.deepcopy(rng.choice(INTEGRATION_ENTRIES)) for _ in range(rng.randint(1, 3))]
+    return f"integrations = {json.dumps(df['integrations'])[:80]}"
+
+
 MUTATORS: List[Tuple[Callable[[dict, random.Random], Optional[str]], float]] = [
     (m_default, 3), (m_usage, 3), (m_many_values, 3), (m_type, 1.5), (m_feature_enabled, 1.5),
     (m_duplicate_variable, 1.2), (m_duplicate_usage, 0.8), (m_foreign_usage, 0.8), (m_duplicate_flag, 1),
-    (m_header, 1.5), (m_cross_kind_id, 1.2),
+    (m_header, 1.5), (m_cross_kind_id, 1.2), (m_integrations, 0.6),
 ]
 
 
@@ -476,6 +497,27 @@ class Tally(apifuzz.Tally):
     pass
 
 
+# README "Value differential fuzzing": a delivery rule whose id a group experiment or a holdout also has is
+# decided differently (the reference evaluates the other definition under the rule's name). A case whose
+# datafile has such an id counts its differences apart, under this name, instead of as differences.
+DELIBERATE_SHARED_RULE_ID = "delivery rule id shared with a group experiment or a holdout (README)"
+
+
+def shares_rule_id_with_group_or_holdout(df: Any) -> bool:
+    def ids(entries: Any) -> set:
+        return {e.get("id") for e in entries or [] if isinstance(e, dict) and difffuzz_hashable(e.get("id"))}
+    if not isinstance(df, dict):
+        return False
+    rule_ids = set().union(*[ids(r.get("experiments")) for r in df.get("rollouts") or [] if isinstance(r, dict)])
+    others = set().union(*[ids(g.get("experiments")) for g in df.get("groups") or [] if isinstance(g, dict)])
+    others |= ids(df.get("holdouts")) | ids(df.get("localHoldouts"))
+    return bool(rule_ids & others)
+
+
+def difffuzz_hashable(value: Any) -> bool:
+    return not isinstance(value, (list, dict))
+
+
 class Case(apifuzz.Case):
     def __init__(self, seed: int, n_users: int, tally: Tally) -> None:  # noqa: super().__init__ not wanted
         self.seed = seed
@@ -493,6 +535,14 @@ class Case(apifuzz.Case):
         self.profiles, self.raising = {}, set()
         self.history: List[Any] = []
         self.user: Tuple[int, Any, Dict[str, Any]] = (-1, "", {})
+        self.shared_rule_id = shares_rule_id_with_group_or_holdout(df)
+
+    def difference(self, signature: str, reference: Any, ours: Any, diff: str) -> None:
+        # (acceptance and exceptions are never apart)
+        if self.shared_rule_id and not signature.startswith("accept") and "ours raised" not in signature:
+            self.tally.deliberate[DELIBERATE_SHARED_RULE_ID] += 1
+            return
+        super().difference(signature, reference, ours, diff)
 
     def run(self) -> None:
         # apifuzz.Case.run with this fuzzer's calls
