@@ -316,3 +316,28 @@ def test_fr_experiment_of_a_shadowed_flag_gets_no_everyone_else_variation() -> N
     assert_same(df, calls)
     df["featureFlags"].reverse()  # now the flag of the experiment is the last one: it gets it
     assert_same(df, calls)
+
+
+def _holdout(id_: str, key: str, variation: str, end: int) -> Dict[str, Any]:
+    return {"id": id_, "key": key, "status": "Running", "audienceIds": [], "audienceConditions": [],
+            "variations": [{"id": variation, "key": "var_" + variation, "featureEnabled": False}],
+            "trafficAllocation": [{"entityId": variation, "endOfRange": end}]}
+
+
+def test_an_experiment_sharing_its_id_with_a_holdout_buckets_through_the_holdouts_variations() -> None:
+    # the reference's variations by experiment id hold the holdout's for "x1": the experiment's bucketed "on"
+    # is not there, so the user is bucketed into nothing (and decided by the rollout)
+    df = datafile([variable("integer", "1")], [{"id": "v1", "value": "2"}])
+    df["holdouts"] = [_holdout("x1", "holdout_x", "hv", 0)]
+    assert_same(df, [["decide", "flag", ["INCLUDE_REASONS"]], ["activate", "exp"], ["get_variation", "exp"],
+                     ["is_feature_enabled", "flag"], ["get_feature_variable", None, "flag", "x"]])
+
+
+def test_two_holdouts_of_one_id() -> None:
+    # the first holdout buckets everyone into "h1v", which the variations of id "h" (the second's) lack
+    df = datafile([variable("integer", "1")], [{"id": "v1", "value": "2"}])
+    df["holdouts"] = [_holdout("h", "holdout_a", "h1v", 10000), _holdout("h", "holdout_b", "h2v", 0)]
+    assert_same(df, [["decide", "flag", ["INCLUDE_REASONS"]], ["decide_all", []], ["is_feature_enabled", "flag"],
+                     ["get_all_feature_variables", "flag"]])
+    df["localHoldouts"] = [dict(_holdout("h", "holdout_c", "h3v", 10000), includedRules=["e1", "x1"])]
+    assert_same(df, [["decide", "flag", ["INCLUDE_REASONS"]], ["decide_all", []], ["is_feature_enabled", "flag"]])
