@@ -497,20 +497,19 @@ class Tally(apifuzz.Tally):
     pass
 
 
-# README "Value differential fuzzing": a delivery rule whose id a group experiment or a holdout also has is
-# decided differently (the reference evaluates the other definition under the rule's name). A case whose
-# datafile has such an id counts its differences apart, under this name, instead of as differences.
-DELIBERATE_SHARED_RULE_ID = "delivery rule id shared with a group experiment or a holdout (README)"
+# README "Value differential fuzzing": a delivery rule whose id a group experiment also has is decided
+# differently (the reference evaluates the group experiment, group exclusion included, under the rule's
+# name). A case whose datafile has such an id counts its differences apart, under this name.
+DELIBERATE_SHARED_RULE_ID = "delivery rule id shared with a group experiment (README)"
 
 
-def shares_rule_id_with_group_or_holdout(df: Any) -> bool:
+def shares_rule_id_with_group(df: Any) -> bool:
     def ids(entries: Any) -> set:
         return {e.get("id") for e in entries or [] if isinstance(e, dict) and difffuzz_hashable(e.get("id"))}
     if not isinstance(df, dict):
         return False
     rule_ids = set().union(*[ids(r.get("experiments")) for r in df.get("rollouts") or [] if isinstance(r, dict)])
     others = set().union(*[ids(g.get("experiments")) for g in df.get("groups") or [] if isinstance(g, dict)])
-    others |= ids(df.get("holdouts")) | ids(df.get("localHoldouts"))
     return bool(rule_ids & others)
 
 
@@ -535,7 +534,7 @@ class Case(apifuzz.Case):
         self.profiles, self.raising = {}, set()
         self.history: List[Any] = []
         self.user: Tuple[int, Any, Dict[str, Any]] = (-1, "", {})
-        self.shared_rule_id = shares_rule_id_with_group_or_holdout(df)
+        self.shared_rule_id = shares_rule_id_with_group(df)
 
     def difference(self, signature: str, reference: Any, ours: Any, diff: str) -> None:
         # (acceptance and exceptions are never apart)
