@@ -94,3 +94,44 @@ private func variables(type: String, defaultValue: String, value: String? = nil)
         }
     }
 }
+
+// Ids repeated across entities (valuefuzz's cross-kind ids), at the compiled config.
+
+private func rule(_ id: String, _ key: String, variation: String, end: Int = 10000, audience: String = "") -> String {
+    #"{"id": "\#(id)", "key": "\#(key)", "status": "Running", "layerId": "layer_\#(key)", "audienceIds": [\#(audience)], "#
+        + #""forcedVariations": {}, "variations": [{"id": "\#(variation)", "key": "\#(variation)", "featureEnabled": true}], "#
+        + #""trafficAllocation": [{"entityId": "\#(variation)", "endOfRange": \#(end)}]}"#
+}
+
+private func twoRollouts(holdouts: String = "[]") -> String {
+    """
+    {"version": "4", "projectId": "1", "accountId": "2", "revision": "3", "attributes": [], "events": [],
+     "audiences": [], "groups": [], "experiments": [], "holdouts": \(holdouts),
+     "featureFlags": [{"id": "f1", "key": "a", "rolloutId": "r1", "experimentIds": [], "variables": []},
+                      {"id": "f2", "key": "b", "rolloutId": "r2", "experimentIds": [], "variables": []}],
+     "rollouts": [{"id": "r1", "experiments": [\(rule("x", "rule_a", variation: "va", end: 100)), \(rule("e1", "ee_a", variation: "vea"))]},
+                  {"id": "r2", "experiments": [\(rule("x", "rule_b", variation: "vb", end: 9000)), \(rule("e2", "ee_b", variation: "veb"))]}]}
+    """
+}
+
+@Test func aDeliveryRuleSharingItsIdWithAnotherRolloutsRuleKeepsItsNameAndTakesTheOthersTraffic() throws {
+    let config = try DatafileCompiler.compile(twoRollouts())
+    let first = config.experiments[Int(config.flags[0].rules[0].experiment)]
+    #expect(first.key.text == "rule_a")
+    #expect(first.layerId == "layer_rule_a")
+    #expect(first.traffic.map(\.endOfRange) == [9000])
+    #expect(first.variations.map(\.key.text) == ["vb"])
+    let second = config.experiments[Int(config.flags[1].rules[0].experiment)]
+    #expect(second.key.text == "rule_b")
+}
+
+@Test func aRuleSharingItsIdWithAHoldoutBucketsThroughTheHoldoutsVariations() throws {
+    let holdout = #"[{"id": "x", "key": "h", "status": "Running", "audienceIds": [], "variations": [{"id": "hv", "key": "hv"}], "#
+        + #""trafficAllocation": [{"entityId": "hv", "endOfRange": 0}]}]"#
+    let config = try DatafileCompiler.compile(twoRollouts(holdouts: holdout))
+    for flag in 0..<2 {
+        let rule = config.experiments[Int(config.flags[flag].rules[0].experiment)]
+        #expect(rule.traffic.map(\.entity) == [TrafficRange.unknownEntity])
+    }
+    #expect(config.experiments[Int(config.flags[0].rules[1].experiment)].traffic.map(\.entity) == [0])
+}
