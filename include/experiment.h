@@ -401,7 +401,10 @@ typedef struct exp_decision {
     const char *flag_key;
     const char *variation_key;       /* NULL when the user got no variation */
     const char *rule_key;            /* the experiment or delivery rule that decided; NULL when none */
-    const char *variables_json;      /* the flag's variables as a JSON object ("{}" when excluded) */
+    const char *variables_json;      /* the flag's variables as a JSON object ("{}" when excluded), as
+                                        Python's json writes it: a double variable that is NaN or infinite
+                                        is NaN / Infinity / -Infinity (as optimizely-sdk's float() gives it),
+                                        a json variable is its datafile text */
     int enabled;                     /* the variation's featureEnabled; 0 when no variation */
     int reserved;
     const char *const *reasons;      /* reason strings when EXP_DECIDE_INCLUDE_REASONS, else NULL */

@@ -20,7 +20,7 @@ extension Compilation {
                 do {
                     parsed = try JSONDocument.parse(UnsafeRawBufferPointer(textBytes), what: "datafile",
                                                     maxBytes: DatafileCompiler.maxBytes,
-                                                    maxDepth: DatafileCompiler.maxDepth, tokener: nestedJSONTokener)
+                                                    maxDepth: DatafileCompiler.maxDepth, tokener: conditionsTokener)
                 } catch {
                     // The place is worked out for the message only.
                     let message = error.message.dropFirst("datafile".count)

@@ -8,6 +8,10 @@ extension Compilation {
         var sources: [FlagSource] = []
         var usedRolloutIds = Set<String>()
         var keylessFlags = Set<Int>()
+        // The reference appends everyone-else variations for the flags of its map by key only (the last flag
+        // of a repeated key, at the first one's place): see `appendEveryoneElse`.
+        var everyoneElseOrder: [String] = []
+        var everyoneElseSources: [String: (experimentRules: [Int32], writtenRolloutRules: [Int32])] = [:]
         for entry in try section("featureFlags") {
             do throws(DatafileError) {
                 let variables = try readVariables(entry.requiredArray("variables"))
@@ -34,11 +38,17 @@ extension Compilation {
                                           variables: variables, experimentRules: experimentRules, rolloutRules: rolloutRules,
                                           rollout: rolloutId.isEmpty ? .none
                                               : rolloutRulesById[rolloutId] == nil ? .missing : .found(id: rolloutId)))
-                appendEveryoneElse(toFeatureRolloutsOf: experimentRules,
-                                   writtenRolloutRules: rolloutId.isEmpty ? [] : writtenRolloutRules[rolloutId] ?? [])
+                let identity = keyField.value.identityKey
+                if everyoneElseSources[identity] == nil { everyoneElseOrder.append(identity) }
+                everyoneElseSources[identity] = (experimentRules,
+                                                 rolloutId.isEmpty ? [] : writtenRolloutRules[rolloutId] ?? [])
             } catch {
                 try record(error)
             }
+        }
+        for identity in everyoneElseOrder {
+            let source = everyoneElseSources[identity]!
+            appendEveryoneElse(toFeatureRolloutsOf: source.experimentRules, writtenRolloutRules: source.writtenRolloutRules)
         }
         try resolveRolloutConditions(usedRolloutIds: usedRolloutIds)
         let usages = variableUsagesByVariationId()
@@ -159,7 +169,7 @@ extension Compilation {
         let variableIds = Set(variables.map(\.id))
         // Each variable's default as JSON, once per flag: most variations override few variables, if any.
         let defaults = variables.map {
-            $0.defaultLiteral?.json(as: $0.type) ?? VariableValues.json($0.defaultValue, as: $0.type, tokener: nestedJSONTokener)
+            $0.defaultLiteral?.json(as: $0.type) ?? VariableValues.json($0.defaultValue, as: $0.type, tokener: variableValueTokener)
         }
         var writer = JSONWriter()
         var flagVariations: [FlagVariation] = []
@@ -214,7 +224,7 @@ extension Compilation {
 
     /// The variables object of one variation, stored in the config: `defaults` (each variable's default as
     /// JSON) where the variation does not override the variable. `writer` is reused across variations.
-    func storeVariablesJSON(_ variables: [Variable], defaults: [String], overrides: [VariableValue],
+    mutating func storeVariablesJSON(_ variables: [Variable], defaults: [String], overrides: [VariableValue],
                             writer: inout JSONWriter) -> UnsafePointer<CChar>
     {
         writer.reset()
@@ -223,7 +233,7 @@ extension Compilation {
             writer.key(variable.key)
             if let usage = overrides.last(where: { $0.id == variable.id }) {
                 writer.raw(usage.literal?.json(as: variable.type)
-                           ?? VariableValues.json(usage.value, as: variable.type, tokener: nestedJSONTokener))
+                           ?? VariableValues.json(usage.value, as: variable.type, tokener: variableValueTokener))
             } else {
                 writer.raw(defaults[index])
             }

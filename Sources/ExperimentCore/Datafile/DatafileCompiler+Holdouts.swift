@@ -26,6 +26,44 @@ extension Compilation {
                 try record(error)
             }
         }
+        maskVariationsShadowedByHoldouts()
+    }
+
+    /// The reference finds a bucketed variation through its variations by experiment id, and a holdout's
+    /// variations take that id's place there (the last holdout of an id wins): an experiment, rule or
+    /// earlier holdout sharing its id with a holdout buckets into nothing where the entity id it finds is
+    /// no variation id of that last holdout (no variation, and no "empty traffic range" reason). Only string
+    /// ids; a variation id the holdout has too keeps the entity's own variation here.
+    mutating func maskVariationsShadowedByHoldouts() {
+        var lastHoldout: [String: Int] = [:]
+        for (index, holdout) in holdouts.enumerated() where holdout.idJSON == nil {
+            lastHoldout[holdout.id.text] = index
+        }
+        guard !lastHoldout.isEmpty else { return }
+        func masked(_ traffic: [TrafficRange], of variations: [Variation], by holdout: Holdout) -> [TrafficRange]? {
+            var changed = false
+            let result = traffic.map { range -> TrafficRange in
+                guard range.entity >= 0, !holdout.variations.contains(where: {
+                    $0.id.text == variations[Int(range.entity)].id.text }) else { return range }
+                changed = true
+                return TrafficRange(endOfRange: range.endOfRange, entity: TrafficRange.unknownEntity)
+            }
+            return changed ? result : nil
+        }
+        for (index, holdout) in holdouts.enumerated() where holdout.idJSON == nil {
+            guard let last = lastHoldout[holdout.id.text], last != index,
+                  let traffic = masked(holdout.traffic, of: holdout.variations, by: holdouts[last]) else { continue }
+            let copy = Holdout(id: holdout.id, key: holdout.key, isRunning: holdout.isRunning, audience: holdout.audience,
+                               variations: holdout.variations, traffic: traffic,
+                               excludeTargetedDeliveries: holdout.excludeTargetedDeliveries)
+            holdouts[index] = copy
+        }
+        for index in experiments.indices {
+            guard experiments[index].idJSON == nil, let last = lastHoldout[experimentIdentities[index]],
+                  let traffic = masked(experiments[index].traffic, of: experiments[index].variations, by: holdouts[last])
+            else { continue }
+            experiments[index] = experiments[index].with(traffic: traffic)
+        }
     }
 
     /// A running local holdout's "includedRules" as the reference iterates them (`included_rules or []`),

@@ -266,8 +266,9 @@ final class StreamedDatafile {
         var index = start
         if text[index] == UInt8(ascii: "-"), byte(index + 1) == UInt8(ascii: "I") { return index + 1 }
         while index < text.count, JSONStrictTokens.isNumberByte(text[index]) { index += 1 }
-        if index - start >= JSONStrictTokens.longNumberBytes { changedTokens = true }
-        return JSONStrictTokens.isJSONNumber(UnsafeBufferPointer(rebasing: text[start..<index])) ? index : nil
+        let token = UnsafeBufferPointer(rebasing: text[start..<index])
+        if token.count >= JSONStrictTokens.longNumberBytes { changedTokens = true }
+        return JSONStrictTokens.isJSONNumber(token) && !JSONStrictTokens.exceedsPythonIntDigits(token) ? index : nil
     }
 
     /// The index after the value starting at `start` (a string, a container with everything in it, or a

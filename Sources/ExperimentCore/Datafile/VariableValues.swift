@@ -14,15 +14,69 @@ enum VariableValues {
         case .integer: return pythonInt(text) ?? "null"
         case .double:
             guard let value = pythonFloat(text) else { return "null" }
-            return JSONWriter.format(value)
+            return doubleJSON(value)
         case .json:
-            guard (try? JSONDocument.parse(text, what: "variable", maxBytes: 16 << 20, maxDepth: 64,
+            guard (try? JSONDocument.parse(text, what: "variable", maxBytes: 16 << 20, maxDepth: jsonValueDepth,
                                            tokener: tokener)) != nil
             else {
                 return "null"
             }
             return text
         }
+    }
+
+    /// How deep a json variable's text may nest. The reference's `json.loads` stops at Python's recursion
+    /// limit (about 990 levels less the caller's stack); below this depth both read the value.
+    static let jsonValueDepth = 900
+
+    /// Python's `int()` and `json` refuse to read an integer of more digits than this (CPython's default
+    /// `sys.get_int_max_str_digits()`): `int(text)` raises, and `json.loads` of such a datafile raises.
+    static let pythonIntMaxDigits = 4300
+
+    /// A double as the variables JSON carries it: as `JSONWriter.format`, and NaN, inf and -inf as the tokens
+    /// Python's `json` writes and reads for them (`NaN`, `Infinity`, `-Infinity`), since the reference hands
+    /// out `float("nan")` and the infinities as variable values.
+    static func doubleJSON(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value < 0 ? "-Infinity" : "Infinity" }
+        return JSONWriter.format(value)
+    }
+
+    /// Python's `int(value)` of a finite double, exactly, as a JSON integer literal (`int(1e19)` is
+    /// 10000000000000000000, every digit of `int(1e300)`); nil for NaN and the infinities (Python raises).
+    static func truncatedInteger(_ value: Double) -> String? {
+        guard value.isFinite else { return nil }
+        if value.magnitude < 9.2e18 { return String(Int64(value)) }
+        // Integral here (|value| >= 2^53): significand * 2^exponent, multiplied out in base 10^9 limbs.
+        let exponent = Int(value.exponent) - Double.significandBitCount
+        var limbs: [UInt64] = []  // little-endian, base 10^9
+        var significand = value.significandBitPattern | (1 << UInt64(Double.significandBitCount))
+        while significand > 0 {
+            limbs.append(significand % 1_000_000_000)
+            significand /= 1_000_000_000
+        }
+        var remaining = exponent
+        while remaining > 0 {
+            let shift = min(remaining, 29)
+            var carry: UInt64 = 0
+            for index in limbs.indices {
+                let product = (limbs[index] << UInt64(shift)) + carry
+                limbs[index] = product % 1_000_000_000
+                carry = product / 1_000_000_000
+            }
+            while carry > 0 {
+                limbs.append(carry % 1_000_000_000)
+                carry /= 1_000_000_000
+            }
+            remaining -= shift
+        }
+        var text = value < 0 ? "-" : ""
+        text += String(limbs.last!)
+        for limb in limbs.dropLast().reversed() {
+            let digits = String(limb)
+            text += String(repeating: "0", count: 9 - digits.count) + digits
+        }
+        return text
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool {
@@ -93,7 +147,7 @@ enum VariableValues {
             negative = sign == UInt8(ascii: "-")
             body = body.dropFirst()
         }
-        guard var digits = digitRun(body)?[...] else { return nil }
+        guard var digits = digitRun(body)?[...], digits.count <= pythonIntMaxDigits else { return nil }
         while digits.count > 1 && digits.first == UInt8(ascii: "0") { digits = digits.dropFirst() }
         let magnitude = String(decoding: digits, as: UTF8.self)
         return negative && magnitude != "0" ? "-" + magnitude : magnitude
@@ -161,7 +215,8 @@ enum VariableValues {
                 negative = first == UInt8(ascii: "-")
                 start = 1
             }
-            guard start < bytes.count, bytes[start...].allSatisfy(isDigit) else { return nil }
+            guard start < bytes.count, bytes[start...].allSatisfy(isDigit),
+                  bytes.count - start <= pythonIntMaxDigits else { return nil }
             while start < bytes.count - 1 && bytes[start] == UInt8(ascii: "0") { start += 1 }
             let magnitude = String(decoding: UnsafeBufferPointer(rebasing: bytes[start...]), as: UTF8.self)
             return negative && magnitude != "0" ? "-" + magnitude : magnitude
@@ -219,7 +274,16 @@ public enum VariableLiteral: Sendable {
         switch value.kind {
         case .null: self = .null
         case .bool: self = .bool(value.bool ?? false)
-        case .int: self = value.mayBeClamped ? .bigInteger(value.integerText) : .int(value.int64 ?? 0)
+        case .int:
+            // json-c clamps an integer past 64 bits (`integerText` has its digits as written) and holds one
+            // between 2^63 and 2^64 as unsigned.
+            if value.mayBeClamped {
+                self = .bigInteger(value.integerText)
+            } else if let unsigned = value.unsignedAboveInt64 {
+                self = .bigInteger(String(unsigned))
+            } else {
+                self = .int(value.int64 ?? 0)
+            }
         case .double: self = .double(value.double ?? 0)
         case .string, .array, .object: self = .composite(value.jsonText)
         }
@@ -232,19 +296,21 @@ public enum VariableLiteral: Sendable {
         case (.json, _), (_, .null): return "null"
         case (.string, .bool(let flag)): return flag ? "true" : "false"
         case (.string, .int(let number)): return String(number)
-        case (.string, .double(let number)): return JSONWriter.format(number)
+        case (.string, .double(let number)): return VariableValues.doubleJSON(number)
         case (.string, .bigInteger(let text)), (.string, .composite(let text)): return text
         case (.integer, .bool(let flag)): return flag ? "1" : "0"
         case (.integer, .int(let number)): return String(number)
         case (.integer, .bigInteger(let text)): return text
         case (.integer, .double(let number)):
-            // int() truncates; it raises on inf and nan. (Exact beyond 2**63 only up to that bound.)
-            guard number.isFinite, abs(number) < 9.2e18 else { return "null" }
-            return String(Int64(number))
+            // int() truncates, exactly at any size; it raises on inf and nan.
+            return VariableValues.truncatedInteger(number) ?? "null"
         case (.double, .bool(let flag)): return JSONWriter.format(flag ? 1 : 0)
         case (.double, .int(let number)): return JSONWriter.format(Double(number))
-        case (.double, .double(let number)): return JSONWriter.format(number)
-        case (.double, .bigInteger(let text)): return Double(text).map(JSONWriter.format) ?? "null"
+        case (.double, .double(let number)): return VariableValues.doubleJSON(number)
+        case (.double, .bigInteger(let text)):
+            // float() of an int past the double range raises OverflowError.
+            guard let number = Double(text), number.isFinite else { return "null" }
+            return JSONWriter.format(number)
         case (.integer, .composite), (.double, .composite): return "null"
         }
     }

@@ -339,6 +339,13 @@ public struct JSONValue {
         return value == Int64.min || (value == Int64.max && json_object_get_uint64(object) == UInt64.max)
     }
 
+    /// An integer above INT64_MAX that json-c holds exactly (`int64` reads it as INT64_MAX), or nil.
+    var unsignedAboveInt64: UInt64? {
+        guard json_object_get_type(object) == json_type_int, json_object_get_int64(object) == Int64.max else { return nil }
+        let value = json_object_get_uint64(object)
+        return value > UInt64(Int64.max) ? value : nil
+    }
+
     public var double: Double? {
         switch json_object_get_type(object) {
         case json_type_int: return Double(json_object_get_int64(object))
@@ -567,6 +574,10 @@ enum JSONStrictTokens {
                 while index < count, isNumberByte(text[index]) { index += 1 }
                 if index - start >= longNumberBytes { changedTokens = true }
                 if !isJSONNumber(UnsafeBufferPointer(rebasing: text[start..<index])) { return (start, "malformed number") }
+                if exceedsPythonIntDigits(UnsafeBufferPointer(rebasing: text[start..<index])) {
+                    return (start, "an integer of more than \(VariableValues.pythonIntMaxDigits) digits, which Python's "
+                            + "json refuses to read (int_max_str_digits)")
+                }
             default:
                 index += 1
             }
@@ -608,6 +619,16 @@ enum JSONStrictTokens {
     }
 
     /// RFC 8259's number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+    /// Whether a number token (one `isJSONNumber` accepts) is an integer of more digits than CPython's `int`
+    /// reads from text by default: its `json` raises on it, so the reference refuses the datafile.
+    @inline(__always)
+    static func exceedsPythonIntDigits(_ token: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard token.count > VariableValues.pythonIntMaxDigits else { return false }
+        let digits = token.first == UInt8(ascii: "-") ? token.count - 1 : token.count
+        return digits > VariableValues.pythonIntMaxDigits
+            && !token.contains { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") }
+    }
+
     static func isJSONNumber(_ token: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         let count = token.count

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any, Dict, List, Optional
 
@@ -130,11 +131,32 @@ def _readable(conditions: Any, names: Dict[str, str]) -> str:
     return "".join(pieces)
 
 
-def _rollout_of(feature: Dict[str, Any], rollouts: Dict[Any, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The flag's rollout. A "rolloutId" outside the schema may be an empty list or object (no rollout, as
-    for optimizely-sdk), which cannot be looked up."""
+def _first_rollout(feature: Dict[str, Any], rollouts: List[Any]) -> Optional[Dict[str, Any]]:
+    """The rollout of a flag's delivery rules as optimizely-sdk's OptimizelyConfig finds it: the first one
+    whose id equals the flag's "rolloutId" (Python's ==)."""
     rollout_id = feature.get("rolloutId")
-    return rollouts.get(rollout_id) if isinstance(rollout_id, str) else None
+    return next((r for r in rollouts if isinstance(r, dict) and r.get("id") == rollout_id), None)
+
+
+def _last_by(entries: Any, field: str) -> Dict[Any, Dict[str, Any]]:
+    """Entries by a field, the last of each value winning (in the place of its first)."""
+    return {e.get(field): e for e in entries or [] if isinstance(e, dict)}
+
+
+class _FlagVariables:
+    """One flag's variables as optimizely-sdk's OptimizelyConfigService maps them: by key and by id (the
+    same OptimizelyVariable objects), each with the datafile's default value."""
+
+    def __init__(self, feature: Dict[str, Any], converts_json: bool) -> None:
+        self.by_key: Dict[Any, OptimizelyVariable] = {}
+        self.by_id: Dict[Any, OptimizelyVariable] = {}
+        for variable in feature.get("variables") or []:
+            # Its ProjectConfig turns a string of subType "json" into type "json" in the datafile's own
+            # dict, for the flag its map by key keeps (the last of a repeated key) only.
+            kind = _variable_type(variable) if converts_json else variable.get("type")
+            made = OptimizelyVariable(variable["id"], variable["key"], kind, variable["defaultValue"])
+            self.by_key[variable["key"]] = made
+            self.by_id[variable["id"]] = made
 
 
 class OptimizelyConfig:
@@ -150,57 +172,78 @@ class OptimizelyConfig:
         self.events = [OptimizelyEvent(e["id"], e["key"], e["experimentIds"]) for e in datafile.get("events") or []]
         self.audiences = self._audiences(datafile)
         names = {a.id: a.name if a.name is not None else "" for a in self.audiences if a.id is not None}
-        features = datafile.get("featureFlags") or []
-        feature_of_experiment = {i: f for f in features for i in f.get("experimentIds") or []}
+        features = [f for f in datafile.get("featureFlags") or [] if isinstance(f, dict)]
+        rollouts = [r for r in datafile.get("rollouts") or [] if isinstance(r, dict)]
+        # The lookup maps of optimizely-sdk's OptimizelyConfigService: each flag's variables by the flag's
+        # key and by its id (the last flag of a repeated key or id), the flag of each experiment id (the
+        # last flag listing it).
+        winners = {id(f) for f in _last_by(features, "key").values()}
+        self._flag_variables_by_key: Dict[Any, _FlagVariables] = {}
+        self._flag_variables_by_id: Dict[Any, _FlagVariables] = {}
+        self._feature_of_experiment: Dict[Any, Dict[str, Any]] = {}
+        for feature in features:
+            for experiment_id in feature.get("experimentIds") or []:
+                self._feature_of_experiment[experiment_id] = feature
+            made_variables = _FlagVariables(feature, id(feature) in winners)
+            self._flag_variables_by_key[feature["key"]] = made_variables
+            self._flag_variables_by_id[feature["id"]] = made_variables
+        self._appended = self._everyone_else_variations(datafile, features)
         experiments = list(datafile.get("experiments") or []) + [
             e for g in datafile.get("groups") or [] for e in g.get("experiments") or []]
-        experiments = self._with_everyone_else(experiments, features, datafile.get("rollouts") or [])
         self.experiments_map: Dict[str, OptimizelyExperiment] = {}
         by_id: Dict[str, OptimizelyExperiment] = {}
         for experiment in experiments:
-            feature = feature_of_experiment.get(experiment["id"])
-            made = OptimizelyExperiment(experiment["id"], experiment["key"], self._variations(experiment, feature, True),
+            made = OptimizelyExperiment(experiment["id"], experiment["key"], self._variations(experiment),
                                         _readable(experiment.get("audienceConditions", []), names) or "")
             self.experiments_map[experiment["key"]] = made
             by_id[experiment["id"]] = made
-        rollouts = {r.get("id"): r for r in datafile.get("rollouts") or []}
         self.features_map: Dict[str, OptimizelyFeature] = {}
         for feature in features:
             rules = [by_id[i] for i in feature.get("experimentIds") or []]
             made_feature = OptimizelyFeature(feature["id"], feature["key"], {r.key: r for r in rules},
-                                             self._default_variables(feature))
+                                             self._flag_variables_by_key[feature["key"]].by_key)
             made_feature.experiment_rules = rules
-            rollout = _rollout_of(feature, rollouts)
+            rollout = _first_rollout(feature, rollouts)
             for rule in (rollout or {}).get("experiments") or []:
                 made_feature.delivery_rules.append(OptimizelyExperiment(
-                    rule["id"], rule["key"], self._variations(rule, feature, False),
+                    rule["id"], rule["key"], self._variations(rule, feature["id"]),
                     _readable(rule.get("audienceConditions", []), names)))
             self.features_map[feature["key"]] = made_feature
 
     @staticmethod
-    def _with_everyone_else(experiments: List[Dict[str, Any]], features: List[Dict[str, Any]],
-                            rollouts: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        """Experiments of type "fr" (feature rollouts) with their flag's everyone-else variation (the first
-        variation of the rollout's last rule) added, as optimizely-sdk presents them."""
-        rollout_by_id = {r.get("id"): r for r in rollouts}
-        extra: Dict[str, List[Dict[str, Any]]] = {}
-        for feature in features:
-            rules = (_rollout_of(feature, rollout_by_id) or {}).get("experiments") or []
+    def _everyone_else_variations(datafile: Dict[str, Any], features: List[Dict[str, Any]]) -> Dict[int, List[Any]]:
+        """The variations optimizely-sdk's ProjectConfig appends to experiments of type "fr" (feature rollouts),
+        by the identity of the datafile dict that gets them: for each flag (the last of a repeated key), once
+        per entry of its "experimentIds", the first variation of its rollout's last rule (its rollout: the
+        last of that id), appended to the experiment its map by id holds for the entry (experiments, then
+        rollout rules, then group experiments, the last definition of an id winning)."""
+        winner: Dict[Any, Dict[str, Any]] = {}
+        for experiment in datafile.get("experiments") or []:
+            if isinstance(experiment, dict):
+                winner[experiment.get("id")] = experiment
+        rollout_by_id = _last_by(datafile.get("rollouts"), "id")
+        for rollout in rollout_by_id.values():
+            for rule in rollout.get("experiments") or []:
+                if isinstance(rule, dict):
+                    winner[rule.get("id")] = rule
+        for group in _last_by(datafile.get("groups"), "id").values():
+            winner.update(_last_by(group.get("experiments"), "id"))
+        appended: Dict[int, List[Any]] = {}
+        for feature in _last_by(features, "key").values():
+            if not feature.get("rolloutId"):
+                continue
+            rules = (rollout_by_id.get(feature.get("rolloutId")) or {}).get("experiments") or []
             everyone_else = (rules[-1].get("variations") or [None])[0] if rules else None
-            if not feature.get("rolloutId") or everyone_else is None:
+            if everyone_else is None:
                 continue
             for experiment_id in feature.get("experimentIds") or []:
-                extra.setdefault(experiment_id, []).append({
-                    "id": everyone_else["id"], "key": everyone_else["key"],
-                    "featureEnabled": bool(everyone_else.get("featureEnabled", False)),
-                    "variables": everyone_else.get("variables")})
-        result = []
-        for experiment in experiments:
-            if experiment.get("type") == "fr" and experiment.get("id") in extra:
-                experiment = dict(experiment, variations=list(experiment.get("variations") or [])
-                                  + extra[experiment["id"]])
-            result.append(experiment)
-        return result
+                experiment = winner.get(experiment_id)
+                if experiment is not None and experiment.get("type") == "fr":
+                    appended.setdefault(id(experiment), []).append({
+                        "id": everyone_else["id"], "key": everyone_else["key"],
+                        "featureEnabled": bool(everyone_else.get("featureEnabled", False)),
+                        "variables": everyone_else.get("variables") or []})
+        return appended
 
     @staticmethod
     def _audiences(datafile: Dict[str, Any]) -> List[OptimizelyAudience]:
@@ -211,28 +254,34 @@ class OptimizelyConfig:
                         for a in datafile.get("audiences") or []
                         if a.get("id") not in seen and a.get("id") != "$opt_dummy_audience"]
 
-    @staticmethod
-    def _default_variables(feature: Dict[str, Any]) -> Dict[str, OptimizelyVariable]:
-        return {v["key"]: OptimizelyVariable(v["id"], v["key"], _variable_type(v), v["defaultValue"])
-                for v in feature.get("variables") or []}
+    def _variables(self, experiment: Dict[str, Any], variation: Dict[str, Any],
+                   feature_id: Any = None) -> Dict[str, OptimizelyVariable]:
+        """A variation's variables as optimizely-sdk's `_get_variables_map`: for a delivery rule (a flag id
+        given) the defaults of the last flag of that id; for an experiment, those of the last flag listing
+        it (by that flag's key), with the variation's values when it enables the feature."""
+        feature = self._feature_of_experiment.get(experiment.get("id"))
+        if feature is None and feature_id is None:
+            return {}
+        if feature_id:
+            return copy.deepcopy(self._flag_variables_by_id[feature_id].by_key)
+        if not feature:
+            return {}
+        flag_variables = self._flag_variables_by_key[feature["key"]]
+        variables = copy.deepcopy(flag_variables.by_key)
+        if variation.get("featureEnabled"):
+            for value in variation.get("variables") or []:
+                variable = flag_variables.by_id.get(value.get("id"))
+                if variable is not None:
+                    variables[variable.key].value = value["value"]
+        return variables
 
-    def _variations(self, experiment: Dict[str, Any], feature: Optional[Dict[str, Any]],
-                    with_values: bool) -> Dict[str, OptimizelyVariation]:
-        """Variations by key. An experiment's variables carry the variation's values when it enables the
-        feature; a delivery rule's carry the defaults (as optimizely-sdk)."""
+    def _variations(self, experiment: Dict[str, Any], feature_id: Any = None) -> Dict[str, OptimizelyVariation]:
+        """Variations by key (an "fr" experiment's with its flag's everyone-else variation appended)."""
         made: Dict[str, OptimizelyVariation] = {}
-        for variation in experiment.get("variations") or []:
-            variables: Dict[str, OptimizelyVariable] = {}
-            if feature is not None:
-                variables = self._default_variables(feature)
-                if with_values and variation.get("featureEnabled"):
-                    by_id = {v.id: v for v in variables.values()}
-                    for value in variation.get("variables") or []:
-                        variable = by_id.get(value.get("id"))
-                        if variable is not None:
-                            variable.value = value["value"]
+        for variation in list(experiment.get("variations") or []) + self._appended.get(id(experiment), []):
             made[variation["key"]] = OptimizelyVariation(variation["id"], variation["key"],
-                                                         variation.get("featureEnabled"), variables)
+                                                         variation.get("featureEnabled"),
+                                                         self._variables(experiment, variation, feature_id))
         return made
 
     def get_datafile(self) -> Optional[str]:

@@ -294,6 +294,11 @@ class _Project:
                 self.experiment_key_map[raw.get("key")] = raw
         self.features: Dict[str, Dict[str, Any]] = {f.get("key"): f for f in datafile.get("featureFlags") or []}
         self.feature_experiment_ids = {i for f in self.features.values() for i in f.get("experimentIds") or []}
+        # Every flag's key in datafile order when two flags share a string key (else None): see decide_all.
+        flag_keys: List[Any] = [f.get("key") for f in datafile.get("featureFlags") or [] if isinstance(f, dict)]
+        self.repeated_flag_keys: Optional[List[str]] = None
+        if len(set(map(repr, flag_keys))) < len(flag_keys) and all(isinstance(k, str) for k in flag_keys):
+            self.repeated_flag_keys = [str(k) for k in flag_keys]
         self.events = {e.get("key") for e in datafile.get("events") or []}
         self._entities: Optional[Tuple[Dict[Any, Dict[str, Any]], Dict[Any, Dict[str, Any]]]] = None
 
@@ -340,7 +345,7 @@ class _Project:
         return self._entities
 
     def activate_arguments(self, experiment_id: Any, variation_id: Any, is_holdout: bool,
-                           rule_key: Any = None, variation_key: Any = None) -> Tuple[Any, Any]:
+                           rule_key: Any = None, variation_key: Any = None, flag_key: Any = None) -> Tuple[Any, Any]:
         """The experiment and variation arguments of optimizely-sdk's ACTIVATE notification for an impression:
         entities (here objects with the entities' attributes), a holdout's variation as a plain dict, the
         reference's empty experiment when there is none. The event's variation_id is null for an id that is
@@ -380,7 +385,24 @@ class _Project:
                 found = self.variation_by_id(None, variation_id)
             if found is not None:
                 variation = dict(found) if is_holdout else _Entity(_variation_fields(found))
+        if experiment is not None and not is_holdout and flag_key is not None and experiment.get("key") != rule_key:
+            # A delivery rule whose id a later definition (another rollout's rule) also has: optimizely-sdk
+            # decides it with that definition but passes its own rule (the rollout's own, by id) as the
+            # experiment.
+            own = self.own_rollout_rule(flag_key, experiment_id)
+            if own is not None and own.get("key") == rule_key:
+                experiment = _experiment_fields(own)
         return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
+
+    def own_rollout_rule(self, flag_key: Any, rule_id: Any) -> Optional[Dict[str, Any]]:
+        """The rule of id `rule_id` in the flag's rollout, as the reference's rollout walk holds it (the
+        rollout's rules by id: the last definition), or None."""
+        feature = self.features.get(flag_key) if _hashable(flag_key) else None
+        rollout_id = (feature or {}).get("rolloutId")
+        rollout = _by(self.datafile.get("rollouts"), "id").get(rollout_id) if _hashable(rollout_id) else None
+        if rollout is None or not _hashable(rule_id):
+            return None
+        return _by(rollout.get("experiments"), "id").get(rule_id)
 
     def activate_call_arguments(self, experiment_key: Any, variation_key: Any,
                                 variation_id: Any = None) -> Tuple[Any, Any]:
@@ -416,7 +438,8 @@ class _Project:
         if rule.get("type") == "fr" and feature is not None:  # the one optimizely-sdk appends: not any rule's
             everyone_else = self.everyone_else_variation(feature)
             if everyone_else is not None and everyone_else.get("key") == variation_key:
-                return dict(everyone_else)
+                # (appended as a Variation made with featureEnabled=bool(...))
+                return dict(everyone_else, featureEnabled=bool(everyone_else.get("featureEnabled", False)))
         for rollout in own + list(self.datafile.get("rollouts") or []):
             for other in rollout.get("experiments") or []:
                 for variation in other.get("variations") or []:
@@ -511,14 +534,18 @@ class _Project:
                 variables[key] = -0.0
 
     def experiment_keys_of(self, feature: Dict[str, Any]) -> List[str]:
-        return [self.experiments_by_id[i]["key"] for i in feature.get("experimentIds") or []
-                if i in self.experiments_by_id]
+        """The keys of the flag's experiment rules: what optimizely-sdk's experiments by id hold for its
+        "experimentIds" (a delivery rule or group experiment repeating an experiment's id wins it)."""
+        by_id = self._entity_maps()[0]
+        return [by_id[i]["key"] for i in feature.get("experimentIds") or [] if _hashable(i) and i in by_id]
 
     @staticmethod
-    def variable_type(variable: Dict[str, Any]) -> str:
+    def variable_type(variable: Dict[str, Any]) -> Any:
+        """The variable's type as optimizely-sdk holds it: "json" for a string of subType "json", else the
+        datafile's value as it is (a mutated datafile may hold a number or null there)."""
         if variable.get("type") == "string" and variable.get("subType") == "json":
             return "json"
-        return str(variable.get("type"))
+        return variable.get("type")
 
 
 def _is_non_empty_string(value: Any) -> bool:
@@ -674,6 +701,11 @@ class OptimizelyUserContext:
         """Decides every flag (``{}`` when the instance is not usable)."""
         if self._context is None or not self.client._ready():
             return {}
+        project = self.client._project
+        if project is not None and project.repeated_flag_keys is not None:
+            # optimizely-sdk's decide_all is its decide_for_keys of every flag's key as the datafile lists
+            # them: a key given to two flags is decided (and notified, and its impression sent) twice.
+            return self.decide_for_keys(list(project.repeated_flag_keys), options)
         copy = self._clone()
         names = self._options(options)
         with _CallAttributes(self.client, self._attributes, names):
@@ -830,6 +862,12 @@ class _Dispatcher:
     def _handle(self, log_event: LogEvent) -> None:
         if getattr(self.owner._local, "no_holdout_events", False) and _rule_type(log_event) == "holdout":
             return  # optimizely-sdk's feature calls send no holdout impression (decide does)
+        enabled = getattr(self.owner._local, "impression_enabled", None)
+        if enabled is not None:
+            try:
+                log_event.params["visitors"][0]["snapshots"][0]["decisions"][0]["metadata"]["enabled"] = enabled
+            except (KeyError, IndexError, TypeError):
+                pass  # no impression
         captured = getattr(self.owner._local, "events", None)
         if captured is not None:
             captured.append(log_event)
@@ -864,7 +902,7 @@ class _Dispatcher:
             metadata = decision.get("metadata") or {}
             experiment, variation = project.activate_arguments(
                 decision.get("experiment_id"), decision.get("variation_id"), is_holdout, metadata.get("rule_key"),
-                metadata.get("variation_key"))
+                metadata.get("variation_key"), metadata.get("flag_key"))
         args = (experiment, visitor.get("visitor_id"), getattr(self.owner._local, "attributes", None), variation,
                 log_event.__dict__)
         held = getattr(self.owner._local, "held_notifications", None)
@@ -1317,11 +1355,15 @@ class Optimizely:
                 source_info = {"experiment_key": decision.rule_key, "variation_key": decision.variation_key}
         if send_event and source != "holdout":
             self._local.no_holdout_events = True
+            # optimizely-sdk's is_feature_enabled puts `featureEnabled is True` in its impression (the
+            # library's decide: the value's truth)
+            self._local.impression_enabled = self._feature_enabled(feature_key, decision, source) is True
             try:
                 with self._same_call_again():
                     decision = self._quiet_decide(feature_key, user_id, attributes, ())
             finally:
                 self._local.no_holdout_events = False
+                self._local.impression_enabled = None
         project.sign_zeros(feature_key, decision.rule_key, decision.variation_key, decision.enabled,
                            decision.variables)
         return feature, decision, source, source_info
@@ -1333,7 +1375,9 @@ class Optimizely:
             return False
         _feature, decision, source, source_info = found
         source_info = source_info if source == "feature-test" else {}
-        enabled = bool(decision.enabled)
+        # optimizely-sdk: enabled only when the variation's featureEnabled `is True` (1 or "true" is not; a
+        # holdout's is made a bool first).
+        enabled = self._feature_enabled(feature_key, decision, source) is True
         self.logger.info('Feature "%s" is %s for user "%s".' % (feature_key, "enabled" if enabled else "not enabled",
                                                                 user_id))
         self.notification_center.send_notifications(
@@ -1403,7 +1447,9 @@ class Optimizely:
         project = self._project
         feature = project.features.get(feature_key) if project is not None else None
         if feature is not None:
-            variable = next((v for v in feature.get("variables") or [] if v.get("key") == variable_key), None)
+            # The last variable of that key, as optimizely-sdk's map by key keeps it.
+            variable = next((v for v in reversed(list(feature.get("variables") or []))
+                             if isinstance(v, dict) and v.get("key") == variable_key), None)
             if variable is None:
                 self.logger.error('Variable with key "%s" not found in the datafile.' % variable_key)
                 return None
