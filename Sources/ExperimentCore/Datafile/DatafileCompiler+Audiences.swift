@@ -20,7 +20,7 @@ extension Compilation {
                 do {
                     parsed = try JSONDocument.parse(UnsafeRawBufferPointer(textBytes), what: "datafile",
                                                     maxBytes: DatafileCompiler.maxBytes,
-                                                    maxDepth: DatafileCompiler.maxDepth, tokener: conditionsTokener)
+                                                    maxDepth: DatafileCompiler.maxDepth, tokener: nestedJSONTokener)
                 } catch {
                     // The place is worked out for the message only.
                     let message = error.message.dropFirst("datafile".count)

@@ -169,7 +169,7 @@ extension Compilation {
         let variableIds = Set(variables.map(\.id))
         // Each variable's default as JSON, once per flag: most variations override few variables, if any.
         let defaults = variables.map {
-            $0.defaultLiteral?.json(as: $0.type) ?? VariableValues.json($0.defaultValue, as: $0.type, tokener: variableValueTokener)
+            $0.defaultLiteral?.json(as: $0.type) ?? VariableValues.json($0.defaultValue, as: $0.type, tokener: nestedJSONTokener)
         }
         var writer = JSONWriter()
         var flagVariations: [FlagVariation] = []
@@ -224,7 +224,7 @@ extension Compilation {
 
     /// The variables object of one variation, stored in the config: `defaults` (each variable's default as
     /// JSON) where the variation does not override the variable. `writer` is reused across variations.
-    mutating func storeVariablesJSON(_ variables: [Variable], defaults: [String], overrides: [VariableValue],
+    func storeVariablesJSON(_ variables: [Variable], defaults: [String], overrides: [VariableValue],
                             writer: inout JSONWriter) -> UnsafePointer<CChar>
     {
         writer.reset()
@@ -233,7 +233,7 @@ extension Compilation {
             writer.key(variable.key)
             if let usage = overrides.last(where: { $0.id == variable.id }) {
                 writer.raw(usage.literal?.json(as: variable.type)
-                           ?? VariableValues.json(usage.value, as: variable.type, tokener: variableValueTokener))
+                           ?? VariableValues.json(usage.value, as: variable.type, tokener: nestedJSONTokener))
             } else {
                 writer.raw(defaults[index])
             }

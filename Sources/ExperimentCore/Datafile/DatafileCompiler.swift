@@ -134,11 +134,9 @@ public enum DatafileCompiler {
 struct Compilation {
     let root: DatafileReader
     let strings = StringStorage()
-    /// Parses the audiences' condition strings, one after another.
-    let conditionsTokener = JSONTokener(maxDepth: DatafileCompiler.maxDepth)
-    /// Checks json variable values, which may nest deeper than a datafile (`VariableValues.jsonValueDepth`),
-    /// one after another; made on first use (json-c sizes a tokener's stack by its depth).
-    lazy var variableValueTokener = JSONTokener(maxDepth: VariableValues.jsonValueDepth)
+    /// Parses the JSON texts held in datafile strings (audience conditions, json variable values), one after
+    /// another.
+    let nestedJSONTokener = JSONTokener(maxDepth: DatafileCompiler.maxDepth)
     var audiences: [Audience] = []
     /// Every condition tree of the config, flattened for evaluation.
     var conditions = ConditionForest()

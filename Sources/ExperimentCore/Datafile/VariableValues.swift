@@ -6,7 +6,8 @@ import Glibc
 /// boolean is `text == "true"`, integer is Python's `int(text)`, double is `float(text)`, json is
 /// `json.loads(text)`, string is the text. A value that does not cast becomes null, as in the reference.
 enum VariableValues {
-    /// `tokener`, when given, checks a JSON value (a compilation checks many in turn: see `JSONTokener`).
+    /// `tokener`, when given, checks a JSON value up to its depth (a compilation checks many in turn: see
+    /// `JSONTokener`); a value nested deeper is checked again up to `jsonValueDepth`.
     static func json(_ text: String, as type: VariableType, tokener: JSONTokener? = nil) -> String {
         switch type {
         case .boolean: return text == "true" ? "true" : "false"
@@ -16,13 +17,22 @@ enum VariableValues {
             guard let value = pythonFloat(text) else { return "null" }
             return doubleJSON(value)
         case .json:
-            guard (try? JSONDocument.parse(text, what: "variable", maxBytes: 16 << 20, maxDepth: jsonValueDepth,
-                                           tokener: tokener)) != nil
-            else {
-                return "null"
-            }
-            return text
+            return isJSONValue(text, tokener: tokener) ? text : "null"
         }
+    }
+
+    /// Whether `text` is one JSON value the reference's `json.loads` reads. Tried first within a datafile's
+    /// depth (with `tokener` when given), and within `jsonValueDepth` only for a text nested deeper: json-c
+    /// clears a tokener's whole stack, sized by its depth, when it makes one.
+    static func isJSONValue(_ text: String, tokener: JSONTokener?) -> Bool {
+        do {
+            _ = try JSONDocument.parse(text, what: "variable", maxBytes: 16 << 20, maxDepth: DatafileCompiler.maxDepth,
+                                       tokener: tokener)
+            return true
+        } catch {
+            guard case .tooDeep = error else { return false }
+        }
+        return (try? JSONDocument.parse(text, what: "variable", maxBytes: 16 << 20, maxDepth: jsonValueDepth)) != nil
     }
 
     /// How deep a json variable's text may nest. The reference's `json.loads` stops at Python's recursion
