@@ -139,7 +139,8 @@ final class StreamedDatafile {
                 index = end
             } else {
                 guard let (tree, end) = parseValue(at: index, with: valueTokener) else { return false }
-                guard JSONStrictTokens.firstProblem(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: text[index..<end]))) == nil,
+                let value = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: text[index..<end]))
+                guard JSONStrictTokens.firstProblem(value, changedTokens: &changedTokens) == nil,
                       !isStreamedName || dropSection(name)
                 else {
                     json_object_put(tree)

@@ -105,7 +105,8 @@ def test_empty_ids_and_keys_give_the_reference_payloads() -> None:
     assert _compare(BASE) >= 5
 
 
-@pytest.mark.parametrize("value", [True, False, None, -1, 0, 1, 2.5, 1e2, "", "x", [], ["x"], {}, {"a": 1, "é": [1.5]}])
+@pytest.mark.parametrize("value", [True, False, None, -1, 0, 1, 2.5, 1e2, "", "x", [], ["x"], {}, {"a": 1, "é": [1.5]},
+                                   10**20, -10**20, [10**25], {"a": 10**30}])
 def test_anonymize_ip_and_bot_filtering_of_any_type(value: Any) -> None:
     datafile = copy.deepcopy(BASE)
     datafile["anonymizeIP"] = value
