@@ -279,6 +279,15 @@ public final class Holdout: @unchecked Sendable {
         self.excludeTargetedDeliveries = excludeTargetedDeliveries
         idIsTruthy = !id.text.isEmpty
     }
+
+    /// A copy with other traffic (the compiler's late adjustment, as `Experiment.with`).
+    func with(traffic: [TrafficRange]) -> Holdout {
+        let copy = Holdout(id: id, key: key, isRunning: isRunning, audience: audience, variations: variations,
+                           traffic: traffic, excludeTargetedDeliveries: excludeTargetedDeliveries)
+        copy.idJSON = idJSON
+        copy.idIsTruthy = idIsTruthy
+        return copy
+    }
 }
 
 public struct Event: Sendable {

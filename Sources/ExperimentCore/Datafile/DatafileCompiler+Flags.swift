@@ -11,7 +11,7 @@ extension Compilation {
         // The reference appends everyone-else variations for the flags of its map by key only (the last flag
         // of a repeated key, at the first one's place): see `appendEveryoneElse`.
         var everyoneElseOrder: [String] = []
-        var everyoneElseSources: [String: (experimentRules: [Int32], writtenRolloutRules: [Int32])] = [:]
+        var everyoneElseSources: ExactKeyed<(experimentRules: [Int32], writtenRolloutRules: [Int32])> = [:]
         for entry in try section("featureFlags") {
             do throws(DatafileError) {
                 let variables = try readVariables(entry.requiredArray("variables"))

@@ -35,7 +35,7 @@ extension Compilation {
     /// no variation id of that last holdout (no variation, and no "empty traffic range" reason). Only string
     /// ids; a variation id the holdout has too keeps the entity's own variation here.
     mutating func maskVariationsShadowedByHoldouts() {
-        var lastHoldout: [String: Int] = [:]
+        var lastHoldout: ExactKeyed<Int> = [:]
         for (index, holdout) in holdouts.enumerated() where holdout.idJSON == nil {
             lastHoldout[holdout.id.text] = index
         }
@@ -44,7 +44,7 @@ extension Compilation {
             var changed = false
             let result = traffic.map { range -> TrafficRange in
                 guard range.entity >= 0, !holdout.variations.contains(where: {
-                    $0.id.text == variations[Int(range.entity)].id.text }) else { return range }
+                    $0.id.text.sameCodePoints(variations[Int(range.entity)].id.text) }) else { return range }
                 changed = true
                 return TrafficRange(endOfRange: range.endOfRange, entity: TrafficRange.unknownEntity)
             }
@@ -53,10 +53,7 @@ extension Compilation {
         for (index, holdout) in holdouts.enumerated() where holdout.idJSON == nil {
             guard let last = lastHoldout[holdout.id.text], last != index,
                   let traffic = masked(holdout.traffic, of: holdout.variations, by: holdouts[last]) else { continue }
-            let copy = Holdout(id: holdout.id, key: holdout.key, isRunning: holdout.isRunning, audience: holdout.audience,
-                               variations: holdout.variations, traffic: traffic,
-                               excludeTargetedDeliveries: holdout.excludeTargetedDeliveries)
-            holdouts[index] = copy
+            holdouts[index] = holdout.with(traffic: traffic)
         }
         for index in experiments.indices {
             guard experiments[index].idJSON == nil, let last = lastHoldout[experimentIdentities[index]],
