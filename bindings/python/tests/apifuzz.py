@@ -747,38 +747,39 @@ def compare_calls(datafile: Any, user_id: Any, attributes: Dict[str, Any], calls
     return tally
 
 
-def run_seed(seed: int, n_users: int) -> Tally:
+def run_seed(seed: int, n_users: int, case_type: Optional[type] = None) -> Tally:
+    """One seed's case: `case_type` is this module's Case or a subclass (valuefuzz's)."""
     tally = Tally()
-    Case(seed, n_users, tally).run()
+    (case_type or Case)(seed, n_users, tally).run()
     return tally
 
 
-def _run_seed_json(args: Tuple[int, int]) -> dict:
+def _run_seed_json(args: Tuple[int, int, Optional[type]]) -> dict:
     return run_seed(*args).to_json()
 
 
 def run(seeds: Any, n_users: int = DEFAULT_USERS, jobs: int = 1,
-        progress: Optional[Callable[[int, Tally], None]] = None) -> Tally:
+        progress: Optional[Callable[[int, Tally], None]] = None, case_type: Optional[type] = None) -> Tally:
     seeds = list(seeds)
     total = Tally()
     if jobs <= 1:
         for seed in seeds:
-            total.merge(run_seed(seed, n_users))
+            total.merge(run_seed(seed, n_users, case_type))
             if progress:
                 progress(seed, total)
         return total
     import multiprocessing
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(jobs) as pool:
-        for seed, data in zip(seeds, pool.imap(_run_seed_json, [(s, n_users) for s in seeds], chunksize=2)):
+        for seed, data in zip(seeds, pool.imap(_run_seed_json, [(s, n_users, case_type) for s in seeds], chunksize=2)):
             total.merge(Tally.from_json(data))
             if progress:
                 progress(seed, total)
     return total
 
 
-def summary_line(tally: Tally, seeds: range, seconds: float) -> str:
-    return (f"apifuzz: {tally.total_comparisons:,} comparisons against optimizely-sdk 5.7.0, "
+def summary_line(tally: Tally, seeds: range, seconds: float, name: str = "apifuzz") -> str:
+    return (f"{name}: {tally.total_comparisons:,} comparisons against optimizely-sdk 5.7.0, "
             f"seeds {seeds.start}:{seeds.stop}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, "
             f"{tally.total_differences:,} differences ({len(tally.differences)} signatures), "
             f"{sum(tally.crashes.values()):,} reference crashes skipped, "
@@ -816,37 +817,42 @@ def format_report(tally: Tally, limit: int = 60, width: int = 700) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", default=f"{DEFAULT_SEEDS[0]}:{DEFAULT_SEEDS[1]}")
-    parser.add_argument("--users", type=int, default=DEFAULT_USERS)
+def main(argv: Optional[List[str]] = None, case_type: Optional[type] = None, name: str = "apifuzz",
+         description: Optional[str] = None, default_seeds: Tuple[int, int] = DEFAULT_SEEDS,
+         default_users: int = DEFAULT_USERS) -> int:
+    """The command line of apifuzz, and of the fuzzers built on its Case (`case_type`, reported as `name`)."""
+    parser = argparse.ArgumentParser(description=(description or __doc__).split("\n\n")[0])
+    parser.add_argument("--seeds", default=f"{default_seeds[0]}:{default_seeds[1]}")
+    parser.add_argument("--users", type=int, default=default_users)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--report", default=None)
     parser.add_argument("--replay", type=int, default=None)
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[attr-defined]  (unpaired surrogates)
     if dropin is None:
         print(f"cannot import experiment.optimizely: {IMPORT_ERROR!r}", file=sys.stderr)
         return 2
     if args.replay is not None:
         tally = Tally()
         tally.all_differences = []
-        Case(args.replay, args.users, tally).run()
+        (case_type or Case)(args.replay, args.users, tally).run()
         for d in tally.all_differences:
             print(json.dumps(d, ensure_ascii=False, default=repr))
         print(format_report(tally))
         return 1 if tally.differences else 0
     seeds = difffuzz.parse_seeds(args.seeds)
     started = time.time()
-    tally = run(seeds, args.users, args.jobs)
+    tally = run(seeds, args.users, args.jobs, case_type=case_type)
     seconds = time.time() - started
     if not args.quiet:
         print(format_report(tally))
     if args.report:
+        # ASCII escapes: a value with an unpaired surrogate (valuefuzz draws them) has no UTF-8 form.
         with open(args.report, "w") as fh:
-            json.dump({"summary": summary_line(tally, seeds, seconds), **tally.to_json()}, fh, indent=1,
-                      ensure_ascii=False, default=repr)
-    print(summary_line(tally, seeds, seconds))
+            json.dump({"summary": summary_line(tally, seeds, seconds, name), **tally.to_json()}, fh, indent=1,
+                      default=repr)
+    print(summary_line(tally, seeds, seconds, name))
     return 1 if tally.differences else 0
 
 

@@ -38,12 +38,10 @@ compared type-exact (apifuzz.Case.step).  Once per case: get_optimizely_config()
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import random
 import sys
-import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import os
@@ -493,8 +491,7 @@ def draw_calls(u: apifuzz.Universe, rng: random.Random, n: int) -> List[List[Any
 # ===================================================================================================
 
 
-class Tally(apifuzz.Tally):
-    pass
+Tally = apifuzz.Tally
 
 
 # README "Value differential fuzzing": a delivery rule whose id a group experiment also has is decided
@@ -553,67 +550,17 @@ class Case(apifuzz.Case):
             apifuzz.draw_calls = saved  # type: ignore[assignment]
 
 
-def run_seed(seed: int, n_users: int) -> Tally:
-    tally = Tally()
-    Case(seed, n_users, tally).run()
-    return tally
-
-
-def _run_seed_json(args: Tuple[int, int]) -> dict:
-    return run_seed(*args).to_json()
-
-
 def run(seeds: Any, n_users: int = DEFAULT_USERS, jobs: int = 1) -> Tally:
-    seeds = list(seeds)
-    total = Tally()
-    if jobs <= 1:
-        for seed in seeds:
-            total.merge(run_seed(seed, n_users))
-        return total
-    import multiprocessing
-    with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        for data in pool.imap(_run_seed_json, [(s, n_users) for s in seeds], chunksize=2):
-            total.merge(Tally.from_json(data))
-    return total
+    return apifuzz.run(seeds, n_users, jobs, case_type=Case)
 
 
 def summary_line(tally: Tally, seeds: range, seconds: float) -> str:
-    return apifuzz.summary_line(tally, seeds, seconds).replace("apifuzz:", "valuefuzz:", 1)
+    return apifuzz.summary_line(tally, seeds, seconds, "valuefuzz")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", default=f"{DEFAULT_SEEDS[0]}:{DEFAULT_SEEDS[1]}")
-    parser.add_argument("--users", type=int, default=DEFAULT_USERS)
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--report", default=None)
-    parser.add_argument("--replay", type=int, default=None)
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[attr-defined]  (unpaired surrogates)
-    if apifuzz.dropin is None:
-        print(f"cannot import experiment.optimizely: {apifuzz.IMPORT_ERROR!r}", file=sys.stderr)
-        return 2
-    if args.replay is not None:
-        tally = Tally()
-        tally.all_differences = []
-        Case(args.replay, args.users, tally).run()
-        for d in tally.all_differences:
-            print(json.dumps(d, ensure_ascii=False, default=repr)[:3000])
-        print(apifuzz.format_report(tally))
-        return 1 if tally.differences else 0
-    seeds = difffuzz.parse_seeds(args.seeds)
-    started = time.time()
-    tally = run(seeds, args.users, args.jobs)
-    seconds = time.time() - started
-    if not args.quiet:
-        print(apifuzz.format_report(tally))
-    if args.report:
-        with open(args.report, "w") as fh:
-            json.dump({"summary": summary_line(tally, seeds, seconds), **tally.to_json()}, fh, indent=1,
-                      default=repr)
-    print(summary_line(tally, seeds, seconds))
-    return 1 if tally.differences else 0
+    return apifuzz.main(argv, case_type=Case, name="valuefuzz", description=__doc__, default_seeds=DEFAULT_SEEDS,
+                        default_users=DEFAULT_USERS)
 
 
 if __name__ == "__main__":
