@@ -43,3 +43,24 @@ private func parse(_ text: String) throws(JSONError) -> JSONDocument {
     #expect(map.count == 2 && map[composed] == 1 && map[decomposed] == 2)
     #expect(Set([ExactKey(composed), ExactKey(decomposed)]).count == 2)
 }
+
+@Test func exactKeyedKeepsInsertionOrderThroughGrowthAndRemoval() {
+    var map: ExactKeyed<Int> = ["first": 0]
+    // Past several doublings of the slot table, with keys of every length around the 8-byte words hashed.
+    let keys = (0..<500).map { String(repeating: "k", count: $0 % 19) + "\($0)" }
+    for (index, key) in keys.enumerated() { map[key] = index + 1 }
+    #expect(map.count == 501)
+    #expect(keys.allSatisfy { map[$0] == keys.firstIndex(of: $0)! + 1 })
+    #expect(map["absent"] == nil && map[""] == nil)
+    map["k1"] = nil
+    map["absent"] = nil
+    #expect(map.count == 500 && map["k1"] == nil)
+    map["first", default: 0] += 10
+    map["new", default: 7] += 1
+    #expect(map["first"] == 10 && map["new"] == 8)
+    #expect(Array(map.keys.prefix(3)) == ["first", "0", "kk2"])
+    #expect(map.keys.last == "new" && map.keys.count == 501 && map.map(\.value).count == 501)
+    // A removed key set again keeps its first place, as a Python dict entry would not: no caller removes.
+    map["k1"] = 99
+    #expect(map.keys[2] == "k1" && map.count == 502)
+}
