@@ -75,8 +75,11 @@ public final class ProjectConfig: @unchecked Sendable {
         botFiltering = header.botFiltering
         region = header.region
         odpIntegration = header.odpIntegration
-        var seen = Set<String>()
-        segments = audiences.flatMap(\.segments).filter { seen.insert($0).inserted }
+        var seen: ExactKeyed<Bool> = [:]
+        segments = audiences.flatMap(\.segments).filter { segment in
+            defer { seen[segment] = true }
+            return seen[segment] == nil
+        }
         self.experiments = experiments
         self.groups = groups
         self.audiences = audiences
@@ -124,7 +127,7 @@ public struct RepeatedFlagKey: Sendable, Equatable {
     static func plan(_ flags: [Flag], index: KeyIndex) -> [RepeatedFlagKey]? {
         // Every flag in the index under a key of its own: no key repeats (a keyless flag is not in it).
         if index.count == flags.count { return nil }
-        var place: [String: Int] = [:]
+        var place: ExactKeyed<Int> = [:]
         var plan: [RepeatedFlagKey] = []
         for flag in flags {
             if let at = place[flag.key.text] {

@@ -291,10 +291,10 @@ extension Compilation {
 
     /// A rollout's rules are written out by the reference's OptimizelyConfig when a flag uses the rollout
     /// (the first rollout with that id): only then can their audienceConditions refuse the datafile.
-    mutating func resolveRolloutConditions(usedRolloutIds: Set<String>) throws(DatafileError) {
-        var firstPosition: [String: Int] = [:]
+    mutating func resolveRolloutConditions(usedRolloutIds: ExactKeyed<Bool>) throws(DatafileError) {
+        var firstPosition: ExactKeyed<Int> = [:]
         for (position, id) in rolloutIds.enumerated() where firstPosition[id] == nil { firstPosition[id] = position }
-        for id in usedRolloutIds {
+        for (id, _) in usedRolloutIds {
             guard let position = firstPosition[id] else { continue }
             for error in rolloutConditionErrors[position] { try record(error) }
         }

@@ -6,7 +6,7 @@ extension Compilation {
         struct FlagSource { let id: String; let key: String; let variables: [Variable]
                             let experimentRules: [Int32]; let rolloutRules: [Int32]; let rollout: FlagRollout }
         var sources: [FlagSource] = []
-        var usedRolloutIds = Set<String>()
+        var usedRolloutIds: ExactKeyed<Bool> = [:]
         var keylessFlags = Set<Int>()
         // The reference appends everyone-else variations for the flags of its map by key only (the last flag
         // of a repeated key, at the first one's place): see `appendEveryoneElse`.
@@ -22,7 +22,7 @@ extension Compilation {
                 }
                 let rolloutField = try entry.required("rolloutId")
                 let rolloutId = try flagRolloutId(rolloutField)
-                usedRolloutIds.insert(rolloutId)
+                usedRolloutIds[rolloutId] = true
                 var rolloutRules: [Int32] = []
                 if !rolloutId.isEmpty {
                     guard let rules = rolloutRulesById[rolloutId] else { throw rolloutField.fail("unknown rollout \"\(rolloutId)\" (no such id in \"rollouts\")") }
@@ -151,8 +151,8 @@ extension Compilation {
     }
 
     /// The reference keeps one variable-usage table keyed by variation id; later definitions win.
-    func variableUsagesByVariationId() -> [String: [VariableValue]] {
-        var usages: [String: [VariableValue]] = [:]
+    func variableUsagesByVariationId() -> ExactKeyed<[VariableValue]> {
+        var usages: ExactKeyed<[VariableValue]> = [:]
         usages.reserveCapacity(experimentIdOrder.reduce(0) { $0 + experiments[experimentIndexById[$1]!].variations.count })
         for id in experimentIdOrder {
             for variation in experiments[experimentIndexById[id]!].variations {
@@ -163,10 +163,11 @@ extension Compilation {
     }
 
     mutating func compileFlag(id: String, key: String, variables: [Variable], experimentRules: [Int32],
-                              rolloutRules: [Int32], rollout: FlagRollout, usages: [String: [VariableValue]])
+                              rolloutRules: [Int32], rollout: FlagRollout, usages: ExactKeyed<[VariableValue]>)
         throws(DatafileError) -> Flag
     {
-        let variableIds = Set(variables.map(\.id))
+        var variableIds: ExactKeyed<Bool> = [:]
+        for variable in variables { variableIds[variable.id] = true }
         // Each variable's default as JSON, once per flag: most variations override few variables, if any.
         let defaults = variables.map {
             $0.defaultLiteral?.json(as: $0.type) ?? VariableValues.json($0.defaultValue, as: $0.type, tokener: nestedJSONTokener)
@@ -181,13 +182,13 @@ extension Compilation {
             flagVariationOf.reserveCapacity(experiment.variations.count)
             for (position, variation) in experiment.variations.enumerated() {
                 // The reference looks values up by the flag's variable ids: any other usage is never read.
-                for usage in variation.variableValues where !variableIds.contains(usage.id) {
+                for usage in variation.variableValues where variableIds[usage.id] == nil {
                     let place = "experiment \"\(experiment.key.text)\" variation \"\(variation.key.text)\" (variations[\(position)])"
                     warn(DatafileError(.invalidDatafile, "datafile: \(place): variable id \"\(usage.id)\" is not a "
                         + "variable of flag \"\(key)\": its value is ignored, as in the reference", severity: .warning,
                         place: place))
                 }
-                if let existing = flagVariations.firstIndex(where: { $0.id == variation.id.text }) {
+                if let existing = flagVariations.firstIndex(where: { $0.id.sameCodePoints(variation.id.text) }) {
                     flagVariationOf.append(Int32(existing))
                     continue
                 }
@@ -231,7 +232,7 @@ extension Compilation {
         writer.beginObject()
         for (index, variable) in variables.enumerated() {
             writer.key(variable.key)
-            if let usage = overrides.last(where: { $0.id == variable.id }) {
+            if let usage = overrides.last(where: { $0.id.sameCodePoints(variable.id) }) {
                 writer.raw(usage.literal?.json(as: variable.type)
                            ?? VariableValues.json(usage.value, as: variable.type, tokener: nestedJSONTokener))
             } else {

@@ -162,9 +162,9 @@ public enum CMAB {
         }
         var filtered: [(id: String, value: String)] = []
         var unusable: String? = nil
-        for id in ids where !filtered.contains(where: { $0.id == id }) {
+        for id in ids where !filtered.contains(where: { $0.id.sameCodePoints(id) }) {
             // The reference's attribute map by id: the last definition of an id wins.
-            guard let attribute = config.attributes.last(where: { $0.id == id }) else { continue }
+            guard let attribute = config.attributes.last(where: { $0.id.sameCodePoints(id) }) else { continue }
             var key = attribute.key
             let value: AttributeValue? = key.withUTF8 { attributes.value(named: $0) }
             guard let value else { continue }

@@ -84,7 +84,7 @@ public enum EventPayloads {
             subject.enabled = decision.enabled(in: config)
             // An empty id finds nothing (false to its `if variation_id and ...`): no variation, key "".
             if !decided.id.isEmpty {
-                let variation = flag.flagVariations.first { $0.id == decided.id } ?? decided
+                let variation = flag.flagVariations.first { $0.id.sameCodePoints(decided.id) } ?? decided
                 subject.variationId = variation.id
                 subject.variationKey = variation.key.text
             }

@@ -56,15 +56,22 @@ public struct ExactKey: Hashable, Sendable {
 /// A dictionary by `String` that tells keys apart by code points, used as a `[String: Value]`: the
 /// compiler's maps by datafile id, as the reference's dicts by id. Entries stay in insertion order.
 ///
-/// Its own open-addressing table rather than `[ExactKey: Value]`: a datafile start makes hundreds of
-/// lookups by id, and Swift's `Dictionary` hashes every key with SipHash (~500 instructions a lookup of a
-/// short id, measured with callgrind) where `ExactHash` takes a few per 8 bytes.
+/// Its own table rather than `[ExactKey: Value]`: a datafile start makes hundreds of lookups by id, and
+/// Swift's `Dictionary` hashes every key with SipHash (~500 instructions a lookup of a short id, measured
+/// with callgrind) where `ExactHash` takes a few per 8 bytes. Most of the compiler's maps are small (a
+/// flag's variables, a rollout's rules): up to `linearLimit` entries a lookup scans the entries' hashes and
+/// the map is one allocation; past it, an open-addressing index over the entries is added.
 public struct ExactKeyed<Value>: ExpressibleByDictionaryLiteral, Sequence {
-    private var entryKeys: [String] = []
-    private var entryHashes: [UInt64] = []
-    /// nil for a key whose value was set to nil (the entry keeps its place for a later value).
-    private var entryValues: [Value?] = []
-    /// Entry index + 1 per slot, 0 for an empty slot; the slot count is 0 or a power of two.
+    fileprivate struct Entry {
+        let key: String
+        let hash: UInt64
+        /// nil for a key whose value was set to nil (the entry keeps its place for a later value).
+        var value: Value?
+    }
+
+    private static var linearLimit: Int { 8 }
+    private var entries: [Entry] = []
+    /// Entry index + 1 per slot, 0 for an empty slot; empty while the map is small, else a power of two.
     private var slots: [Int32] = []
     public private(set) var count = 0
 
@@ -77,15 +84,15 @@ public struct ExactKeyed<Value>: ExpressibleByDictionaryLiteral, Sequence {
     public subscript(key: String) -> Value? {
         get {
             guard let entry = entryIndex(of: key, hash: ExactHash.of(key)) else { return nil }
-            return entryValues[entry]
+            return entries[entry].value
         }
         set {
             let hash = ExactHash.of(key)
             if let entry = entryIndex(of: key, hash: hash) {
-                count += (newValue != nil ? 1 : 0) - (entryValues[entry] != nil ? 1 : 0)
-                entryValues[entry] = newValue
+                count += (newValue != nil ? 1 : 0) - (entries[entry].value != nil ? 1 : 0)
+                entries[entry].value = newValue
             } else if let newValue {
-                append(key, hash: hash, value: newValue)
+                append(Entry(key: key, hash: hash, value: newValue))
             }
         }
     }
@@ -98,25 +105,25 @@ public struct ExactKeyed<Value>: ExpressibleByDictionaryLiteral, Sequence {
     public var isEmpty: Bool { count == 0 }
 
     public mutating func reserveCapacity(_ minimumCapacity: Int) {
-        entryKeys.reserveCapacity(minimumCapacity)
-        entryHashes.reserveCapacity(minimumCapacity)
-        entryValues.reserveCapacity(minimumCapacity)
-        if Self.slotCount(for: minimumCapacity) > slots.count { rebuildSlots(Self.slotCount(for: minimumCapacity)) }
+        entries.reserveCapacity(minimumCapacity)
+        if minimumCapacity > Self.linearLimit, Self.slotCount(for: minimumCapacity) > slots.count {
+            rebuildSlots(Self.slotCount(for: minimumCapacity))
+        }
     }
 
     /// The keys with a value, in insertion order.
     public var keys: [String] { map(\.key) }
 
-    public func makeIterator() -> Iterator { Iterator(map: self) }
+    public func makeIterator() -> Iterator { Iterator(entries: entries) }
 
     public struct Iterator: IteratorProtocol {
-        fileprivate let map: ExactKeyed
+        fileprivate let entries: [Entry]
         fileprivate var position = 0
 
         public mutating func next() -> (key: String, value: Value)? {
-            while position < map.entryKeys.count {
+            while position < entries.count {
                 position += 1
-                if let value = map.entryValues[position - 1] { return (key: map.entryKeys[position - 1], value: value) }
+                if let value = entries[position - 1].value { return (key: entries[position - 1].key, value: value) }
             }
             return nil
         }
@@ -126,40 +133,48 @@ public struct ExactKeyed<Value>: ExpressibleByDictionaryLiteral, Sequence {
 
     /// At most three quarters of the slots in use, so a probe ends soon at an empty one.
     private static func slotCount(for entries: Int) -> Int {
-        var slots = 8
+        var slots = 16
         while slots * 3 < entries * 4 { slots *= 2 }
         return slots
     }
 
     private func entryIndex(of key: String, hash: UInt64) -> Int? {
-        guard !slots.isEmpty else { return nil }
+        if slots.isEmpty {
+            for index in entries.indices where entries[index].hash == hash && entries[index].key.sameCodePoints(key) {
+                return index
+            }
+            return nil
+        }
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         while slots[slot] != 0 {
             let entry = Int(slots[slot]) - 1
-            if entryHashes[entry] == hash, entryKeys[entry].sameCodePoints(key) { return entry }
+            if entries[entry].hash == hash, entries[entry].key.sameCodePoints(key) { return entry }
             slot = (slot + 1) & mask
         }
         return nil
     }
 
-    private mutating func append(_ key: String, hash: UInt64, value: Value) {
-        if (entryKeys.count + 1) * 4 > slots.count * 3 { rebuildSlots(Self.slotCount(for: entryKeys.count + 1)) }
-        entryKeys.append(key)
-        entryHashes.append(hash)
-        entryValues.append(value)
+    private mutating func append(_ entry: Entry) {
+        entries.append(entry)
         count += 1
-        place(entry: entryKeys.count - 1)
+        if slots.isEmpty {
+            if entries.count > Self.linearLimit { rebuildSlots(Self.slotCount(for: entries.count)) }
+        } else if entries.count * 4 > slots.count * 3 {
+            rebuildSlots(Self.slotCount(for: entries.count))
+        } else {
+            place(entry: entries.count - 1)
+        }
     }
 
     private mutating func rebuildSlots(_ slotCount: Int) {
         slots = Array(repeating: 0, count: slotCount)
-        for entry in entryKeys.indices { place(entry: entry) }
+        for entry in entries.indices { place(entry: entry) }
     }
 
     private mutating func place(entry: Int) {
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: entryHashes[entry]) & mask
+        var slot = Int(truncatingIfNeeded: entries[entry].hash) & mask
         while slots[slot] != 0 { slot = (slot + 1) & mask }
         slots[slot] = Int32(entry + 1)
     }

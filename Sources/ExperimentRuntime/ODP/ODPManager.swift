@@ -248,7 +248,7 @@ public final class ODPManager: @unchecked Sendable {
         ]
         for (key, value) in data?.members ?? [] {
             let write: (inout PythonStyleJSON) -> Void = { $0.scalar(value) }
-            if let index = fields.firstIndex(where: { $0.key == key }) { fields[index].write = write }
+            if let index = fields.firstIndex(where: { $0.key.sameCodePoints(key) }) { fields[index].write = write }
             else { fields.append((key, write)) }
         }
         json.raw("}, \"data\": {")

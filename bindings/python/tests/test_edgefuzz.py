@@ -11,6 +11,8 @@ The differences (all fixed in ExperimentCore):
   campaign), where ours took everything from the later definition;
 * a condition value with an unpaired surrogate escape (`"x\\ud800y"`) read as U+FFFD matched a user value
   holding U+FFFD, which the reference's value never equals.
+* canonically equivalent ids (`"\u00e9"`, `"e\u0301"`) were one id to Swift's String in the flag's variable
+  ids, variable values by variation id and the flag's variations by id (the impression's variation key).
 """
 
 from __future__ import annotations
@@ -159,6 +161,28 @@ def test_canonically_equivalent_rule_ids_are_two_rules() -> None:
     df = _datafile(rule_id="r" + NFC, second_rollout=True)
     df["rollouts"][1]["experiments"][0]["id"] = "r" + NFD
     assert _compare(json.dumps(df), USERS) == 2 * len(USERS)
+
+
+@pytest.mark.parametrize("flag_variable,usage", [("v" + NFC, "v" + NFD), ("v" + NFD, "v" + NFC), ("v" + NFC, "v" + NFC)])
+def test_variable_values_are_found_by_the_very_variable_id(flag_variable: str, usage: str) -> None:
+    # The reference keeps each variation's values in a dict by variable id and looks them up by the flag's
+    # variable ids: a canonically equivalent id is another variable, so the default is served.
+    df = _datafile()
+    df["featureFlags"][0]["variables"] = [{"id": flag_variable, "key": "color", "type": "string", "defaultValue": "red"}]
+    df["experiments"][0]["variations"][0]["variables"] = [{"id": usage, "value": "blue"}]
+    df["experiments"][0]["trafficAllocation"] = [{"entityId": "v1", "endOfRange": 10000}]
+    assert _compare(json.dumps(df), USERS) == len(USERS)
+
+
+def test_canonically_equivalent_variation_ids_of_a_flag_are_two_variations() -> None:
+    df = _datafile()
+    df["featureFlags"][0]["variables"] = [{"id": "x", "key": "color", "type": "string", "defaultValue": "red"}]
+    df["experiments"][0]["variations"] = [
+        {"id": "v" + NFC, "key": "on", "featureEnabled": True, "variables": [{"id": "x", "value": "blue"}]},
+        {"id": "v" + NFD, "key": "off", "featureEnabled": False, "variables": [{"id": "x", "value": "green"}]}]
+    df["experiments"][0]["trafficAllocation"] = [{"entityId": "v" + NFC, "endOfRange": 5000},
+                                                 {"entityId": "v" + NFD, "endOfRange": 10000}]
+    assert _compare(json.dumps(df), USERS) == len(USERS)
 
 
 def _unicode_datafile() -> dict:
