@@ -11,7 +11,7 @@ The differences (all fixed in ExperimentCore):
   campaign), where ours took everything from the later definition;
 * a condition value with an unpaired surrogate escape (`"x\\ud800y"`) read as U+FFFD matched a user value
   holding U+FFFD, which the reference's value never equals.
-* canonically equivalent ids (`"\u00e9"`, `"e\u0301"`) were one id to Swift's String in the flag's variable
+* canonically equivalent ids (`"\\u00e9"`, `"e\\u0301"`) were one id to Swift's String in the flag's variable
   ids, variable values by variation id and the flag's variations by id (the impression's variation key).
 """
 
