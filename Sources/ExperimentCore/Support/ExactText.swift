@@ -9,6 +9,15 @@ extension String {
     /// Python's `==` on two `str`: the same code points (the same UTF-8 bytes).
     @inlinable
     public func sameCodePoints(_ other: String) -> Bool {
+        // Text that is not even canonically equivalent has other code points: Swift's `==` settles most
+        // comparisons (two small or ASCII strings: a compare of their representations) before the bytes.
+        self == other && sameUTF8(other)
+    }
+
+    /// `sameCodePoints` without the `==` check first: for callers whose text mostly is the same (their
+    /// hashes already matched).
+    @inlinable
+    public func sameUTF8(_ other: String) -> Bool {
         let count = utf8.count
         guard count == other.utf8.count else { return false }
         guard count > 0 else { return true }
@@ -44,7 +53,7 @@ public struct ExactKey: Hashable, Sendable {
     public init(_ text: String) { self.text = text }
 
     @inlinable
-    public static func == (a: ExactKey, b: ExactKey) -> Bool { a.text.sameCodePoints(b.text) }
+    public static func == (a: ExactKey, b: ExactKey) -> Bool { a.text.sameUTF8(b.text) }
 
     @inlinable
     public func hash(into hasher: inout Hasher) {
@@ -140,7 +149,7 @@ public struct ExactKeyed<Value>: ExpressibleByDictionaryLiteral, Sequence {
 
     private func entryIndex(of key: String, hash: UInt64) -> Int? {
         if slots.isEmpty {
-            for index in entries.indices where entries[index].hash == hash && entries[index].key.sameCodePoints(key) {
+            for index in entries.indices where entries[index].hash == hash && entries[index].key.sameUTF8(key) {
                 return index
             }
             return nil
@@ -149,7 +158,7 @@ public struct ExactKeyed<Value>: ExpressibleByDictionaryLiteral, Sequence {
         var slot = Int(truncatingIfNeeded: hash) & mask
         while slots[slot] != 0 {
             let entry = Int(slots[slot]) - 1
-            if entries[entry].hash == hash, entries[entry].key.sameCodePoints(key) { return entry }
+            if entries[entry].hash == hash, entries[entry].key.sameUTF8(key) { return entry }
             slot = (slot + 1) & mask
         }
         return nil
