@@ -214,6 +214,9 @@ public final class Experiment: @unchecked Sendable {
     /// null): the reference re-reads a decided variation only `if variation_id and experiment_id`.
     /// Set by the compiler for an id that is no string.
     public internal(set) var idIsTruthy: Bool
+    /// A delivery rule decided with another entity's definition of its id (see `Compilation.placedRule`):
+    /// that definition's key, which the reference's bucketer names in a group's reasons. Nil otherwise.
+    public internal(set) var definitionKey: ConfigString? = nil
 
     /// A copy with other variations, traffic or whitelist (the compiler's late adjustments; configs
     /// themselves never change once built).
@@ -224,6 +227,7 @@ public final class Experiment: @unchecked Sendable {
                               groupId: groupId, cmab: cmab)
         copy.idJSON = idJSON
         copy.idIsTruthy = idIsTruthy
+        copy.definitionKey = definitionKey
         return copy
     }
 

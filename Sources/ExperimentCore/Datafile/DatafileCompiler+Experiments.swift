@@ -149,15 +149,17 @@ extension Compilation {
     }
 
     /// A rollout's rule whose id another definition took over (see `readExperiments`): that definition's
-    /// audience, traffic and variations under the rollout's own rule key and layer. Not registered by id
-    /// or key (callers name the definition).
+    /// audience, traffic, variations and group (a group experiment's exclusion applies, as the reference's
+    /// bucketer checks the group of the experiment it is given) under the rollout's own rule key and layer.
+    /// Not registered by id or key (callers name the definition).
     mutating func placedRule(own: Int, definition: Int) -> Int {
         let rule = experiments[own], source = experiments[definition]
         let placed = Experiment(id: source.id, key: rule.key, layerId: rule.layerId, isRunning: source.isRunning,
                                 kind: rule.kind, type: rule.type, audience: source.audience,
                                 variations: source.variations, traffic: source.traffic, whitelist: nil,
-                                group: -1, groupId: "", cmab: source.cmab)
+                                group: source.group, groupId: source.groupId, cmab: source.cmab)
         placed.idJSON = rule.idJSON
+        placed.definitionKey = source.key
         let index = experiments.count
         experiments.append(placed)
         experimentIdentities.append(experimentIdentities[own])

@@ -161,7 +161,10 @@ extension DecisionService {
                 continue
             }
             reasons?.add(ReasonMessages.ruleAudienceMet(user: userText, label: label))
-            let variation = bucket(bucketingId, zeroPaddedParent: experiment.id, ranges: experiment.traffic)
+            // A rule that is a group experiment's id (see `Compilation.placedRule`) passes its group first.
+            let inGroup = experiment.group < 0 || groupAdmits(experiment: Int(rule.experiment), bucketingId: bucketingId)
+            let variation = inGroup ? bucket(bucketingId, zeroPaddedParent: experiment.id, ranges: experiment.traffic)
+                                    : TrafficRange.emptyEntity
             if variation >= 0 {
                 reasons?.add(ReasonMessages.ruleBucketed(user: userText, label: label))
                 decision.experiment = rule.experiment
@@ -264,15 +267,11 @@ extension DecisionService {
         }
         explainBucketingId()
         let bucketingId = self.bucketingId()
-        if experiment.group >= 0 {
-            let group = config.hot.groups[Int(experiment.group)]
-            let chosen = bucket(bucketingId, zeroPaddedParent: group.id, ranges: group.traffic)
-            guard chosen == Int32(index) || (chosen >= 0 && config.hot.experiments[Int(chosen)].id.elementsEqual(experiment.id)) else {
-                explainGroupMiss(chosen, experiment: index, cmab: experiment.isCMAB)
-                return .notAllocated
-            }
-            reasons?.add(ReasonMessages.inGroupExperiment(user: userText, experiment: key(index),
-                                                          group: config.groups[Int(experiment.group)].id.text))
+        if experiment.group >= 0, !groupAdmits(experiment: index, bucketingId: bucketingId) {
+            reasons?.add(experiment.isCMAB ? ReasonMessages.cmabTrafficMiss(user: userText, experiment: key(index))
+                                           : ReasonMessages.emptyTrafficRange)
+            reasons?.add(ReasonMessages.noVariation(user: userText))
+            return .notAllocated
         }
         if experiment.isCMAB, let settings = config.experiments[index].cmab {
             return cmabOutcome(index, settings: settings, bucketingId: bucketingId)
@@ -293,19 +292,25 @@ extension DecisionService {
         return .variation(variation)
     }
 
-    /// The reference's reasons when a mutually exclusive group's bucket is not this experiment: the
-    /// bucketer's, then its "empty traffic range" (it treats the miss as one), then get_variation's.
-    /// A CMAB experiment's group miss is its traffic miss instead (the reference's bucket_to_entity_id).
-    private func explainGroupMiss(_ chosen: Int32, experiment index: Int, cmab: Bool = false) {
-        guard let reasons else { return }
-        let experiment = config.experiments[index]
-        reasons.add(chosen == TrafficRange.emptyEntity
-                    ? ReasonMessages.inNoGroupExperiment(user: userText)
-                    : ReasonMessages.notInGroupExperiment(user: userText, experiment: experiment.key.text,
-                                                          group: config.groups[Int(experiment.group)].id.text))
-        reasons.add(cmab ? ReasonMessages.cmabTrafficMiss(user: userText, experiment: experiment.key.text)
-                         : ReasonMessages.emptyTrafficRange)
-        reasons.add(ReasonMessages.noVariation(user: userText))
+    /// The reference's bucketer for an experiment of a mutually exclusive group: whether the group's
+    /// bucket is this experiment (by id), with the bucketer's reason either way. On a miss the caller adds
+    /// what follows it: the bucketer treats the miss as an empty traffic range (a CMAB experiment's as its
+    /// traffic miss). The reasons name the experiment the bucketer was given: for a delivery rule decided
+    /// with a group experiment's definition, that experiment's key.
+    private func groupAdmits(experiment index: Int, bucketingId: UTF8Text) -> Bool {
+        let experiment = config.hot.experiments[index]
+        let group = config.hot.groups[Int(experiment.group)]
+        let chosen = bucket(bucketingId, zeroPaddedParent: group.id, ranges: group.traffic)
+        let admitted = chosen == Int32(index)
+            || (chosen >= 0 && config.hot.experiments[Int(chosen)].id.elementsEqual(experiment.id))
+        if let reasons {
+            let named = config.experiments[index].definitionKey?.text ?? key(index)
+            let groupId = config.groups[Int(experiment.group)].id.text
+            reasons.add(admitted ? ReasonMessages.inGroupExperiment(user: userText, experiment: named, group: groupId)
+                        : chosen == TrafficRange.emptyEntity ? ReasonMessages.inNoGroupExperiment(user: userText)
+                        : ReasonMessages.notInGroupExperiment(user: userText, experiment: named, group: groupId))
+        }
+        return admitted
     }
 
     /// The reference's CMAB branch of get_variation: the user's bucket against the experiment's CMAB

@@ -341,3 +341,35 @@ def test_two_holdouts_of_one_id() -> None:
                      ["get_all_feature_variables", "flag"]])
     df["localHoldouts"] = [dict(_holdout("h", "holdout_c", "h3v", 10000), includedRules=["e1", "x1"])]
     assert_same(df, [["decide", "flag", ["INCLUDE_REASONS"]], ["decide_all", []], ["is_feature_enabled", "flag"]])
+
+
+@pytest.mark.parametrize("rule_is_last", [True, False])
+def test_a_delivery_rule_sharing_its_id_with_a_group_experiment_passes_the_group(rule_is_last: bool) -> None:
+    # the reference evaluates the rule with its experiments-by-id entry, the group experiment (audience,
+    # traffic, variations), under the rule's own key; its bucketer checks the group's bucket first and names
+    # the group experiment in the group's reasons. The group's traffic: "e1" (the rule's id), another
+    # experiment, and an empty range, so users land in each.
+    df = datafile([variable("integer", "1")], [{"id": "v1", "value": "2"}])
+    group_experiment = {"id": "e1", "key": "grouped", "status": "Running", "layerId": "gl", "audienceIds": [],
+                        "forcedVariations": {},
+                        "variations": [{"id": "gv", "key": "grouped_on", "featureEnabled": True, "variables": []}],
+                        "trafficAllocation": [{"entityId": "gv", "endOfRange": 10000}]}
+    other = dict(group_experiment, id="g2", key="other",
+                 variations=[{"id": "ov", "key": "other_on", "featureEnabled": True, "variables": []}],
+                 trafficAllocation=[{"entityId": "ov", "endOfRange": 10000}])
+    df["groups"] = [{"id": "grp", "policy": "random", "experiments": [group_experiment, other],
+                     "trafficAllocation": [{"entityId": "e1", "endOfRange": 3000}, {"entityId": "g2", "endOfRange": 6000},
+                                           {"entityId": "", "endOfRange": 8000}]}]
+    df["experiments"][0]["trafficAllocation"] = [{"entityId": "on", "endOfRange": 0}]  # everyone reaches the rollout
+    if not rule_is_last:
+        everyone = {"id": "e9", "key": "everyone", "status": "Running", "layerId": "r1", "audienceIds": [],
+                    "forcedVariations": {},
+                    "variations": [{"id": "ee9", "key": "ee9", "featureEnabled": True, "variables": []}],
+                    "trafficAllocation": [{"entityId": "ee9", "endOfRange": 10000}]}
+        df["rollouts"][0]["experiments"].append(everyone)
+    calls = [["decide", "flag", ["INCLUDE_REASONS"]], ["decide_all", ["INCLUDE_REASONS"]],
+             ["is_feature_enabled", "flag"], ["get_feature_variable", None, "flag", "x"]]
+    for user in ["user%d" % i for i in range(24)]:
+        tally = apifuzz.compare_calls(df, user, {}, calls)
+        assert tally.total_comparisons > 0
+        assert not tally.differences, apifuzz.format_report(tally)

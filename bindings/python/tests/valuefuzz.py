@@ -494,26 +494,6 @@ def draw_calls(u: apifuzz.Universe, rng: random.Random, n: int) -> List[List[Any
 Tally = apifuzz.Tally
 
 
-# README "Value differential fuzzing": a delivery rule whose id a group experiment also has is decided
-# differently (the reference evaluates the group experiment, group exclusion included, under the rule's
-# name). A case whose datafile has such an id counts its differences apart, under this name.
-DELIBERATE_SHARED_RULE_ID = "delivery rule id shared with a group experiment (README)"
-
-
-def shares_rule_id_with_group(df: Any) -> bool:
-    def ids(entries: Any) -> set:
-        return {e.get("id") for e in entries or [] if isinstance(e, dict) and difffuzz_hashable(e.get("id"))}
-    if not isinstance(df, dict):
-        return False
-    rule_ids = set().union(*[ids(r.get("experiments")) for r in df.get("rollouts") or [] if isinstance(r, dict)])
-    others = set().union(*[ids(g.get("experiments")) for g in df.get("groups") or [] if isinstance(g, dict)])
-    return bool(rule_ids & others)
-
-
-def difffuzz_hashable(value: Any) -> bool:
-    return not isinstance(value, (list, dict))
-
-
 class Case(apifuzz.Case):
     def __init__(self, seed: int, n_users: int, tally: Tally) -> None:  # noqa: super().__init__ not wanted
         self.seed = seed
@@ -531,14 +511,6 @@ class Case(apifuzz.Case):
         self.profiles, self.raising = {}, set()
         self.history: List[Any] = []
         self.user: Tuple[int, Any, Dict[str, Any]] = (-1, "", {})
-        self.shared_rule_id = shares_rule_id_with_group(df)
-
-    def difference(self, signature: str, reference: Any, ours: Any, diff: str) -> None:
-        # (acceptance and exceptions are never apart)
-        if self.shared_rule_id and not signature.startswith("accept") and "ours raised" not in signature:
-            self.tally.deliberate[DELIBERATE_SHARED_RULE_ID] += 1
-            return
-        super().difference(signature, reference, ours, diff)
 
     def run(self) -> None:
         # apifuzz.Case.run with this fuzzer's calls
