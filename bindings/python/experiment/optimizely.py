@@ -532,6 +532,32 @@ class _Project:
             raw = values.get(variable.get("id"), variable.get("defaultValue"))
             if isinstance(raw, str) and raw.strip().startswith("-"):
                 variables[key] = -0.0
+        self.restore_variable_keys(feature, variables)
+
+    @staticmethod
+    def restore_variable_keys(feature: Dict[str, Any], variables: Dict[str, Any]) -> None:
+        """Names each variable by the datafile's key itself where that key is a number, boolean or null (the
+        library names it by Python's str() of it: its keys are C strings), as optimizely-sdk's dict by key
+        does: built in the datafile's order, so keys Python takes for one (True and 1) are one entry, the
+        first key with the last value. In place; nothing changes when every key is a string."""
+        declared = [v.get("key") for v in feature.get("variables") or [] if isinstance(v, dict)]
+        if all(isinstance(key, str) for key in declared):
+            return
+        texts = {key for key in declared if isinstance(key, str)}
+        restored: Dict[Any, Any] = {}
+        used = set()
+        for key in declared:
+            text = key if isinstance(key, str) else str(key) if key is None or isinstance(key, (bool, int, float)) \
+                else None
+            if text is None or text not in variables or (not isinstance(key, str) and text in texts):
+                continue
+            restored[key] = variables[text]
+            used.add(text)
+        for key, value in variables.items():
+            if key not in used:
+                restored[key] = value
+        variables.clear()
+        variables.update(restored)
 
     def experiment_keys_of(self, feature: Dict[str, Any]) -> List[str]:
         """The keys of the flag's experiment rules: what optimizely-sdk's experiments by id hold for its

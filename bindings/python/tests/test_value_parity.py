@@ -373,3 +373,14 @@ def test_a_delivery_rule_sharing_its_id_with_a_group_experiment_passes_the_group
         tally = apifuzz.compare_calls(df, user, {}, calls)
         assert tally.total_comparisons > 0
         assert not tally.differences, apifuzz.format_report(tally)
+
+
+@pytest.mark.parametrize("keys", [[-1], [True, 1], [0, False], [None, "x"], [2.5, "2.5"], ["-1", -1], [1, 1.0, True]],
+                         ids=repr)
+def test_variables_named_by_datafile_keys_that_are_no_strings(keys: List[Any]) -> None:
+    # optimizely-sdk's variables dict is keyed by the datafile's key values: -1 stays an int, and True, 1 and
+    # 1.0 are one key to a dict (the first key, the last variable's value)
+    df = datafile([variable("integer", str(i), id_="v%d" % i, key=k) for i, k in enumerate(keys)],
+                  [{"id": "v0", "value": "7"}])
+    assert_same(df, [["decide", "flag", ["INCLUDE_REASONS"]], ["decide_all", []],
+                     ["get_all_feature_variables", "flag"], ["is_feature_enabled", "flag"]])
