@@ -365,6 +365,140 @@ def draw_calls(u: Universe, rng: random.Random, n: int) -> List[List[Any]]:
     return [rng.choices(menu, weights)[0][1]() for _ in range(n)]
 
 
+# ---------------------------------------------------------------------------------------------------
+# Argument shapes: what a caller may hand the public API besides the plain values draw_calls picks
+# ---------------------------------------------------------------------------------------------------
+# optimizely-sdk checks its arguments loosely and in its own way: attributes and event tags must be
+# exactly a dict only when they are truthy (a dict subclass is refused, [] / 0 / "" pass and [] even
+# reaches the payload as tags), user ids must be a str (a subclass passes), decide options are compared
+# one by one (a list inside is no option), decide_for_keys iterates whatever it is given.  A call may
+# carry a trailing {"~": {...}} naming such shapes by name; each side builds its own objects from them.
+
+class DictSubclass(dict):
+    pass
+
+
+class StrSubclass(str):
+    pass
+
+
+class IntSubclass(int):
+    pass
+
+
+class FloatSubclass(float):
+    pass
+
+
+ATTRIBUTE_SHAPES = ["none", "[]", "0", "''", "False", "()", "ordered", "subclass", "empty_ordered", "pairs", "text"]
+USER_ID_SHAPES = ["none", "int", "bytes", "str_subclass", "float"]
+TAG_SHAPES = ["[]", "0", "''", "False", "0.0", "()", "ordered", "subclass", "empty_ordered", "list", "text",
+              "nan_value", "inf_value", "nan_tag", "inf_tag", "int_subclass_revenue", "float_subclass_value",
+              "str_subclass_value", "decimal_value", "decimal_revenue", "bool_key", "int_key"]
+OPTION_SHAPES = ["list_inside", "str_subclass", "bytes", "tuple", "none_inside", "dict_inside"]
+KEYS_SHAPES = ["tuple", "str", "dict", "generator", "empty_str"]
+SHAPED_OPS = {"is_feature_enabled", "get_enabled_features", "get_feature_variable", "get_all_feature_variables",
+              "get_variation", "activate", "track", "set_forced_variation", "get_forced_variation", "new_context",
+              "track_event", "decide", "decide_all", "decide_for_keys"}
+
+
+def draw_shapes(calls: List[List[Any]], rng: random.Random) -> List[List[Any]]:
+    """Gives some calls argument shapes (a separate random stream: the calls themselves stay those of
+    draw_calls)."""
+    out = []
+    for call in calls:
+        op = call[0]
+        if op not in SHAPED_OPS or rng.random() > 0.25:
+            out.append(call)
+            continue
+        shape: Dict[str, str] = {}
+        if op in ("decide", "decide_all", "decide_for_keys"):
+            if rng.random() < 0.6:
+                shape["options"] = rng.choice(OPTION_SHAPES)
+            if op == "decide_for_keys" and (rng.random() < 0.6 or not shape):
+                shape["keys"] = rng.choice(KEYS_SHAPES)
+        elif op == "track_event":
+            shape["tags"] = rng.choice(TAG_SHAPES)
+        else:
+            r = rng.random()
+            if op not in ("set_forced_variation", "get_forced_variation") and r < 0.5:
+                shape["attributes"] = rng.choice(ATTRIBUTE_SHAPES)
+            elif r < 0.75 or op in ("set_forced_variation", "get_forced_variation"):
+                shape["user_id"] = rng.choice(USER_ID_SHAPES)
+            if op == "track" and rng.random() < 0.6:
+                shape["tags"] = rng.choice(TAG_SHAPES)
+        out.append(list(call) + [{"~": shape}] if shape else call)
+    return out
+
+
+def split_shape(call: List[Any]) -> Tuple[List[Any], Dict[str, str]]:
+    if call and isinstance(call[-1], dict) and "~" in call[-1]:
+        return call[:-1], call[-1]["~"]
+    return call, {}
+
+
+def shaped_attributes(attrs: Dict[str, Any], shape: Optional[str]) -> Any:
+    import collections as _c
+    return {None: lambda: attrs, "none": lambda: None, "[]": lambda: [], "0": lambda: 0, "''": lambda: "",
+            "False": lambda: False, "()": lambda: (), "ordered": lambda: _c.OrderedDict(attrs),
+            "subclass": lambda: DictSubclass(attrs), "empty_ordered": lambda: _c.OrderedDict(),
+            "pairs": lambda: list(attrs.items()), "text": lambda: "attributes"}[shape]()
+
+
+def shaped_user_id(user_id: Any, shape: Optional[str]) -> Any:
+    return {None: lambda: user_id, "none": lambda: None, "int": lambda: 42, "bytes": lambda: b"user",
+            "str_subclass": lambda: StrSubclass(user_id) if isinstance(user_id, str) else user_id,
+            "float": lambda: 1.5}[shape]()
+
+
+def shaped_tags(tags: Any, shape: Optional[str]) -> Any:
+    import collections as _c
+    import decimal as _d
+    base = dict(tags) if isinstance(tags, dict) else {}
+    return {None: lambda: copy.deepcopy(tags), "[]": lambda: [], "0": lambda: 0, "''": lambda: "",
+            "False": lambda: False, "0.0": lambda: 0.0, "()": lambda: (), "ordered": lambda: _c.OrderedDict(base),
+            "subclass": lambda: DictSubclass(base), "empty_ordered": lambda: _c.OrderedDict(),
+            "list": lambda: ["category"], "text": lambda: "tags",
+            "nan_value": lambda: {**base, "value": float("nan")}, "inf_value": lambda: {**base, "value": -math.inf},
+            "nan_tag": lambda: {**base, "ratio": float("nan")}, "inf_tag": lambda: {**base, "big": math.inf},
+            "int_subclass_revenue": lambda: {**base, "revenue": IntSubclass(250)},
+            "float_subclass_value": lambda: {**base, "value": FloatSubclass(2.5)},
+            "str_subclass_value": lambda: {**base, "value": StrSubclass("4.5")},
+            "decimal_value": lambda: {**base, "value": _d.Decimal("1.5")},
+            "decimal_revenue": lambda: {**base, "revenue": _d.Decimal(300)},
+            "bool_key": lambda: {**base, True: "yes"}, "int_key": lambda: {**base, 7: "seven"}}[shape]()
+
+
+def shaped_options(options: Any, shape: Optional[str]) -> Any:
+    if shape is None:
+        return copy.copy(options)
+    listed_options = list(options) if isinstance(options, list) else []
+    return {"list_inside": lambda: listed_options + [["INCLUDE_REASONS"]],
+            "str_subclass": lambda: [StrSubclass(o) if isinstance(o, str) else o for o in listed_options]
+            + [StrSubclass("INCLUDE_REASONS")],
+            "bytes": lambda: listed_options + [b"INCLUDE_REASONS"],
+            "tuple": lambda: tuple(listed_options + ["INCLUDE_REASONS"]),
+            "none_inside": lambda: [None] + listed_options,
+            "dict_inside": lambda: listed_options + [{"INCLUDE_REASONS": 1}]}[shape]()
+
+
+def shaped_keys(keys: List[Any], shape: Optional[str]) -> Any:
+    if shape is None:
+        return list(keys)
+    text = next((k for k in keys if isinstance(k, str) and k), "flag")
+    return {"tuple": lambda: tuple(keys), "str": lambda: text, "dict": lambda: {k: 1 for k in keys if _hashable(k)},
+            "generator": lambda: (k for k in keys), "empty_str": lambda: "",
+            "str_subclass": lambda: [StrSubclass(k) if isinstance(k, str) else k for k in keys]}[shape]()
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+        return True
+    except TypeError:
+        return False
+
+
 def decision_form(d: Any) -> Any:
     if d is None:
         return None
@@ -378,7 +512,16 @@ def decision_form(d: Any) -> Any:
 def run_call(side: Side, index: int, user_id: str, attrs: Dict[str, Any], call: List[Any]) -> Any:
     """Runs one call on one side; its comparable result."""
     c = side.client
+    call, shape = split_shape(call)
     op = call[0]
+    if shape:
+        user_id = shaped_user_id(user_id, shape.get("user_id"))
+        attrs = shaped_attributes(attrs, shape.get("attributes"))
+        if op == "track":
+            return c.track(call[1], user_id, attrs, shaped_tags(call[2], shape.get("tags")))
+        if op == "new_context":
+            context = side.contexts[index] = c.create_user_context(user_id, attrs)
+            return context is not None
     if op == "is_feature_enabled":
         return c.is_feature_enabled(call[1], user_id, attrs)
     if op == "get_enabled_features":
@@ -419,14 +562,16 @@ def run_call(side: Side, index: int, user_id: str, attrs: Dict[str, Any], call: 
     if op == "remove_all_forced_decisions":
         return context.remove_all_forced_decisions()
     if op == "decide":
-        return decision_form(context.decide(call[1], copy.copy(call[2])) if call[2] is not None
-                             else context.decide(call[1]))
+        return decision_form(context.decide(call[1], shaped_options(call[2], shape.get("options")))
+                             if call[2] is not None or shape.get("options") else context.decide(call[1]))
     if op == "decide_for_keys":
-        result = context.decide_for_keys(list(call[1]), copy.copy(call[2])) if call[2] is not None \
-            else context.decide_for_keys(list(call[1]))
+        keys = shaped_keys(call[1], shape.get("keys"))
+        result = context.decide_for_keys(keys, shaped_options(call[2], shape.get("options"))) \
+            if call[2] is not None or shape.get("options") else context.decide_for_keys(keys)
         return {k: decision_form(d) for k, d in result.items()}
     if op == "decide_all":
-        result = context.decide_all(copy.copy(call[1])) if call[1] is not None else context.decide_all()
+        result = context.decide_all(shaped_options(call[1], shape.get("options"))) \
+            if call[1] is not None or shape.get("options") else context.decide_all()
         return {k: decision_form(d) for k, d in result.items()}
     if op == "set_qualified_segments":
         context.set_qualified_segments(copy.copy(call[1]))
@@ -435,7 +580,7 @@ def run_call(side: Side, index: int, user_id: str, attrs: Dict[str, Any], call: 
         context.set_attribute(call[1], call[2])
         return context.get_user_attributes()
     if op == "track_event":
-        return context.track_event(call[1], copy.deepcopy(call[2]))
+        return context.track_event(call[1], shaped_tags(call[2], shape.get("tags")))
     raise ValueError(op)
 
 
@@ -629,7 +774,8 @@ class Case:
                 self.user = (index, user_id, attrs)
                 self.history = []
                 rng = random.Random(f"apifuzz-ops-{self.seed}-{index}")
-                for call in draw_calls(self.universe, rng, rng.randint(*OPS_PER_USER)):
+                calls = draw_calls(self.universe, rng, rng.randint(*OPS_PER_USER))
+                for call in draw_shapes(calls, random.Random(f"apifuzz-shapes-{self.seed}-{index}")):
                     self.step(ref, ours, index, user_id, attrs, call)
             self.history = [["get_optimizely_config"]]
             self.user = (-1, "", {})
