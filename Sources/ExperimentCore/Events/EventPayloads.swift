@@ -297,11 +297,13 @@ public struct EventTags: Sendable {
 
     /// Reads tags from JSON text, typing "revenue" and "value" as the reference does: revenue is sent when
     /// it is an integer (not a boolean), value when it is a finite number or a numeric string; otherwise
-    /// they stay ordinary tags. Only a non-object is refused.
+    /// they stay ordinary tags. A value that is no object is refused unless Python reads it as false
+    /// (`[]`, `0`, `0.0`, `""`, `false`): the reference's validator lets those through, and its payload
+    /// carries them as they are, with no revenue or value.
     /// `text` is the text `document` was parsed from: the few values json-c changes are re-read from it.
     public static func parse(_ document: JSONDocument, text: UnsafeBufferPointer<UInt8>) -> Result<EventTags, TagError> {
         let tags = document.root
-        guard tags.kind == .object else {
+        guard tags.kind == .object || isFalseInPython(tags) else {
             return .failure(TagError(message: "event tags: expected a JSON object, got \(tags.kindName)"))
         }
         var revenue: String? = nil
@@ -318,6 +320,18 @@ public struct EventTags: Sendable {
         var wire: [UInt8] = []
         wireJSON(tags, text: text, to: &wire)
         return .success(EventTags(json: String(decoding: wire, as: UTF8.self), revenue: revenue, value: value))
+    }
+
+    /// Whether Python's truth test reads the JSON value as false (null aside: that is no tags at all).
+    static func isFalseInPython(_ value: JSONValue) -> Bool {
+        switch value.kind {
+        case .array: return value.count == 0
+        case .int: return value.int64 == 0
+        case .double: return value.double == 0  // 0.0 and -0.0; NaN is true
+        case .string: return value.stringBytes?.isEmpty ?? false
+        case .bool: return value.bool == false
+        case .null, .object: return false
+        }
     }
 
     /// A number as written: json-c keeps a fraction's text; an integer it may have clamped is re-read.

@@ -553,7 +553,29 @@ def _is_non_empty_string(value: Any) -> bool:
 
 
 def _attributes_valid(attributes: Any) -> bool:
-    return attributes is None or isinstance(attributes, dict)
+    """optimizely-sdk's check of a call's attributes: only a truthy value that is not exactly a dict is
+    refused (a dict subclass too); a falsy one ([], 0, "") passes and then counts as no attributes."""
+    return not attributes or type(attributes) is dict
+
+
+def _event_tags_valid(event_tags: Any) -> bool:
+    """optimizely-sdk's check of a conversion's tags, the same as its check of attributes: a falsy value
+    that is no dict ([], 0, "") passes and reaches the payload as it is."""
+    return not event_tags or type(event_tags) is dict
+
+
+def _library_tags(event_tags: Any) -> Any:
+    """The tags as the library takes them: a dict as it is; a falsy non-dict that passed `_event_tags_valid`
+    as its JSON text (the library's Client reads a str as JSON text), which the payload carries as it is."""
+    if event_tags is None or isinstance(event_tags, dict):
+        return event_tags
+    return json.dumps(event_tags)
+
+
+def _library_attributes(attributes: Any) -> Optional[Dict[str, Any]]:
+    """The attributes the library decides with: a falsy non-dict that passed `_attributes_valid` is none,
+    as the reference's user context makes it {} (its notifications still get the value as it was)."""
+    return attributes if isinstance(attributes, dict) else None
 
 
 # What the library is given for a forced decision whose variation key is None: the reference stores it and
@@ -668,7 +690,9 @@ class OptimizelyUserContext:
             if not isinstance(options, list):
                 self.client.logger.debug("Provided decide options is not an array. Using default decide options.")
             else:
-                names.extend(o for o in options if o in _OPTION_NAMES)
+                # (the reference compares each option with its names: one that is no text, a list
+                # included, is no option and raises nothing)
+                names.extend(o for o in options if isinstance(o, str) and o in _OPTION_NAMES)
         return names
 
     def _wrap(self, decision: Any, copy: "OptimizelyUserContext") -> OptimizelyDecision:
@@ -717,8 +741,13 @@ class OptimizelyUserContext:
         that names no flag gets a disabled decision without reasons (kept whatever the options), a key given
         twice carries both evaluations' reasons; the keys that name no flag come first (``{}`` when the
         instance is not usable)."""
-        if self._context is None or not self.client._ready() or not isinstance(keys, list):
+        if self._context is None or not self.client._ready():
             return {}
+        if not isinstance(keys, list):
+            try:
+                keys = list(keys)  # the reference iterates what it is given: a str's characters, a dict's keys
+            except TypeError:
+                return {}  # the reference raises
         names = self._options(options)
         copy = self._clone()
         features = self.client._project.features if self.client._project is not None else {}
@@ -1200,7 +1229,7 @@ class Optimizely:
         self._local.quiet = True
         self._local.attributes = attributes
         try:
-            return self._client.decide(user_id, flag_key, attributes, options)
+            return self._client.decide(user_id, flag_key, _library_attributes(attributes), options)
         finally:
             self._local.quiet = False
             self._local.attributes = None
@@ -1240,7 +1269,7 @@ class Optimizely:
         if not _attributes_valid(attributes):
             self.logger.error("Provided attributes are in an invalid format.")
             return None
-        variation_key = self._client.get_variation(experiment_key, user_id, attributes)
+        variation_key = self._client.get_variation(experiment_key, user_id, _library_attributes(attributes))
         kind = (DecisionNotificationTypes.FEATURE_TEST if experiment.get("id") in project.feature_experiment_ids
                 else DecisionNotificationTypes.AB_TEST)
         self.notification_center.send_notifications(NotificationTypes.DECISION, kind, user_id, attributes or {},
@@ -1271,7 +1300,7 @@ class Optimizely:
         self._local.activate_call = (experiment_key, variation_key)
         try:
             with self._same_call_again():  # get_variation saved the profile: the reference saves it once
-                self._client.activate(experiment_key, user_id, attributes)
+                self._client.activate(experiment_key, user_id, _library_attributes(attributes))
         finally:
             self._local.quiet = False
             self._local.attributes = None
@@ -1296,7 +1325,7 @@ class Optimizely:
         if not _attributes_valid(attributes):
             self.logger.error("Provided attributes are in an invalid format.")
             return
-        if event_tags is not None and not isinstance(event_tags, dict):
+        if not _event_tags_valid(event_tags):
             self.logger.error("Provided event tags are in an invalid format.")
             return
         project = self._config("track")
@@ -1305,9 +1334,14 @@ class Optimizely:
         if event_key not in project.events:
             self.logger.info('Not tracking user "%s" for event "%s".' % (user_id, event_key))
             return
+        try:
+            tags = _library_tags(event_tags)
+        except (TypeError, ValueError):  # a falsy value JSON cannot carry (Decimal(0), 0j): not sent
+            self.logger.error("Provided event tags are in an invalid format.")
+            return
         events = self._capturing()
         try:
-            self._client.track(event_key, user_id, attributes, event_tags)
+            self._client.track(event_key, user_id, _library_attributes(attributes), tags)
         except Error as exc:
             self.logger.error("track(%r): %s" % (event_key, exc))
             return
@@ -1557,7 +1591,7 @@ class Optimizely:
         if not isinstance(user_id, str):
             self.logger.error(_INVALID_INPUT.format("user_id"))
             return None
-        if attributes is not None and not isinstance(attributes, dict):
+        if attributes is not None and type(attributes) is not dict:  # a dict subclass too, as the reference
             self.logger.error(_INVALID_INPUT.format("attributes"))
             return None
         context = None

@@ -321,3 +321,55 @@ def test_activate_notification_of_a_variation_whose_key_is_a_number() -> None:
     df["rollouts"][0]["experiments"][0]["variations"][0]["key"] = -2.5
     tally = same(df, [["activate", "everyone"]], attributes={})
     assert any(kind.startswith("activate notifications") for kind in tally.comparisons), tally.comparisons
+
+
+# -- argument shapes (apifuzz.draw_shapes): what the reference's loose checks let through ----------------
+
+def shaped(call: List[Any], **shape: str) -> List[Any]:
+    return call + [{"~": shape}]
+
+
+FEATURE_CALLS = [["is_feature_enabled", "checkout_redesign"], ["get_enabled_features"],
+                 ["get_feature_variable", None, "free_shipping", "threshold"],
+                 ["get_all_feature_variables", "search_ranking"], ["get_variation", "checkout_redesign_ab"],
+                 ["activate", "checkout_redesign_ab"], ["track", "purchase", {"revenue": 100}], ["new_context"]]
+
+
+@pytest.mark.parametrize("shape", apifuzz.ATTRIBUTE_SHAPES)
+def test_attributes_refused_only_when_truthy_and_not_exactly_a_dict(demo: Dict[str, Any], shape: str) -> None:
+    """optimizely-sdk refuses a call's attributes only when they are truthy and not exactly a dict: a dict
+    subclass (OrderedDict) or a list of pairs gives None / False / [] and no event; [] / 0 / "" / () pass and
+    decide as no attributes (notifications get the value as it was); create_user_context refuses anything but
+    None or a dict. The drop-in took any dict, and raised or refused a falsy non-dict."""
+    for user_id in ("user-1", "user-7", "user-12"):
+        same(demo, [shaped(list(call), attributes=shape) for call in FEATURE_CALLS], user_id=user_id)
+
+
+# (a Decimal among the tags makes the reference's own payload raise: no answer to compare)
+@pytest.mark.parametrize("shape", [t for t in apifuzz.TAG_SHAPES if not t.startswith("decimal")])
+def test_event_tags_of_every_shape(demo: Dict[str, Any], shape: str) -> None:
+    """Event tags as optimizely-sdk takes them: a truthy non-dict or dict subclass is refused (no event); a
+    falsy non-dict ([], 0, 0.0, "", False, ()) is sent as it is as the payload's tags (the library refused
+    non-objects); NaN and infinities reach the payload (the binding refused them); revenue of an int
+    subclass counts."""
+    tally = same(demo, [shaped(["track", "purchase", {"revenue": 100, "category": "shoes"}], tags=shape),
+                        shaped(["track_event", "add_to_cart", {"value": 2}], tags=shape)])
+    assert tally.comparisons.get("track result")
+
+
+@pytest.mark.parametrize("shape", apifuzz.OPTION_SHAPES)
+def test_decide_options_that_are_no_option_names(demo: Dict[str, Any], shape: str) -> None:
+    """Decide options holding a list, dict, None or bytes: the reference compares each with its names and
+    ignores what matches none (the drop-in raised TypeError on an unhashable one); a tuple of options is
+    no list (the instance's default options are used)."""
+    same(demo, [shaped(["decide", "checkout_redesign", [R]], options=shape),
+                shaped(["decide_all", [R]], options=shape),
+                shaped(["decide_for_keys", ["free_shipping", "dark_mode"], [EFO]], options=shape)],
+         default_options=["EXCLUDE_VARIABLES"])
+
+
+@pytest.mark.parametrize("shape", apifuzz.KEYS_SHAPES)
+def test_decide_for_keys_iterates_what_it_is_given(demo: Dict[str, Any], shape: str) -> None:
+    """decide_for_keys of a tuple, a generator, a dict or a str: the reference iterates it (a str flag key
+    by character: each a key naming no flag); the drop-in answered {} for anything but a list."""
+    same(demo, [shaped(["decide_for_keys", ["free_shipping", "checkout_redesign", "nope"], [R]], keys=shape)])
