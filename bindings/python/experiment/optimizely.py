@@ -658,13 +658,19 @@ class OptimizelyUserContext:
         # whatever the keys: the reference stores any), and the qualified segments when there is no native
         # context (an instance without a usable datafile: the reference's context keeps them all the same).
         self._forced: Dict[Any, Any] = {}
-        self._segments: Optional[List[str]] = None
+        self._segments: Any = None
+        # Whether _segments holds what the program set (answered from here, as the reference keeps the
+        # container it was given: a set, a dict, a list holding other values than text); the native context
+        # decides with its text members. False: the native context's (fetched) segments are the answer.
+        self._segments_given = False
 
     def _clone(self) -> "OptimizelyUserContext":
         copy = OptimizelyUserContext(self.client, self.user_id, self._attributes, None)
         copy._context = self._context.copy() if self._context is not None else None
         copy._forced = dict(self._forced)
-        copy._segments = list(self._segments) if self._segments is not None else None
+        # (the reference's clone copies the segments only when there are any: [] becomes None)
+        copy._segments = self._segments.copy() if self._segments else None
+        copy._segments_given = self._segments_given
         return copy
 
     def get_user_attributes(self) -> Dict[str, Any]:
@@ -833,20 +839,22 @@ class OptimizelyUserContext:
 
     def get_qualified_segments(self) -> Optional[List[str]]:
         """The context's qualified segments (None when never fetched or set)."""
-        if self._context is None:
-            return list(self._segments) if self._segments is not None else None
+        if self._context is None or self._segments_given:
+            return self._segments.copy() if self._segments is not None else None
         return self._context.get_qualified_segments()
 
     def set_qualified_segments(self, segments: Optional[List[str]]) -> None:
-        """Replaces the context's qualified segments."""
+        """Replaces the context's qualified segments: a copy of the container as given (as the reference's
+        ``segments.copy()``: a set stays a set, other values than text stay); its text members decide."""
+        given = None if segments is None else segments.copy()
+        self._segments, self._segments_given = given, True
         if self._context is not None:
-            self._context.set_qualified_segments(segments)
-        else:
-            self._segments = None if segments is None else list(segments)
+            self._context.set_qualified_segments(
+                None if given is None else [s for s in given if isinstance(s, str)])
 
     def is_qualified_for(self, segment: str) -> bool:
         """Whether ``segment`` is among the context's qualified segments."""
-        if self._context is None:
+        if self._context is None or self._segments_given:
             return self._segments is not None and segment in self._segments
         return self._context.is_qualified_for(segment)
 
@@ -854,6 +862,7 @@ class OptimizelyUserContext:
         """Fetches the user's qualified segments from ODP into the context (see the binding's UserContext)."""
         if self._context is None:
             return False
+        self._segments_given = False  # the fetched segments are the native context's
         return self._context.fetch_qualified_segments(callback, options)
 
 

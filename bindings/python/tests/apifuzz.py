@@ -397,9 +397,10 @@ TAG_SHAPES = ["[]", "0", "''", "False", "0.0", "()", "ordered", "subclass", "emp
               "str_subclass_value", "decimal_value", "decimal_revenue", "bool_key", "int_key"]
 OPTION_SHAPES = ["list_inside", "str_subclass", "bytes", "tuple", "none_inside", "dict_inside"]
 KEYS_SHAPES = ["tuple", "str", "dict", "generator", "empty_str"]
+SEGMENT_SHAPES = ["set", "dict", "with_other_values", "nested_list", "deque", "empty_set"]
 SHAPED_OPS = {"is_feature_enabled", "get_enabled_features", "get_feature_variable", "get_all_feature_variables",
               "get_variation", "activate", "track", "set_forced_variation", "get_forced_variation", "new_context",
-              "track_event", "decide", "decide_all", "decide_for_keys"}
+              "track_event", "decide", "decide_all", "decide_for_keys", "set_qualified_segments"}
 
 
 def draw_shapes(calls: List[List[Any]], rng: random.Random) -> List[List[Any]]:
@@ -419,6 +420,8 @@ def draw_shapes(calls: List[List[Any]], rng: random.Random) -> List[List[Any]]:
                 shape["keys"] = rng.choice(KEYS_SHAPES)
         elif op == "track_event":
             shape["tags"] = rng.choice(TAG_SHAPES)
+        elif op == "set_qualified_segments":
+            shape["segments"] = rng.choice(SEGMENT_SHAPES)
         else:
             r = rng.random()
             if op not in ("set_forced_variation", "get_forced_variation") and r < 0.5:
@@ -489,6 +492,14 @@ def shaped_keys(keys: List[Any], shape: Optional[str]) -> Any:
     return {"tuple": lambda: tuple(keys), "str": lambda: text, "dict": lambda: {k: 1 for k in keys if _hashable(k)},
             "generator": lambda: (k for k in keys), "empty_str": lambda: "",
             "str_subclass": lambda: [StrSubclass(k) if isinstance(k, str) else k for k in keys]}[shape]()
+
+
+def shaped_segments(segments: Any, shape: Optional[str]) -> Any:
+    import collections as _c
+    members = list(segments or [])
+    return {None: lambda: copy.copy(segments), "set": lambda: set(members), "dict": lambda: dict.fromkeys(members, 1),
+            "with_other_values": lambda: members + [5, None, b"seg_a"], "nested_list": lambda: [members],
+            "deque": lambda: _c.deque(members), "empty_set": lambda: set()}[shape]()
 
 
 def _hashable(value: Any) -> bool:
@@ -574,7 +585,7 @@ def run_call(side: Side, index: int, user_id: str, attrs: Dict[str, Any], call: 
             if call[1] is not None or shape.get("options") else context.decide_all()
         return {k: decision_form(d) for k, d in result.items()}
     if op == "set_qualified_segments":
-        context.set_qualified_segments(copy.copy(call[1]))
+        context.set_qualified_segments(shaped_segments(call[1], shape.get("segments")))
         return context.get_qualified_segments()
     if op == "set_attribute":
         context.set_attribute(call[1], call[2])

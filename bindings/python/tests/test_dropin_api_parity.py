@@ -373,3 +373,17 @@ def test_decide_for_keys_iterates_what_it_is_given(demo: Dict[str, Any], shape: 
     """decide_for_keys of a tuple, a generator, a dict or a str: the reference iterates it (a str flag key
     by character: each a key naming no flag); the drop-in answered {} for anything but a list."""
     same(demo, [shaped(["decide_for_keys", ["free_shipping", "checkout_redesign", "nope"], [R]], keys=shape)])
+
+
+@pytest.mark.parametrize("shape", apifuzz.SEGMENT_SHAPES)
+def test_qualified_segments_kept_as_the_container_given(shape: str) -> None:
+    """set_qualified_segments of a set, a dict, a deque, a list holding numbers, None or a list: the reference
+    keeps a copy of the container as given (get_qualified_segments answers it, is_qualified_for asks `in`) and
+    decides "qualified" conditions with it; the drop-in raised for members that are no text and answered a
+    list."""
+    df = apifuzz.add_segment_audiences(small_datafile(), __import__("random").Random(3))
+    for segments in (["seg_a"], ["seg_b", "seg_c"], []):
+        same(df, [shaped(["set_qualified_segments", segments], segments=shape), ["decide", "f", [R]],
+                  ["decide_all", [R]], ["new_context"], ["set_qualified_segments", segments],
+                  shaped(["set_qualified_segments", segments], segments=shape), ["decide_for_keys", ["f"], [R]]],
+             attributes={})
