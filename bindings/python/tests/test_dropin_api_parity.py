@@ -387,3 +387,25 @@ def test_qualified_segments_kept_as_the_container_given(shape: str) -> None:
                   ["decide_all", [R]], ["new_context"], ["set_qualified_segments", segments],
                   shaped(["set_qualified_segments", segments], segments=shape), ["decide_for_keys", ["f"], [R]]],
              attributes={})
+
+
+@pytest.mark.parametrize("shape", apifuzz.Case.PROFILE_SHAPES)
+def test_profiles_of_every_shape_a_lookup_may_answer(shape: str) -> None:
+    """A lookup answering a list or str that names both keys: the reference's tracker raises indexing it and
+    takes that as a failed lookup (an empty profile, the new assignment saved); the drop-in's adapter raised
+    outside its guard (no save, other reasons). The other shapes guard what already matched."""
+    df = small_datafile()
+    case = apifuzz.Case.__new__(apifuzz.Case)
+    case.users, case.raising, case.profiles = [("user-1", {})], set(), {}
+    case.universe = apifuzz.Universe(df)
+    rng = __import__("random").Random(0)
+    calls = [["get_variation", "exp"], ["decide", "f", [R]], ["activate", "exp"], ["is_feature_enabled", "f"],
+             ["decide_all", [R]]]
+    for _ in range(40):
+        case.profiles = {}
+        case.PROFILE_SHAPES = [shape]
+        case.shape_profiles(__import__("random").Random(rng.random()))
+        if case.profiles:
+            break
+    tally = apifuzz.compare_calls(df, "user-1", {}, calls, profiles=case.profiles)
+    assert not tally.differences, apifuzz.format_report(tally, width=1500)
