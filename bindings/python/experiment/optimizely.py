@@ -625,19 +625,23 @@ class OptimizelyDecision:
 class _CallAttributes:
     """Names the attributes of the call in progress on this thread (for ACTIVATE notifications)."""
 
-    def __init__(self, owner: "Optimizely", attributes: Optional[Dict[str, Any]], options: List[str]) -> None:
+    def __init__(self, owner: "Optimizely", attributes: Optional[Dict[str, Any]], options: List[str],
+                 user_id: Any = None) -> None:
         self.owner = owner
         self.attributes = attributes
         self.options = options
+        self.user_id = user_id
 
     def __enter__(self) -> None:
         self.owner._local.events = []  # the impressions of this call, for its DECISION notifications
         self.owner._local.attributes = dict(self.attributes) if self.attributes is not None else None
+        self.owner._local.user_id = self.user_id
         self.owner._local.exclude_variables = OptimizelyDecideOption.EXCLUDE_VARIABLES in self.options
 
     def __exit__(self, *_exc: Any) -> None:
         self.owner._local.events = None
         self.owner._local.attributes = None
+        self.owner._local.user_id = None
         self.owner._local.exclude_variables = False
 
 
@@ -724,7 +728,7 @@ class OptimizelyUserContext:
             # themselves and removes ENABLED_FLAGS_ONLY from them (for good: later decide_all and
             # decide_for_keys no longer filter).
             self.client.default_decide_options.remove(OptimizelyDecideOption.ENABLED_FLAGS_ONLY)
-        with _CallAttributes(self.client, self._attributes, names):
+        with _CallAttributes(self.client, self._attributes, names, self.user_id):
             return self._wrap(self._context.decide(key, names), copy)
 
     def decide_all(self, options: Optional[List[str]] = None) -> Dict[str, OptimizelyDecision]:
@@ -738,7 +742,7 @@ class OptimizelyUserContext:
             return self.decide_for_keys(list(project.repeated_flag_keys), options)
         copy = self._clone()
         names = self._options(options)
-        with _CallAttributes(self.client, self._attributes, names):
+        with _CallAttributes(self.client, self._attributes, names, self.user_id):
             decisions = self._context.decide_all(names)
         return {k: self._wrap(d, copy) for k, d in decisions.items()}
 
@@ -771,7 +775,7 @@ class OptimizelyUserContext:
             local.held_notifications = held
             unfiltered = [name for name in names if name != OptimizelyDecideOption.ENABLED_FLAGS_ONLY]
             try:
-                with _CallAttributes(self.client, self._attributes, unfiltered):
+                with _CallAttributes(self.client, self._attributes, unfiltered, self.user_id):
                     decisions = self._context.decide_for_keys(known, unfiltered)
             finally:
                 local.held_notifications = None
@@ -941,8 +945,10 @@ class _Dispatcher:
             experiment, variation = project.activate_arguments(
                 decision.get("experiment_id"), decision.get("variation_id"), is_holdout, metadata.get("rule_key"),
                 metadata.get("variation_key"), metadata.get("flag_key"))
-        args = (experiment, visitor.get("visitor_id"), getattr(self.owner._local, "attributes", None), variation,
-                log_event.__dict__)
+        # the call's own user id object (a str subclass stays one, as the reference passes it on)
+        user_id = getattr(self.owner._local, "user_id", None)
+        args = (experiment, visitor.get("visitor_id") if user_id is None else user_id,
+                getattr(self.owner._local, "attributes", None), variation, log_event.__dict__)
         held = getattr(self.owner._local, "held_notifications", None)
         if held is not None:
             held.append((NotificationTypes.ACTIVATE, args))
@@ -1221,11 +1227,14 @@ class Optimizely:
         attributes = getattr(self._local, "attributes", None)
         if attributes is None:
             attributes = payload.get("attributes") or {}
+        user_id = getattr(self._local, "user_id", None)  # the call's own object (a str subclass stays one)
+        if user_id is None:
+            user_id = payload["user_id"]
         held = getattr(self._local, "held_notifications", None)
         if held is not None:
-            held.append((NotificationTypes.DECISION, (payload["type"], payload["user_id"], attributes, info)))
+            held.append((NotificationTypes.DECISION, (payload["type"], user_id, attributes, info)))
             return
-        self.notification_center.send_notifications(NotificationTypes.DECISION, payload["type"], payload["user_id"],
+        self.notification_center.send_notifications(NotificationTypes.DECISION, payload["type"], user_id,
                                                     attributes, info)
 
     def _on_config_update(self, _payload: Dict[str, Any]) -> None:
@@ -1239,11 +1248,13 @@ class Optimizely:
         assert self._client is not None
         self._local.quiet = True
         self._local.attributes = attributes
+        self._local.user_id = user_id
         try:
             return self._client.decide(user_id, flag_key, _library_attributes(attributes), options)
         finally:
             self._local.quiet = False
             self._local.attributes = None
+            self._local.user_id = None
 
     def _same_call_again(self) -> "_NoProfileSave":
         """For the library's second decision of one reference call (activate after get_variation, a feature
@@ -1308,6 +1319,7 @@ class Optimizely:
             return None
         self._local.quiet = True
         self._local.attributes = attributes
+        self._local.user_id = user_id
         self._local.activate_call = (experiment_key, variation_key)
         try:
             with self._same_call_again():  # get_variation saved the profile: the reference saves it once
@@ -1315,6 +1327,7 @@ class Optimizely:
         finally:
             self._local.quiet = False
             self._local.attributes = None
+            self._local.user_id = None
             self._local.activate_call = None
         self.logger.info('Activating user "%s" in experiment "%s".' % (user_id, experiment_key))
         return variation_key

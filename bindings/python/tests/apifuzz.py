@@ -391,7 +391,7 @@ class FloatSubclass(float):
 
 
 ATTRIBUTE_SHAPES = ["none", "[]", "0", "''", "False", "()", "ordered", "subclass", "empty_ordered", "pairs", "text"]
-USER_ID_SHAPES = ["none", "int", "bytes", "float"]  # (a str subclass comes back as str in some notifications: not matched)
+USER_ID_SHAPES = ["none", "int", "bytes", "str_subclass", "float"]
 TAG_SHAPES = ["[]", "0", "''", "False", "0.0", "()", "ordered", "subclass", "empty_ordered", "list", "text",
               "nan_value", "inf_value", "nan_tag", "inf_tag", "int_subclass_revenue", "float_subclass_value",
               "str_subclass_value", "decimal_value", "decimal_revenue", "bool_key", "int_key"]

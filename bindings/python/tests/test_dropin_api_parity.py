@@ -409,3 +409,16 @@ def test_profiles_of_every_shape_a_lookup_may_answer(shape: str) -> None:
             break
     tally = apifuzz.compare_calls(df, "user-1", {}, calls, profiles=case.profiles)
     assert not tally.differences, apifuzz.format_report(tally, width=1500)
+
+
+def test_user_id_of_a_str_subclass_is_passed_on_as_it_is() -> None:
+    """A user id that is a str subclass: the reference's DECISION and ACTIVATE notifications pass on the
+    object it was given; the drop-in passed the library's str where it named the user from the event
+    (apifuzz seeds 6090, 6270, 6291: their cases replayed)."""
+    calls = [shaped(["is_feature_enabled", "f"], user_id="str_subclass"),
+             shaped(["activate", "exp"], user_id="str_subclass"),
+             shaped(["new_context"], user_id="str_subclass"), ["decide", "f", [R]], ["decide_all", [R]]]
+    same(small_datafile(), calls, attributes={})
+    for seed in (6090, 6270, 6291):
+        tally = apifuzz.run_seed(seed, apifuzz.DEFAULT_USERS)
+        assert not tally.differences, apifuzz.format_report(tally, width=1500)
