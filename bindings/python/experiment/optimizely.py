@@ -1087,7 +1087,8 @@ class Optimizely:
         if default_decide_options is None:
             self.default_decide_options: List[str] = []
         elif isinstance(default_decide_options, list):
-            self.default_decide_options = [o for o in default_decide_options if o in _OPTION_NAMES]
+            self.default_decide_options = [o for o in default_decide_options
+                                           if isinstance(o, str) and o in _OPTION_NAMES]  # a list in it is no name
         else:
             self.logger.debug("Provided default decide options is not a list.")
             self.default_decide_options = []
@@ -1135,6 +1136,7 @@ class Optimizely:
         once and then polling with an sdk_key too; fetching (calls wait for it) with an sdk_key alone."""
         client = self._client
         assert client is not None
+        datafile = self._datafile_text(datafile)
         if not polls:
             try:
                 client.start(datafile)
@@ -1155,6 +1157,24 @@ class Optimizely:
         else:
             self._awaits_first_datafile = True
         client.start_async()
+
+    def _datafile_text(self, datafile: Any) -> Any:
+        """The datafile as the reference reads it: json.loads decodes bytes in the encoding it detects (a
+        UTF-8 BOM dropped, UTF-16 and UTF-32 read), yet its ProjectConfig then needs bytes to be UTF-8 (UTF-16
+        without a BOM is, NULs and all) and keeps that decoding as the datafile text get_datafile answers; a
+        memoryview or any other type is refused (json.loads takes only str, bytes and bytearray)."""
+        self._given_datafile = None
+        if datafile is None or isinstance(datafile, str):
+            return datafile
+        if not isinstance(datafile, (bytes, bytearray)):
+            return "<a datafile of type %s>" % type(datafile).__name__  # no JSON: refused, as the reference
+        try:
+            text = bytes(datafile).decode(json.detect_encoding(datafile), "surrogatepass")
+            kept: Any = datafile.decode("utf-8") if isinstance(datafile, bytes) else datafile
+        except UnicodeDecodeError:
+            return "<a datafile in no encoding the reference reads>"
+        self._given_datafile = (text, kept)
+        return text
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -1628,7 +1648,11 @@ class Optimizely:
         project = self._config("get_optimizely_config")
         if project is None:
             return None
-        return OptimizelyConfig(project.datafile, project.text)  # sdk_key: the datafile's, as the reference's
+        text: Any = project.text
+        given = getattr(self, "_given_datafile", None)
+        if given is not None and given[0] == text:
+            text = given[1]  # the given bytes as the reference keeps them (decoded as UTF-8, or the bytearray)
+        return OptimizelyConfig(project.datafile, text)  # sdk_key: the datafile's, as the reference's
 
     def close(self) -> None:
         """Flushes and closes the client and removes the instance's state directory."""

@@ -163,10 +163,26 @@ class ProfileService:
             self.profiles[user_profile["user_id"]] = copy.deepcopy(user_profile)
 
 
+# How the datafile text is handed to both sides: mostly as str; else as bytes in an encoding the
+# reference's json.loads detects (and its ProjectConfig then wants UTF-8), a bytearray, or a memoryview.
+DATAFILE_FORMS = ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-32-be", "bytearray", "memoryview"]
+
+
+def datafile_as(text: str, form: Optional[str]) -> Any:
+    if form is None:
+        return text
+    if form == "bytearray":
+        return bytearray(text.encode())
+    if form == "memoryview":
+        return memoryview(text.encode())
+    return text.encode(form, "surrogatepass")
+
+
 class Side:
     def __init__(self, name: str, text: str, profiles: Dict[str, Any], raising: set,
-                 default_options: Any) -> None:
+                 default_options: Any, datafile_form: Optional[str] = None) -> None:
         self.name = name
+        self.datafile_form = datafile_form
         self.events: List[Any] = []
         self.notes: List[Any] = []
         self.saves: List[Any] = []
@@ -181,7 +197,7 @@ class Side:
         self.dispatcher = Dispatcher()
         if name == "reference":
             self.client = ref_optimizely.Optimizely(
-                datafile=text, event_dispatcher=self.dispatcher, logger=_SILENT,
+                datafile=datafile_as(text, self.datafile_form), event_dispatcher=self.dispatcher, logger=_SILENT,
                 event_processor=ForwardingEventProcessor(self.dispatcher, logger=_SILENT),
                 user_profile_service=self.ups, default_decide_options=copy.copy(default_options),
                 settings=OptimizelySdkSettings(odp_disabled=True))
@@ -190,7 +206,8 @@ class Side:
             self.ForcedDecision = RefUserContext.OptimizelyForcedDecision
         else:
             self.client = dropin.Optimizely(
-                datafile=text, event_dispatcher=self.dispatcher, logger=_SILENT, user_profile_service=self.ups,
+                datafile=datafile_as(text, self.datafile_form), event_dispatcher=self.dispatcher, logger=_SILENT,
+                user_profile_service=self.ups,
                 default_decide_options=copy.copy(default_options))
             self.types = dropin.NotificationTypes
             self.DecisionContext = dropin.OptimizelyUserContext.OptimizelyDecisionContext
@@ -651,6 +668,8 @@ class Case:
         self.default_options = pick_options(rng) if rng.random() < 0.5 else None
         self.profiles, self.raising = self.make_profiles(rng)
         self.shape_profiles(random.Random(f"apifuzz-profile-shapes-{seed}"))
+        form_rng = random.Random(f"apifuzz-datafile-form-{seed}")
+        self.datafile_form = form_rng.choice(DATAFILE_FORMS) if form_rng.random() < 0.15 else None
         self.history: List[Any] = []
         self.user: Tuple[int, Any, Dict[str, Any]] = (-1, "", {})
 
@@ -685,6 +704,8 @@ class Case:
                 bucket_map[str(exp.get("id"))] = entry
             profiles[user_id] = {"user_id": user_id, "experiment_bucket_map": bucket_map}
         return profiles, raising
+
+    datafile_form: Optional[str] = None  # (a subclass that builds its own case hands the text as str)
 
     PROFILE_SHAPES = ["int_variation_id", "none_variation_id", "other_user_id", "extra_keys", "dict_subclass",
                       "ordered_bucket_map", "list_naming_keys", "str_naming_keys", "number", "user_id_number",
@@ -731,6 +752,7 @@ class Case:
         if signature not in t.examples or t.all_differences is not None:
             index, user_id, attrs = self.user
             example = {"signature": signature, "seed": self.seed,
+                       "datafile_form": getattr(self, "datafile_form", None),
                        "mutations": difffuzz._mutations_for_report(self.mutations), "segments": self.segments,
                        "default_decide_options": difffuzz._jsonable(self.default_options),
                        "user_index": index, "user_id": difffuzz._jsonable(user_id),
@@ -788,12 +810,12 @@ class Case:
     def run(self) -> None:
         t = self.tally
         try:
-            ref = Side("reference", self.text, self.profiles, self.raising, self.default_options)
+            ref = Side("reference", self.text, self.profiles, self.raising, self.default_options, self.datafile_form)
         except Exception as exc:  # noqa: BLE001
             self.crash("construct", exc)
             t.cases["reference crashed constructing"] += 1
             return
-        ours = Side("ours", self.text, self.profiles, self.raising, self.default_options)
+        ours = Side("ours", self.text, self.profiles, self.raising, self.default_options, self.datafile_form)
         try:
             ref_ok = difffuzz.reference_accepts(ref.client)
             ours_ok = ours.client._client is not None and ours.client._ready()

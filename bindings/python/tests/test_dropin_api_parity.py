@@ -422,3 +422,57 @@ def test_user_id_of_a_str_subclass_is_passed_on_as_it_is() -> None:
     for seed in (6090, 6270, 6291):
         tally = apifuzz.run_seed(seed, apifuzz.DEFAULT_USERS)
         assert not tally.differences, apifuzz.format_report(tally, width=1500)
+
+
+def _both_sides(datafile: Any, **kwargs: Any) -> List[Any]:
+    """The reference and the drop-in built alike over `datafile` (passed as it is, of any type)."""
+    from optimizely import optimizely as ref_optimizely
+    from optimizely.event.event_processor import ForwardingEventProcessor
+    from optimizely.helpers.sdk_settings import OptimizelySdkSettings
+    from test_differential import _SILENT
+    from experiment import optimizely as dropin
+
+    class Dispatcher:
+        def dispatch_event(self, event: Any) -> None:
+            pass
+
+    reference = ref_optimizely.Optimizely(
+        datafile=datafile, logger=_SILENT, event_processor=ForwardingEventProcessor(Dispatcher(), logger=_SILENT),
+        settings=OptimizelySdkSettings(odp_disabled=True), **kwargs)
+    return [reference, dropin.Optimizely(datafile=datafile, event_dispatcher=Dispatcher(), logger=_SILENT, **kwargs)]
+
+
+def _answers(client: Any, flags: List[str]) -> Any:
+    context = client.create_user_context("user-1", {"country": "NL"})
+    config = client.get_optimizely_config()
+    return [client.is_valid, [apifuzz.decision_form(context.decide(f, [R])) for f in flags],
+            None if config is None else config.get_datafile()]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32",
+                                      "utf-32-le", "bytearray", "memoryview", "bom-str"])
+def test_datafile_bytes_read_as_the_reference_reads_them(demo: Dict[str, Any], encoding: str) -> None:
+    """A datafile given as bytes: the reference's json.loads decodes the encoding it detects (a UTF-8 BOM
+    dropped), then needs the bytes to be UTF-8 (UTF-16 without a BOM is: accepted, its text kept with its
+    NULs; with a BOM or UTF-32 it is refused); a bytearray is read, a memoryview refused, a str with a BOM
+    refused. The drop-in refused a BOM and UTF-16 and took a memoryview."""
+    text = json.dumps(demo)
+    datafile: Any = {"bytearray": lambda: bytearray(text.encode()), "memoryview": lambda: memoryview(text.encode()),
+                     "bom-str": lambda: "\ufeff" + text}.get(encoding, lambda: text.encode(encoding))()
+    reference, ours = _both_sides(datafile)
+    flags = [f["key"] for f in demo["featureFlags"]]
+    expected = _answers(reference, flags)
+    assert _answers(ours, flags) == expected
+    ours.close()
+
+
+def test_default_decide_options_holding_no_names(demo: Dict[str, Any]) -> None:
+    """Default decide options holding a list or dict: the reference compares each with its names (none
+    matches); the drop-in raised TypeError building the instance."""
+    for options in ([["x"]], [{"a": 1}, R], [EFO, ["y"]], [None, b"INCLUDE_REASONS"]):
+        reference, ours = _both_sides(json.dumps(demo), default_decide_options=options)
+        flags = [f["key"] for f in demo["featureFlags"]]
+        assert _answers(ours, flags) == _answers(reference, flags)
+        assert sorted(ours.create_user_context("u").decide_all()) == \
+            sorted(reference.create_user_context("u").decide_all())
+        ours.close()
