@@ -452,7 +452,7 @@ extension FlagDecision {
     public func variablesJSON(in config: ProjectConfig) -> UnsafePointer<CChar> {
         let flag = config.flags[Int(flag)]
         guard enabled(in: config) else { return flag.defaultVariablesJSON }
-        if holdout >= 0 { return flag.holdoutVariablesJSON }
+        if holdout >= 0 { return flag.holdoutVariablesJSON(variationId: config.holdouts[Int(holdout)].variations[Int(variation)].id.text) }
         guard flagVariation >= 0 else { return flag.defaultVariablesJSON }
         return flag.flagVariations[Int(flagVariation)].variablesJSON
     }
