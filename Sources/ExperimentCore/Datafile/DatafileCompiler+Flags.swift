@@ -215,14 +215,14 @@ extension Compilation {
     /// The variables JSON of each holdout variation whose id is also an experiment's or rule's variation id:
     /// the reference reads a holdout variation's values from its table by variation id like any other's,
     /// so such a holdout variation gets that variation's values (a holdout variation's own are never read).
-    /// An empty id finds nothing there (the reference tests the id's truth first).
+    /// An id Python reads as false finds nothing there (the reference tests the id's truth first).
     func holdoutVariablesJSONBySharedId(_ variables: [Variable], defaults: [String], usages: ExactKeyed<[VariableValue]>,
                                         writer: inout JSONWriter) -> [(id: String, json: UnsafePointer<CChar>)] {
         var shared: [(id: String, json: UnsafePointer<CChar>)] = []
         for holdout in holdouts {
             for variation in holdout.variations {
                 let id = variation.id.text
-                guard !id.isEmpty, let overrides = usages[id], !shared.contains(where: { $0.id.sameCodePoints(id) })
+                guard IdentityKey.isTruthy(id), let overrides = usages[id], !shared.contains(where: { $0.id.sameCodePoints(id) })
                 else { continue }
                 shared.append((id, storeVariablesJSON(variables, defaults: defaults, overrides: overrides, writer: &writer)))
             }

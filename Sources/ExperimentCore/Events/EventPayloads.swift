@@ -82,8 +82,9 @@ public enum EventPayloads {
             // The reference re-reads the variation among the flag's variations by id.
             let decided = flag.flagVariations[Int(decision.flagVariation)]
             subject.enabled = decision.enabled(in: config)
-            // An empty id finds nothing (false to its `if variation_id and ...`): no variation, key "".
-            if !decided.id.isEmpty {
+            // An id Python reads as false ("", null, 0) finds nothing (its `if variation_id and ...`): no
+            // variation, key "".
+            if IdentityKey.isTruthy(decided.id) {
                 let variation = flag.flagVariations.first { $0.id.sameCodePoints(decided.id) } ?? decided
                 subject.variationId = variation.id
                 subject.variationKey = variation.key.text

@@ -353,12 +353,13 @@ class _Project:
         one, found by the event's variation_key."""
         experiments, holdouts = self._entity_maps()
         if variation_id is None and variation_key == "" and experiment_id != "" and _hashable(experiment_id):
-            # A variation whose id is "": the reference's impression names no variation (variation_key ""),
-            # yet its ACTIVATE passes the decided experiment and variation (the last with the id "").
+            # A variation whose id Python reads as false ("", or null / 0 / false in a delivery rule): the
+            # reference's impression names no variation (variation_key ""), yet its ACTIVATE passes the
+            # decided experiment and variation (the last with such an id).
             owner = (holdouts if is_holdout else experiments).get(experiment_id)
             empty_id = None
             for candidate in (owner or {}).get("variations") or []:
-                if isinstance(candidate, dict) and candidate.get("id") == "":
+                if isinstance(candidate, dict) and _hashable(candidate.get("id")) and not candidate.get("id"):
                     empty_id = candidate
             if owner is not None and empty_id is not None:
                 return (_Entity(dict(owner)),

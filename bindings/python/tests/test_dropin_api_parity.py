@@ -476,3 +476,24 @@ def test_default_decide_options_holding_no_names(demo: Dict[str, Any]) -> None:
         assert sorted(ours.create_user_context("u").decide_all()) == \
             sorted(reference.create_user_context("u").decide_all())
         ours.close()
+
+
+# (an id `false` is left out: the library keeps a boolean id as the number it equals, so the notification
+# says 0 where the reference says False)
+@pytest.mark.parametrize("variation_id", [None, 0, 5, 2.5])
+def test_forced_decision_onto_a_variation_whose_id_is_no_string(variation_id: Any) -> None:
+    """A delivery rule's variation whose id is null, 0 or another number (its schema checks no rule), forced
+    for the user: the DECISION notification's variation_id is that value as it is (the library passed its
+    internal text for it, "\\x01None"); an id Python reads as false finds no flag variation for the
+    impression (metadata.variation_key "") where a truthy one does, and the ACTIVATE notification still
+    passes the rule and that variation (apifuzz seed 8920)."""
+    df = small_datafile()
+    df["rollouts"][0]["experiments"][0]["variations"][0].update(id=variation_id, key="ee_on")
+    df["experiments"][0]["trafficAllocation"] = []  # everyone reaches the delivery rule
+    # (a flag-level forced decision onto such a variation is left out: its ACTIVATE notification's variation
+    # argument, like apifuzz seed 5283's, is the known difference of activate_arguments)
+    calls = [["decide", "f", [R]], ["set_forced_decision", ["f", "everyone"], "ee_on"], ["decide", "f", [R]],
+             ["decide_all", []], ["decide_for_keys", ["f"], []], ["is_feature_enabled", "f"]]
+    for user_id in ("user-1", "user-2", "user-3"):
+        tally = same(df, calls, user_id=user_id, attributes={})
+        assert tally.comparisons.get("decide notifications")
