@@ -1482,7 +1482,7 @@ class Client(SegmentsMixin, UserContextMixin):
             tags_json = _encode_slow(tags, "tags")
         else:
             try:
-                tags_json = json.dumps(tags).encode("ascii")  # NaN and infinities as Python writes them, as the reference sends them
+                tags_json = json.dumps(tags, allow_nan=False).encode("ascii")
             except (TypeError, ValueError) as exc:
                 logger.error("track: event tags are in an invalid format (%s): nothing is sent", exc)
                 return

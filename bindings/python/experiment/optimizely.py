@@ -566,11 +566,11 @@ def _event_tags_valid(event_tags: Any) -> bool:
 
 
 def _library_tags(event_tags: Any) -> Any:
-    """The tags as the library takes them: a dict as it is; a falsy non-dict that passed `_event_tags_valid`
-    as its JSON text (the library's Client reads a str as JSON text), which the payload carries as it is."""
-    if event_tags is None or isinstance(event_tags, dict):
-        return event_tags
-    return json.dumps(event_tags)
+    """The tags as JSON text for the library's Client (which reads a str as JSON text): Python's own
+    json.dumps, so NaN and infinities are written as Python writes them and sent, as the reference sends
+    them (the Client itself refuses them), and a falsy non-dict that passed `_event_tags_valid` ([], 0, "")
+    reaches the payload as it is. Raises TypeError for a value JSON cannot carry."""
+    return None if event_tags is None else json.dumps(event_tags)
 
 
 def _library_attributes(attributes: Any) -> Optional[Dict[str, Any]]:

@@ -419,7 +419,7 @@ class UserContext:
                 _log.error("Provided event tags are in an invalid format.")
                 return
             try:
-                tags_json = json.dumps(event_tags).encode("utf-8")  # NaN and infinities included, as the reference sends them
+                tags_json = json.dumps(event_tags, allow_nan=False).encode("utf-8")
             except (TypeError, ValueError) as exc:
                 raise InvalidArgumentError("event_tags: %s" % exc) from None
         status = _lib.exp_user_track(handle, raw, len(raw), tags_json)
