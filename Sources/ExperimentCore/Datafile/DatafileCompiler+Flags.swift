@@ -14,7 +14,7 @@ extension Compilation {
         var everyoneElseSources: ExactKeyed<(experimentRules: [Int32], writtenRolloutRules: [Int32])> = [:]
         for entry in try section("featureFlags") {
             do throws(DatafileError) {
-                let variables = try readVariables(entry.requiredArray("variables"))
+                let variables = try readVariables(flagVariableEntries(entry.required("variables")))
                 var experimentRules: [Int32] = []
                 for (id, idField) in try flagExperimentIds(entry.required("experimentIds")) {
                     guard let index = experimentIndexById[id] else { throw idField.fail("unknown experiment \"\(id)\"") }
@@ -63,6 +63,18 @@ extension Compilation {
             flags.append(flag)
         }
         return flags
+    }
+
+    /// A flag's "variables" (outside the reference's schema): the reference iterates whatever is there, so an
+    /// empty object or string holds no variable, as an empty list does (a non-empty one gives it names or
+    /// characters where it wants objects, and its config construction raises: refused, as is any other type).
+    mutating func flagVariableEntries(_ field: DatafileReader) throws(DatafileError) -> [DatafileReader] {
+        let empty = (field.value.kind == .object && field.value.count == 0)
+            || (field.value.kind == .string && field.value.stringBytes?.isEmpty == true)
+        guard empty else { return try field.array() }
+        warn(field.warning("expected an array, got an empty \(field.value.kind == .object ? "object" : "string"): no "
+                           + "variables, as the reference iterates it"))
+        return []
     }
 
     /// A flag's "experimentIds" (outside the reference's schema) with the reader each id's messages name.
