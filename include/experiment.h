@@ -80,7 +80,7 @@ typedef enum exp_status {
     EXP_ERR_INVALID_UTF8 = -13,         /* a string argument is not valid UTF-8 */
     EXP_ERR_TOO_LARGE = -14,            /* an input exceeds a documented limit (see EXP_MAX_*) */
     EXP_ERR_TOO_DEEP = -15,             /* a JSON document nests deeper than its limit */
-    EXP_ERR_INVALID_EVENT_TAGS = -16,   /* event tags are not a JSON object */
+    EXP_ERR_INVALID_EVENT_TAGS = -16,   /* event tags are not a JSON object (nor false in Python) */
     EXP_ERR_CLOSED = -17,               /* the client was closed */
     EXP_ERR_BUFFER_TOO_SMALL = -18,     /* a caller-provided array is too short; the needed size is returned */
     EXP_ERR_TIMEOUT = -19,              /* a wait (exp_client_wait_ready, flush, close drain) ran out of time */
@@ -740,7 +740,8 @@ exp_status exp_get_user_properties_json(exp_client *client, const char *user_id,
  * Records conversion `event_key` for `user_id` and sends the conversion event. `tags_json` is NULL or a
  * JSON object of event tags. As in the reference SDK, an integer "revenue" (cents) and a numeric "value"
  * (a number or numeric string) are also reported as the event's revenue and value; tags of other types
- * are sent as ordinary tags only.
+ * are sent as ordinary tags only. Tags that Python reads as false (`[]`, `0`, `0.0`, `""`, `false`) are
+ * sent as they are, as the reference's validator lets them through; other non-objects are refused.
  * Errors: EXP_ERR_NOT_READY, EXP_ERR_UNKNOWN_EVENT, EXP_ERR_INVALID_EVENT_TAGS, EXP_ERR_INVALID_JSON,
  * argument errors as exp_decide. Thread-safe.
  *

@@ -117,6 +117,23 @@ private func error(bytes: [UInt8], maxBytes: Int = 1 << 20, maxDepth: Int = 64) 
     #expect(parsed.json == #"{"revenue":123456789012345678901234567890,"value":"2.5","n":1.50,"big":[-99999999999999999999,9223372036854775808],"dup":2,"o":{"k":1}}"#)
 }
 
+@Test func eventTagsThatPythonReadsAsFalseAreSentAsTheyAre() throws {
+    // The reference's validator refuses tags only when they are truthy and not a dict: [] / 0 / 0.0 / "" /
+    // false pass and its payload carries them as they are (no revenue or value); other non-objects are refused.
+    for (text, wire) in [("[]", "[]"), ("0", "0"), ("0.0", "0.0"), ("-0.0", "-0.0"), (#""""#, #""""#),
+                         ("false", "false")] {
+        let document = try parse(text)
+        let tags = Array(text.utf8).withUnsafeBufferPointer { buffer in EventTags.parse(document, text: buffer) }
+        guard case .success(let parsed) = tags else { Issue.record("\(text) refused"); continue }
+        #expect(parsed.json == wire && parsed.revenue == nil && parsed.value == nil)
+    }
+    for text in ["[0]", "1", "0.5", "NaN", #""x""#, "true", "null"] {
+        let document = try parse(text)
+        let tags = Array(text.utf8).withUnsafeBufferPointer { buffer in EventTags.parse(document, text: buffer) }
+        if case .success = tags { Issue.record("\(text) accepted") }
+    }
+}
+
 @Test func namesEndAtAnEscapedNul() throws {
     // json-c keeps names as C strings (Python would keep "a\x00b"); no key a caller passes can hold a NUL.
     let document = try parse(#"{"a\u0000b": 1}"#)

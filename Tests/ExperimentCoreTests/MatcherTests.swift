@@ -207,6 +207,19 @@ private func evaluate(_ match: MatchType, _ condition: ConditionValue, _ user: U
         }
     }
 
+    @Test func superscriptDigitsPassTheSplitAndStopTheComparisonWhereReached() {
+        // Python's isdigit() accepts "²" and "①" (so split_version does) but int() raises on them: the
+        // reference answers from the parts before one (edgefuzz seed 7716) and raises on reaching it (nil).
+        let cases: [(String, String, Int?)] = [
+            ("1.2", "2.99²", 1), ("1.2", "0.²", -1), ("1.2", "2.①", 1), ("3", "2.²", -1), ("1", "1.²", 0),
+            ("1.2", "1.2²", nil), ("1²", "1", nil), ("1.2.3", "1.2-²", nil), ("1.²", "1.2", nil),
+            ("1.2", "1².2", nil), ("2", "1²", nil), ("1.2-beta", "1.2-²", nil),
+        ]
+        for (target, user, expected) in cases {
+            #expect(compareVersions(target: target, user: user) == expected, "target \(target) user \(user)")
+        }
+    }
+
     @Test func everyOutcomeIsCovered() {
         let all = Array(semverMatrix) + semverVectors.map(\.result)
         for code in "<=>NE" {

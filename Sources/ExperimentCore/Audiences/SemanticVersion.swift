@@ -13,8 +13,9 @@
 ///   whitespace, single underscores between digits, at most 4300 digits); where `int()` would raise,
 ///   the result is nil. Any other user part is compared with the target part byte-lexicographically
 ///   (= Python's code-point order for UTF-8).
-/// Unicode decimal digits are digits as for Python's `isdigit`/`int` (not the other `isdigit()` characters
-/// such as superscripts, on which the reference's `int()` raises: unknown here).
+/// Unicode decimal digits are digits as for Python's `isdigit`/`int`. The other `isdigit()` characters
+/// (superscripts, circled digits) pass `split_version` as digits too, and the comparison stops at the first
+/// part holding one where the reference's `int()` raises (nil, unknown here): parts before it still decide.
 public enum SemanticVersion {
     static let dash: UInt8 = 0x2D
     static let plus: UInt8 = 0x2B
@@ -65,6 +66,8 @@ public enum SemanticVersion {
                 let c = compareNumbers(user, u, target, tInt)
                 if c != 0 { return c }
             } else {
+                // int() raises on an isdigit() character that is no decimal digit (the user part first).
+                if UnicodeDigits.hasNonDecimalDigit(user, from: u.start, to: u.end) { return nil }
                 // The same with other Unicode decimal digits, read as their ASCII digits (int() does).
                 let uDigits = UnicodeDigits.asciiOfDigits(user, from: u.start, to: u.end)
                 let tDigits = UnicodeDigits.asciiOfDigits(target, from: t.start, to: t.end)
@@ -180,17 +183,24 @@ public enum SemanticVersion {
     @inline(__always)
     static func isDigit(_ c: UInt8) -> Bool { c &- 0x30 < 10 }
 
-    /// `str.isdigit()` for decimal digits: non-empty and only Unicode decimal digits (ASCII 0-9 and the
-    /// other scripts' digits `int()` reads).
+    /// `str.isdigit()`: non-empty and only Unicode decimal digits (ASCII 0-9 and the other scripts' digits
+    /// `int()` reads) or the other characters `isdigit()` accepts (on which `int()` raises).
     static func isDigits(_ v: UnsafeBufferPointer<UInt8>, _ r: Part) -> Bool {
         if r.start >= r.end { return false }
         var i = r.start
         while i < r.end {
-            let n = UnicodeDigits.digitLength(v, at: i, end: r.end)
+            let n = digitLength(v, at: i, end: r.end)
             if n == 0 { return false }
             i += n
         }
         return true
+    }
+
+    /// The byte length of the `isdigit()` character at `i`, or 0.
+    @inline(__always)
+    static func digitLength(_ v: UnsafeBufferPointer<UInt8>, at i: Int, end: Int) -> Int {
+        let n = UnicodeDigits.digitLength(v, at: i, end: end)
+        return n > 0 ? n : UnicodeDigits.nonDecimalDigitLength(v, at: i, end: end)
     }
 
     static func isASCII(_ v: UnsafeBufferPointer<UInt8>, _ r: Part) -> Bool {
@@ -256,8 +266,8 @@ public enum SemanticVersion {
                 parts.append(Part(start: start, end: i))
                 start = i + 1
             } else if !isDigit(c) {
-                // A prefix part is isdigit(): other scripts' decimal digits count too.
-                let n = UnicodeDigits.digitLength(v, at: i, end: prefixEnd)
+                // A prefix part is isdigit(): other scripts' decimal digits and superscripts count too.
+                let n = digitLength(v, at: i, end: prefixEnd)
                 if n == 0 { return nil }
                 i += n
                 continue

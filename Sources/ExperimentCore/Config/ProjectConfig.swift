@@ -340,9 +340,14 @@ public final class Flag: @unchecked Sendable {
     /// values up among the experiments' variations, finds none and typecasts nothing: booleans come out
     /// false, every other type null.
     public nonisolated(unsafe) let holdoutVariablesJSON: UnsafePointer<CChar>
+    /// The variables JSON of an enabled holdout variation whose id an experiment's or rule's variation also
+    /// has (usually none): the reference's table of values by variation id then has the id, so the values
+    /// are that variation's, defaults where it gives none.
+    public nonisolated(unsafe) let holdoutVariablesJSONBySharedId: [(id: String, json: UnsafePointer<CChar>)]
     public init(id: String, key: ConfigString, rules: [FlagRule], experimentRuleCount: Int, rollout: FlagRollout,
                 variables: [Variable], flagVariations: [FlagVariation],
-                defaultVariablesJSON: UnsafePointer<CChar>, holdoutVariablesJSON: UnsafePointer<CChar>) {
+                defaultVariablesJSON: UnsafePointer<CChar>, holdoutVariablesJSON: UnsafePointer<CChar>,
+                holdoutVariablesJSONBySharedId: [(id: String, json: UnsafePointer<CChar>)] = []) {
         self.id = id
         self.rollout = rollout
         self.key = key
@@ -352,6 +357,13 @@ public final class Flag: @unchecked Sendable {
         self.flagVariations = flagVariations
         self.defaultVariablesJSON = defaultVariablesJSON
         self.holdoutVariablesJSON = holdoutVariablesJSON
+        self.holdoutVariablesJSONBySharedId = holdoutVariablesJSONBySharedId
+    }
+
+    /// The variables JSON of an enabled holdout variation with id `variationId`.
+    public func holdoutVariablesJSON(variationId: String) -> UnsafePointer<CChar> {
+        if holdoutVariablesJSONBySharedId.isEmpty { return holdoutVariablesJSON }
+        return holdoutVariablesJSONBySharedId.first { $0.id.sameCodePoints(variationId) }?.json ?? holdoutVariablesJSON
     }
 }
 

@@ -14,7 +14,7 @@ extension Compilation {
         var everyoneElseSources: ExactKeyed<(experimentRules: [Int32], writtenRolloutRules: [Int32])> = [:]
         for entry in try section("featureFlags") {
             do throws(DatafileError) {
-                let variables = try readVariables(entry.requiredArray("variables"))
+                let variables = try readVariables(flagVariableEntries(entry.required("variables")))
                 var experimentRules: [Int32] = []
                 for (id, idField) in try flagExperimentIds(entry.required("experimentIds")) {
                     guard let index = experimentIndexById[id] else { throw idField.fail("unknown experiment \"\(id)\"") }
@@ -63,6 +63,18 @@ extension Compilation {
             flags.append(flag)
         }
         return flags
+    }
+
+    /// A flag's "variables" (outside the reference's schema): the reference iterates whatever is there, so an
+    /// empty object or string holds no variable, as an empty list does (a non-empty one gives it names or
+    /// characters where it wants objects, and its config construction raises: refused, as is any other type).
+    mutating func flagVariableEntries(_ field: DatafileReader) throws(DatafileError) -> [DatafileReader] {
+        let empty = (field.value.kind == .object && field.value.count == 0)
+            || (field.value.kind == .string && field.value.stringBytes?.isEmpty == true)
+        guard empty else { return try field.array() }
+        warn(field.warning("expected an array, got an empty \(field.value.kind == .object ? "object" : "string"): no "
+                           + "variables, as the reference iterates it"))
+        return []
     }
 
     /// A flag's "experimentIds" (outside the reference's schema) with the reader each id's messages name.
@@ -207,7 +219,27 @@ extension Compilation {
         return Flag(id: id, key: ConfigString(key, in: strings), rules: rules, experimentRuleCount: experimentRules.count,
                     rollout: rollout, variables: variables, flagVariations: flagVariations,
                     defaultVariablesJSON: storeVariablesJSON(variables, defaults: defaults, overrides: [], writer: &writer),
-                    holdoutVariablesJSON: strings.store(holdoutVariablesJSON(variables)))
+                    holdoutVariablesJSON: strings.store(holdoutVariablesJSON(variables)),
+                    holdoutVariablesJSONBySharedId: holdoutVariablesJSONBySharedId(variables, defaults: defaults,
+                                                                                  usages: usages, writer: &writer))
+    }
+
+    /// The variables JSON of each holdout variation whose id is also an experiment's or rule's variation id:
+    /// the reference reads a holdout variation's values from its table by variation id like any other's,
+    /// so such a holdout variation gets that variation's values (a holdout variation's own are never read).
+    /// An id Python reads as false finds nothing there (the reference tests the id's truth first).
+    func holdoutVariablesJSONBySharedId(_ variables: [Variable], defaults: [String], usages: ExactKeyed<[VariableValue]>,
+                                        writer: inout JSONWriter) -> [(id: String, json: UnsafePointer<CChar>)] {
+        var shared: [(id: String, json: UnsafePointer<CChar>)] = []
+        for holdout in holdouts {
+            for variation in holdout.variations {
+                let id = variation.id.text
+                guard IdentityKey.isTruthy(id), let overrides = usages[id], !shared.contains(where: { $0.id.sameCodePoints(id) })
+                else { continue }
+                shared.append((id, storeVariablesJSON(variables, defaults: defaults, overrides: overrides, writer: &writer)))
+            }
+        }
+        return shared
     }
 
     /// What the reference's typecasts make of a missing value: `None == "true"` for a boolean, an

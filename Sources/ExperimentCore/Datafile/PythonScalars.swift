@@ -54,6 +54,29 @@ extension JSONValue {
     }
 }
 
+/// What an `identityKey` says of the value it was made from, where the value itself is gone.
+public enum IdentityKey {
+    /// Python's truth of the value: false for "", null, false, 0 and 0.0 (their keys: "", "\u{1}None",
+    /// "\u{1}0"). The reference tests a variation id's truth before it looks the variation up.
+    public static func isTruthy(_ key: String) -> Bool {
+        !(key.isEmpty || key == "\u{1}None" || key == "\u{1}0")
+    }
+
+    /// The value as JSON where the key stands for no string (a number, boolean or null: for `True` and
+    /// `False` the number they equal), as a notification passes the datafile's value on; nil for a string.
+    public static func json(_ key: String) -> String? {
+        guard key.utf8.first == 0x01 else { return nil }
+        let text = String(key.dropFirst())
+        switch text {
+        case "None": return "null"
+        case "nan": return "NaN"
+        case "inf": return "Infinity"
+        case "-inf": return "-Infinity"
+        default: return text
+        }
+    }
+}
+
 extension DatafileReader {
     /// A field the reference keeps as it is and uses as a dictionary key or in formatted text: a string
     /// is returned as it is; a number, boolean or null as Python's `str()` of it, with a warning (what

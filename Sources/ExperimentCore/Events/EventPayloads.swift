@@ -82,8 +82,9 @@ public enum EventPayloads {
             // The reference re-reads the variation among the flag's variations by id.
             let decided = flag.flagVariations[Int(decision.flagVariation)]
             subject.enabled = decision.enabled(in: config)
-            // An empty id finds nothing (false to its `if variation_id and ...`): no variation, key "".
-            if !decided.id.isEmpty {
+            // An id Python reads as false ("", null, 0) finds nothing (its `if variation_id and ...`): no
+            // variation, key "".
+            if IdentityKey.isTruthy(decided.id) {
                 let variation = flag.flagVariations.first { $0.id.sameCodePoints(decided.id) } ?? decided
                 subject.variationId = variation.id
                 subject.variationKey = variation.key.text
@@ -297,11 +298,13 @@ public struct EventTags: Sendable {
 
     /// Reads tags from JSON text, typing "revenue" and "value" as the reference does: revenue is sent when
     /// it is an integer (not a boolean), value when it is a finite number or a numeric string; otherwise
-    /// they stay ordinary tags. Only a non-object is refused.
+    /// they stay ordinary tags. A value that is no object is refused unless Python reads it as false
+    /// (`[]`, `0`, `0.0`, `""`, `false`): the reference's validator lets those through, and its payload
+    /// carries them as they are, with no revenue or value.
     /// `text` is the text `document` was parsed from: the few values json-c changes are re-read from it.
     public static func parse(_ document: JSONDocument, text: UnsafeBufferPointer<UInt8>) -> Result<EventTags, TagError> {
         let tags = document.root
-        guard tags.kind == .object else {
+        guard tags.kind == .object || isFalseInPython(tags) else {
             return .failure(TagError(message: "event tags: expected a JSON object, got \(tags.kindName)"))
         }
         var revenue: String? = nil
@@ -318,6 +321,18 @@ public struct EventTags: Sendable {
         var wire: [UInt8] = []
         wireJSON(tags, text: text, to: &wire)
         return .success(EventTags(json: String(decoding: wire, as: UTF8.self), revenue: revenue, value: value))
+    }
+
+    /// Whether Python's truth test reads the JSON value as false (null aside: that is no tags at all).
+    static func isFalseInPython(_ value: JSONValue) -> Bool {
+        switch value.kind {
+        case .array: return value.count == 0
+        case .int: return value.int64 == 0
+        case .double: return value.double == 0  // 0.0 and -0.0; NaN is true
+        case .string: return value.stringBytes?.isEmpty ?? false
+        case .bool: return value.bool == false
+        case .null, .object: return false
+        }
     }
 
     /// A number as written: json-c keeps a fraction's text; an integer it may have clamped is re-read.
@@ -438,7 +453,7 @@ extension FlagDecision {
     public func variablesJSON(in config: ProjectConfig) -> UnsafePointer<CChar> {
         let flag = config.flags[Int(flag)]
         guard enabled(in: config) else { return flag.defaultVariablesJSON }
-        if holdout >= 0 { return flag.holdoutVariablesJSON }
+        if holdout >= 0 { return flag.holdoutVariablesJSON(variationId: config.holdouts[Int(holdout)].variations[Int(variation)].id.text) }
         guard flagVariation >= 0 else { return flag.defaultVariablesJSON }
         return flag.flagVariations[Int(flagVariation)].variablesJSON
     }

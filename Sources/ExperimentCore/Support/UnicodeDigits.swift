@@ -63,6 +63,32 @@ enum UnicodeDigits {
         return out
     }
 
+    /// Characters Python's `isdigit()` accepts that are no decimal digits (superscripts, subscripts, circled
+    /// digits, ...; Numeric_Type=Digit, CPython 3.11 / Unicode 14), as inclusive ranges. A version part made
+    /// of them passes the reference's `split_version`, and its `int()` raises once the comparison reaches it.
+    static let nonDecimalDigitRanges: [(UInt32, UInt32)] = [
+        (0xB2, 0xB3), (0xB9, 0xB9), (0x1369, 0x1371), (0x19DA, 0x19DA), (0x2070, 0x2070), (0x2074, 0x2079),
+        (0x2080, 0x2089), (0x2460, 0x2468), (0x2474, 0x247C), (0x2488, 0x2490), (0x24EA, 0x24EA),
+        (0x24F5, 0x24FD), (0x24FF, 0x24FF), (0x2776, 0x277E), (0x2780, 0x2788), (0x278A, 0x2792),
+        (0x10A40, 0x10A43), (0x10E60, 0x10E68), (0x11052, 0x1105A), (0x1F100, 0x1F10A),
+    ]
+
+    /// The byte length of the `isdigit()` character that is no decimal digit starting at `index`, or 0.
+    static func nonDecimalDigitLength(_ text: UnsafeBufferPointer<UInt8>, at index: Int, end: Int) -> Int {
+        guard text[index] >= 0x80, let (scalar, length) = scalar(text, at: index, end: end) else { return 0 }
+        return nonDecimalDigitRanges.contains(where: { $0.0 <= scalar && scalar <= $0.1 }) ? length : 0
+    }
+
+    /// Whether the bytes from `start` to `end` hold an `isdigit()` character that is no decimal digit.
+    static func hasNonDecimalDigit(_ text: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Bool {
+        var index = start
+        while index < end {
+            if nonDecimalDigitLength(text, at: index, end: end) > 0 { return true }
+            index += 1
+        }
+        return false
+    }
+
     /// The scalar of the multi-byte UTF-8 sequence at `index` and its length, or nil.
     private static func scalar(_ text: UnsafeBufferPointer<UInt8>, at index: Int, end: Int) -> (UInt32, Int)? {
         let lead = text[index]

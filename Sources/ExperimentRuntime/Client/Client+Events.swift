@@ -170,7 +170,12 @@ extension Client {
             } else {
                 writer.field("experiment_id", decision.experimentId(in: config))
             }
-            writer.field("variation_id", decision.variationId(in: config))
+            let variationId = decision.variationId(in: config)
+            if let raw = variationId.flatMap(IdentityKey.json) {
+                writer.key("variation_id"); writer.raw(raw)  // a datafile id that is no string, as it is
+            } else {
+                writer.field("variation_id", variationId)
+            }
             writer.endObject()
             writer.endObject()
             return writer.text

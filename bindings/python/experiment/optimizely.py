@@ -353,12 +353,13 @@ class _Project:
         one, found by the event's variation_key."""
         experiments, holdouts = self._entity_maps()
         if variation_id is None and variation_key == "" and experiment_id != "" and _hashable(experiment_id):
-            # A variation whose id is "": the reference's impression names no variation (variation_key ""),
-            # yet its ACTIVATE passes the decided experiment and variation (the last with the id "").
+            # A variation whose id Python reads as false ("", or null / 0 / false in a delivery rule): the
+            # reference's impression names no variation (variation_key ""), yet its ACTIVATE passes the
+            # decided experiment and variation (the last with such an id).
             owner = (holdouts if is_holdout else experiments).get(experiment_id)
             empty_id = None
             for candidate in (owner or {}).get("variations") or []:
-                if isinstance(candidate, dict) and candidate.get("id") == "":
+                if isinstance(candidate, dict) and _hashable(candidate.get("id")) and not candidate.get("id"):
                     empty_id = candidate
             if owner is not None and empty_id is not None:
                 return (_Entity(dict(owner)),
@@ -579,7 +580,29 @@ def _is_non_empty_string(value: Any) -> bool:
 
 
 def _attributes_valid(attributes: Any) -> bool:
-    return attributes is None or isinstance(attributes, dict)
+    """optimizely-sdk's check of a call's attributes: only a truthy value that is not exactly a dict is
+    refused (a dict subclass too); a falsy one ([], 0, "") passes and then counts as no attributes."""
+    return not attributes or type(attributes) is dict
+
+
+def _event_tags_valid(event_tags: Any) -> bool:
+    """optimizely-sdk's check of a conversion's tags, the same as its check of attributes: a falsy value
+    that is no dict ([], 0, "") passes and reaches the payload as it is."""
+    return not event_tags or type(event_tags) is dict
+
+
+def _library_tags(event_tags: Any) -> Any:
+    """The tags as JSON text for the library's Client (which reads a str as JSON text): Python's own
+    json.dumps, so NaN and infinities are written as Python writes them and sent, as the reference sends
+    them (the Client itself refuses them), and a falsy non-dict that passed `_event_tags_valid` ([], 0, "")
+    reaches the payload as it is. Raises TypeError for a value JSON cannot carry."""
+    return None if event_tags is None else json.dumps(event_tags)
+
+
+def _library_attributes(attributes: Any) -> Optional[Dict[str, Any]]:
+    """The attributes the library decides with: a falsy non-dict that passed `_attributes_valid` is none,
+    as the reference's user context makes it {} (its notifications still get the value as it was)."""
+    return attributes if isinstance(attributes, dict) else None
 
 
 # What the library is given for a forced decision whose variation key is None: the reference stores it and
@@ -629,19 +652,23 @@ class OptimizelyDecision:
 class _CallAttributes:
     """Names the attributes of the call in progress on this thread (for ACTIVATE notifications)."""
 
-    def __init__(self, owner: "Optimizely", attributes: Optional[Dict[str, Any]], options: List[str]) -> None:
+    def __init__(self, owner: "Optimizely", attributes: Optional[Dict[str, Any]], options: List[str],
+                 user_id: Any = None) -> None:
         self.owner = owner
         self.attributes = attributes
         self.options = options
+        self.user_id = user_id
 
     def __enter__(self) -> None:
         self.owner._local.events = []  # the impressions of this call, for its DECISION notifications
         self.owner._local.attributes = dict(self.attributes) if self.attributes is not None else None
+        self.owner._local.user_id = self.user_id
         self.owner._local.exclude_variables = OptimizelyDecideOption.EXCLUDE_VARIABLES in self.options
 
     def __exit__(self, *_exc: Any) -> None:
         self.owner._local.events = None
         self.owner._local.attributes = None
+        self.owner._local.user_id = None
         self.owner._local.exclude_variables = False
 
 
@@ -662,13 +689,19 @@ class OptimizelyUserContext:
         # whatever the keys: the reference stores any), and the qualified segments when there is no native
         # context (an instance without a usable datafile: the reference's context keeps them all the same).
         self._forced: Dict[Any, Any] = {}
-        self._segments: Optional[List[str]] = None
+        self._segments: Any = None
+        # Whether _segments holds what the program set (answered from here, as the reference keeps the
+        # container it was given: a set, a dict, a list holding other values than text); the native context
+        # decides with its text members. False: the native context's (fetched) segments are the answer.
+        self._segments_given = False
 
     def _clone(self) -> "OptimizelyUserContext":
         copy = OptimizelyUserContext(self.client, self.user_id, self._attributes, None)
         copy._context = self._context.copy() if self._context is not None else None
         copy._forced = dict(self._forced)
-        copy._segments = list(self._segments) if self._segments is not None else None
+        # (the reference's clone copies the segments only when there are any: [] becomes None)
+        copy._segments = self._segments.copy() if self._segments else None
+        copy._segments_given = self._segments_given
         return copy
 
     def get_user_attributes(self) -> Dict[str, Any]:
@@ -694,7 +727,9 @@ class OptimizelyUserContext:
             if not isinstance(options, list):
                 self.client.logger.debug("Provided decide options is not an array. Using default decide options.")
             else:
-                names.extend(o for o in options if o in _OPTION_NAMES)
+                # (the reference compares each option with its names: one that is no text, a list
+                # included, is no option and raises nothing)
+                names.extend(o for o in options if isinstance(o, str) and o in _OPTION_NAMES)
         return names
 
     def _wrap(self, decision: Any, copy: "OptimizelyUserContext") -> OptimizelyDecision:
@@ -720,7 +755,7 @@ class OptimizelyUserContext:
             # themselves and removes ENABLED_FLAGS_ONLY from them (for good: later decide_all and
             # decide_for_keys no longer filter).
             self.client.default_decide_options.remove(OptimizelyDecideOption.ENABLED_FLAGS_ONLY)
-        with _CallAttributes(self.client, self._attributes, names):
+        with _CallAttributes(self.client, self._attributes, names, self.user_id):
             return self._wrap(self._context.decide(key, names), copy)
 
     def decide_all(self, options: Optional[List[str]] = None) -> Dict[str, OptimizelyDecision]:
@@ -734,7 +769,7 @@ class OptimizelyUserContext:
             return self.decide_for_keys(list(project.repeated_flag_keys), options)
         copy = self._clone()
         names = self._options(options)
-        with _CallAttributes(self.client, self._attributes, names):
+        with _CallAttributes(self.client, self._attributes, names, self.user_id):
             decisions = self._context.decide_all(names)
         return {k: self._wrap(d, copy) for k, d in decisions.items()}
 
@@ -743,8 +778,13 @@ class OptimizelyUserContext:
         that names no flag gets a disabled decision without reasons (kept whatever the options), a key given
         twice carries both evaluations' reasons; the keys that name no flag come first (``{}`` when the
         instance is not usable)."""
-        if self._context is None or not self.client._ready() or not isinstance(keys, list):
+        if self._context is None or not self.client._ready():
             return {}
+        if not isinstance(keys, list):
+            try:
+                keys = list(keys)  # the reference iterates what it is given: a str's characters, a dict's keys
+            except TypeError:
+                return {}  # the reference raises
         names = self._options(options)
         copy = self._clone()
         features = self.client._project.features if self.client._project is not None else {}
@@ -762,7 +802,7 @@ class OptimizelyUserContext:
             local.held_notifications = held
             unfiltered = [name for name in names if name != OptimizelyDecideOption.ENABLED_FLAGS_ONLY]
             try:
-                with _CallAttributes(self.client, self._attributes, unfiltered):
+                with _CallAttributes(self.client, self._attributes, unfiltered, self.user_id):
                     decisions = self._context.decide_for_keys(known, unfiltered)
             finally:
                 local.held_notifications = None
@@ -830,20 +870,22 @@ class OptimizelyUserContext:
 
     def get_qualified_segments(self) -> Optional[List[str]]:
         """The context's qualified segments (None when never fetched or set)."""
-        if self._context is None:
-            return list(self._segments) if self._segments is not None else None
+        if self._context is None or self._segments_given:
+            return self._segments.copy() if self._segments is not None else None
         return self._context.get_qualified_segments()
 
     def set_qualified_segments(self, segments: Optional[List[str]]) -> None:
-        """Replaces the context's qualified segments."""
+        """Replaces the context's qualified segments: a copy of the container as given (as the reference's
+        ``segments.copy()``: a set stays a set, other values than text stay); its text members decide."""
+        given = None if segments is None else segments.copy()
+        self._segments, self._segments_given = given, True
         if self._context is not None:
-            self._context.set_qualified_segments(segments)
-        else:
-            self._segments = None if segments is None else list(segments)
+            self._context.set_qualified_segments(
+                None if given is None else [s for s in given if isinstance(s, str)])
 
     def is_qualified_for(self, segment: str) -> bool:
         """Whether ``segment`` is among the context's qualified segments."""
-        if self._context is None:
+        if self._context is None or self._segments_given:
             return self._segments is not None and segment in self._segments
         return self._context.is_qualified_for(segment)
 
@@ -851,6 +893,7 @@ class OptimizelyUserContext:
         """Fetches the user's qualified segments from ODP into the context (see the binding's UserContext)."""
         if self._context is None:
             return False
+        self._segments_given = False  # the fetched segments are the native context's
         return self._context.fetch_qualified_segments(callback, options)
 
 
@@ -929,8 +972,10 @@ class _Dispatcher:
             experiment, variation = project.activate_arguments(
                 decision.get("experiment_id"), decision.get("variation_id"), is_holdout, metadata.get("rule_key"),
                 metadata.get("variation_key"), metadata.get("flag_key"))
-        args = (experiment, visitor.get("visitor_id"), getattr(self.owner._local, "attributes", None), variation,
-                log_event.__dict__)
+        # the call's own user id object (a str subclass stays one, as the reference passes it on)
+        user_id = getattr(self.owner._local, "user_id", None)
+        args = (experiment, visitor.get("visitor_id") if user_id is None else user_id,
+                getattr(self.owner._local, "attributes", None), variation, log_event.__dict__)
         held = getattr(self.owner._local, "held_notifications", None)
         if held is not None:
             held.append((NotificationTypes.ACTIVATE, args))
@@ -957,7 +1002,9 @@ class _ProfileServiceAdapter:
             if profile is None:
                 self.logger.info("Unable to get a user profile from the UserProfileService.")
             elif "user_id" in profile and "experiment_bucket_map" in profile:
-                loaded = profile
+                # read here, inside the try: a lookup answering a list or str naming both keys raises on
+                # indexing, which the reference's tracker catches as a failed lookup (an empty profile)
+                loaded = {"user_id": profile["user_id"], "experiment_bucket_map": profile["experiment_bucket_map"]}
             else:
                 self.logger.info("User profile is missing keys: %s" % ", ".join(
                     key for key in ("user_id", "experiment_bucket_map") if key not in profile))
@@ -1067,7 +1114,8 @@ class Optimizely:
         if default_decide_options is None:
             self.default_decide_options: List[str] = []
         elif isinstance(default_decide_options, list):
-            self.default_decide_options = [o for o in default_decide_options if o in _OPTION_NAMES]
+            self.default_decide_options = [o for o in default_decide_options
+                                           if isinstance(o, str) and o in _OPTION_NAMES]  # a list in it is no name
         else:
             self.logger.debug("Provided default decide options is not a list.")
             self.default_decide_options = []
@@ -1115,6 +1163,7 @@ class Optimizely:
         once and then polling with an sdk_key too; fetching (calls wait for it) with an sdk_key alone."""
         client = self._client
         assert client is not None
+        datafile = self._datafile_text(datafile)
         if not polls:
             try:
                 client.start(datafile)
@@ -1135,6 +1184,24 @@ class Optimizely:
         else:
             self._awaits_first_datafile = True
         client.start_async()
+
+    def _datafile_text(self, datafile: Any) -> Any:
+        """The datafile as the reference reads it: json.loads decodes bytes in the encoding it detects (a
+        UTF-8 BOM dropped, UTF-16 and UTF-32 read), yet its ProjectConfig then needs bytes to be UTF-8 (UTF-16
+        without a BOM is, NULs and all) and keeps that decoding as the datafile text get_datafile answers; a
+        memoryview or any other type is refused (json.loads takes only str, bytes and bytearray)."""
+        self._given_datafile = None
+        if datafile is None or isinstance(datafile, str):
+            return datafile
+        if not isinstance(datafile, (bytes, bytearray)):
+            return "<a datafile of type %s>" % type(datafile).__name__  # no JSON: refused, as the reference
+        try:
+            text = bytes(datafile).decode(json.detect_encoding(datafile), "surrogatepass")
+            kept: Any = datafile.decode("utf-8") if isinstance(datafile, bytes) else datafile
+        except UnicodeDecodeError:
+            return "<a datafile in no encoding the reference reads>"
+        self._given_datafile = (text, kept)
+        return text
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -1207,11 +1274,14 @@ class Optimizely:
         attributes = getattr(self._local, "attributes", None)
         if attributes is None:
             attributes = payload.get("attributes") or {}
+        user_id = getattr(self._local, "user_id", None)  # the call's own object (a str subclass stays one)
+        if user_id is None:
+            user_id = payload["user_id"]
         held = getattr(self._local, "held_notifications", None)
         if held is not None:
-            held.append((NotificationTypes.DECISION, (payload["type"], payload["user_id"], attributes, info)))
+            held.append((NotificationTypes.DECISION, (payload["type"], user_id, attributes, info)))
             return
-        self.notification_center.send_notifications(NotificationTypes.DECISION, payload["type"], payload["user_id"],
+        self.notification_center.send_notifications(NotificationTypes.DECISION, payload["type"], user_id,
                                                     attributes, info)
 
     def _on_config_update(self, _payload: Dict[str, Any]) -> None:
@@ -1225,11 +1295,13 @@ class Optimizely:
         assert self._client is not None
         self._local.quiet = True
         self._local.attributes = attributes
+        self._local.user_id = user_id
         try:
-            return self._client.decide(user_id, flag_key, attributes, options)
+            return self._client.decide(user_id, flag_key, _library_attributes(attributes), options)
         finally:
             self._local.quiet = False
             self._local.attributes = None
+            self._local.user_id = None
 
     def _same_call_again(self) -> "_NoProfileSave":
         """For the library's second decision of one reference call (activate after get_variation, a feature
@@ -1266,7 +1338,7 @@ class Optimizely:
         if not _attributes_valid(attributes):
             self.logger.error("Provided attributes are in an invalid format.")
             return None
-        variation_key = self._client.get_variation(experiment_key, user_id, attributes)
+        variation_key = self._client.get_variation(experiment_key, user_id, _library_attributes(attributes))
         kind = (DecisionNotificationTypes.FEATURE_TEST if experiment.get("id") in project.feature_experiment_ids
                 else DecisionNotificationTypes.AB_TEST)
         self.notification_center.send_notifications(NotificationTypes.DECISION, kind, user_id, attributes or {},
@@ -1294,13 +1366,15 @@ class Optimizely:
             return None
         self._local.quiet = True
         self._local.attributes = attributes
+        self._local.user_id = user_id
         self._local.activate_call = (experiment_key, variation_key)
         try:
             with self._same_call_again():  # get_variation saved the profile: the reference saves it once
-                self._client.activate(experiment_key, user_id, attributes)
+                self._client.activate(experiment_key, user_id, _library_attributes(attributes))
         finally:
             self._local.quiet = False
             self._local.attributes = None
+            self._local.user_id = None
             self._local.activate_call = None
         self.logger.info('Activating user "%s" in experiment "%s".' % (user_id, experiment_key))
         return variation_key
@@ -1322,7 +1396,7 @@ class Optimizely:
         if not _attributes_valid(attributes):
             self.logger.error("Provided attributes are in an invalid format.")
             return
-        if event_tags is not None and not isinstance(event_tags, dict):
+        if not _event_tags_valid(event_tags):
             self.logger.error("Provided event tags are in an invalid format.")
             return
         project = self._config("track")
@@ -1331,9 +1405,14 @@ class Optimizely:
         if event_key not in project.events:
             self.logger.info('Not tracking user "%s" for event "%s".' % (user_id, event_key))
             return
+        try:
+            tags = _library_tags(event_tags)
+        except (TypeError, ValueError):  # a falsy value JSON cannot carry (Decimal(0), 0j): not sent
+            self.logger.error("Provided event tags are in an invalid format.")
+            return
         events = self._capturing()
         try:
-            self._client.track(event_key, user_id, attributes, event_tags)
+            self._client.track(event_key, user_id, _library_attributes(attributes), tags)
         except Error as exc:
             self.logger.error("track(%r): %s" % (event_key, exc))
             return
@@ -1583,7 +1662,7 @@ class Optimizely:
         if not isinstance(user_id, str):
             self.logger.error(_INVALID_INPUT.format("user_id"))
             return None
-        if attributes is not None and not isinstance(attributes, dict):
+        if attributes is not None and type(attributes) is not dict:  # a dict subclass too, as the reference
             self.logger.error(_INVALID_INPUT.format("attributes"))
             return None
         context = None
@@ -1596,7 +1675,11 @@ class Optimizely:
         project = self._config("get_optimizely_config")
         if project is None:
             return None
-        return OptimizelyConfig(project.datafile, project.text)  # sdk_key: the datafile's, as the reference's
+        text: Any = project.text
+        given = getattr(self, "_given_datafile", None)
+        if given is not None and given[0] == text:
+            text = given[1]  # the given bytes as the reference keeps them (decoded as UTF-8, or the bytearray)
+        return OptimizelyConfig(project.datafile, text)  # sdk_key: the datafile's, as the reference's
 
     def close(self) -> None:
         """Flushes and closes the client and removes the instance's state directory."""

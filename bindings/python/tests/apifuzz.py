@@ -163,10 +163,26 @@ class ProfileService:
             self.profiles[user_profile["user_id"]] = copy.deepcopy(user_profile)
 
 
+# How the datafile text is handed to both sides: mostly as str; else as bytes in an encoding the
+# reference's json.loads detects (and its ProjectConfig then wants UTF-8), a bytearray, or a memoryview.
+DATAFILE_FORMS = ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-32-be", "bytearray", "memoryview"]
+
+
+def datafile_as(text: str, form: Optional[str]) -> Any:
+    if form is None:
+        return text
+    if form == "bytearray":
+        return bytearray(text.encode())
+    if form == "memoryview":
+        return memoryview(text.encode())
+    return text.encode(form, "surrogatepass")
+
+
 class Side:
     def __init__(self, name: str, text: str, profiles: Dict[str, Any], raising: set,
-                 default_options: Any) -> None:
+                 default_options: Any, datafile_form: Optional[str] = None) -> None:
         self.name = name
+        self.datafile_form = datafile_form
         self.events: List[Any] = []
         self.notes: List[Any] = []
         self.saves: List[Any] = []
@@ -181,7 +197,7 @@ class Side:
         self.dispatcher = Dispatcher()
         if name == "reference":
             self.client = ref_optimizely.Optimizely(
-                datafile=text, event_dispatcher=self.dispatcher, logger=_SILENT,
+                datafile=datafile_as(text, self.datafile_form), event_dispatcher=self.dispatcher, logger=_SILENT,
                 event_processor=ForwardingEventProcessor(self.dispatcher, logger=_SILENT),
                 user_profile_service=self.ups, default_decide_options=copy.copy(default_options),
                 settings=OptimizelySdkSettings(odp_disabled=True))
@@ -190,7 +206,8 @@ class Side:
             self.ForcedDecision = RefUserContext.OptimizelyForcedDecision
         else:
             self.client = dropin.Optimizely(
-                datafile=text, event_dispatcher=self.dispatcher, logger=_SILENT, user_profile_service=self.ups,
+                datafile=datafile_as(text, self.datafile_form), event_dispatcher=self.dispatcher, logger=_SILENT,
+                user_profile_service=self.ups,
                 default_decide_options=copy.copy(default_options))
             self.types = dropin.NotificationTypes
             self.DecisionContext = dropin.OptimizelyUserContext.OptimizelyDecisionContext
@@ -365,6 +382,151 @@ def draw_calls(u: Universe, rng: random.Random, n: int) -> List[List[Any]]:
     return [rng.choices(menu, weights)[0][1]() for _ in range(n)]
 
 
+# ---------------------------------------------------------------------------------------------------
+# Argument shapes: what a caller may hand the public API besides the plain values draw_calls picks
+# ---------------------------------------------------------------------------------------------------
+# optimizely-sdk checks its arguments loosely and in its own way: attributes and event tags must be
+# exactly a dict only when they are truthy (a dict subclass is refused, [] / 0 / "" pass and [] even
+# reaches the payload as tags), user ids must be a str (a subclass passes), decide options are compared
+# one by one (a list inside is no option), decide_for_keys iterates whatever it is given.  A call may
+# carry a trailing {"~": {...}} naming such shapes by name; each side builds its own objects from them.
+
+class DictSubclass(dict):
+    pass
+
+
+class StrSubclass(str):
+    pass
+
+
+class IntSubclass(int):
+    pass
+
+
+class FloatSubclass(float):
+    pass
+
+
+ATTRIBUTE_SHAPES = ["none", "[]", "0", "''", "False", "()", "ordered", "subclass", "empty_ordered", "pairs", "text"]
+USER_ID_SHAPES = ["none", "int", "bytes", "str_subclass", "float"]
+TAG_SHAPES = ["[]", "0", "''", "False", "0.0", "()", "ordered", "subclass", "empty_ordered", "list", "text",
+              "nan_value", "inf_value", "nan_tag", "inf_tag", "int_subclass_revenue", "float_subclass_value",
+              "str_subclass_value", "decimal_value", "decimal_revenue", "bool_key", "int_key"]
+OPTION_SHAPES = ["list_inside", "str_subclass", "bytes", "tuple", "none_inside", "dict_inside"]
+KEYS_SHAPES = ["tuple", "str", "dict", "generator", "empty_str"]
+SEGMENT_SHAPES = ["set", "dict", "with_other_values", "nested_list", "deque", "empty_set"]
+SHAPED_OPS = {"is_feature_enabled", "get_enabled_features", "get_feature_variable", "get_all_feature_variables",
+              "get_variation", "activate", "track", "set_forced_variation", "get_forced_variation", "new_context",
+              "track_event", "decide", "decide_all", "decide_for_keys", "set_qualified_segments"}
+
+
+def draw_shapes(calls: List[List[Any]], rng: random.Random) -> List[List[Any]]:
+    """Gives some calls argument shapes (a separate random stream: the calls themselves stay those of
+    draw_calls)."""
+    out = []
+    for call in calls:
+        op = call[0]
+        if op not in SHAPED_OPS or rng.random() > 0.25:
+            out.append(call)
+            continue
+        shape: Dict[str, str] = {}
+        if op in ("decide", "decide_all", "decide_for_keys"):
+            if rng.random() < 0.6:
+                shape["options"] = rng.choice(OPTION_SHAPES)
+            if op == "decide_for_keys" and (rng.random() < 0.6 or not shape):
+                shape["keys"] = rng.choice(KEYS_SHAPES)
+        elif op == "track_event":
+            shape["tags"] = rng.choice(TAG_SHAPES)
+        elif op == "set_qualified_segments":
+            shape["segments"] = rng.choice(SEGMENT_SHAPES)
+        else:
+            r = rng.random()
+            if op not in ("set_forced_variation", "get_forced_variation") and r < 0.5:
+                shape["attributes"] = rng.choice(ATTRIBUTE_SHAPES)
+            elif r < 0.75 or op in ("set_forced_variation", "get_forced_variation"):
+                shape["user_id"] = rng.choice(USER_ID_SHAPES)
+            if op == "track" and rng.random() < 0.6:
+                shape["tags"] = rng.choice(TAG_SHAPES)
+        out.append(list(call) + [{"~": shape}] if shape else call)
+    return out
+
+
+def split_shape(call: List[Any]) -> Tuple[List[Any], Dict[str, str]]:
+    if call and isinstance(call[-1], dict) and "~" in call[-1]:
+        return call[:-1], call[-1]["~"]
+    return call, {}
+
+
+def shaped_attributes(attrs: Dict[str, Any], shape: Optional[str]) -> Any:
+    import collections as _c
+    return {None: lambda: attrs, "none": lambda: None, "[]": lambda: [], "0": lambda: 0, "''": lambda: "",
+            "False": lambda: False, "()": lambda: (), "ordered": lambda: _c.OrderedDict(attrs),
+            "subclass": lambda: DictSubclass(attrs), "empty_ordered": lambda: _c.OrderedDict(),
+            "pairs": lambda: list(attrs.items()), "text": lambda: "attributes"}[shape]()
+
+
+def shaped_user_id(user_id: Any, shape: Optional[str]) -> Any:
+    return {None: lambda: user_id, "none": lambda: None, "int": lambda: 42, "bytes": lambda: b"user",
+            "str_subclass": lambda: StrSubclass(user_id) if isinstance(user_id, str) else user_id,
+            "float": lambda: 1.5}[shape]()
+
+
+def shaped_tags(tags: Any, shape: Optional[str]) -> Any:
+    import collections as _c
+    import decimal as _d
+    base = dict(tags) if isinstance(tags, dict) else {}
+    return {None: lambda: copy.deepcopy(tags), "[]": lambda: [], "0": lambda: 0, "''": lambda: "",
+            "False": lambda: False, "0.0": lambda: 0.0, "()": lambda: (), "ordered": lambda: _c.OrderedDict(base),
+            "subclass": lambda: DictSubclass(base), "empty_ordered": lambda: _c.OrderedDict(),
+            "list": lambda: ["category"], "text": lambda: "tags",
+            "nan_value": lambda: {**base, "value": float("nan")}, "inf_value": lambda: {**base, "value": -math.inf},
+            "nan_tag": lambda: {**base, "ratio": float("nan")}, "inf_tag": lambda: {**base, "big": math.inf},
+            "int_subclass_revenue": lambda: {**base, "revenue": IntSubclass(250)},
+            "float_subclass_value": lambda: {**base, "value": FloatSubclass(2.5)},
+            "str_subclass_value": lambda: {**base, "value": StrSubclass("4.5")},
+            "decimal_value": lambda: {**base, "value": _d.Decimal("1.5")},
+            "decimal_revenue": lambda: {**base, "revenue": _d.Decimal(300)},
+            "bool_key": lambda: {**base, True: "yes"}, "int_key": lambda: {**base, 7: "seven"}}[shape]()
+
+
+def shaped_options(options: Any, shape: Optional[str]) -> Any:
+    if shape is None:
+        return copy.copy(options)
+    listed_options = list(options) if isinstance(options, list) else []
+    return {"list_inside": lambda: listed_options + [["INCLUDE_REASONS"]],
+            "str_subclass": lambda: [StrSubclass(o) if isinstance(o, str) else o for o in listed_options]
+            + [StrSubclass("INCLUDE_REASONS")],
+            "bytes": lambda: listed_options + [b"INCLUDE_REASONS"],
+            "tuple": lambda: tuple(listed_options + ["INCLUDE_REASONS"]),
+            "none_inside": lambda: [None] + listed_options,
+            "dict_inside": lambda: listed_options + [{"INCLUDE_REASONS": 1}]}[shape]()
+
+
+def shaped_keys(keys: List[Any], shape: Optional[str]) -> Any:
+    if shape is None:
+        return list(keys)
+    text = next((k for k in keys if isinstance(k, str) and k), "flag")
+    return {"tuple": lambda: tuple(keys), "str": lambda: text, "dict": lambda: {k: 1 for k in keys if _hashable(k)},
+            "generator": lambda: (k for k in keys), "empty_str": lambda: "",
+            "str_subclass": lambda: [StrSubclass(k) if isinstance(k, str) else k for k in keys]}[shape]()
+
+
+def shaped_segments(segments: Any, shape: Optional[str]) -> Any:
+    import collections as _c
+    members = list(segments or [])
+    return {None: lambda: copy.copy(segments), "set": lambda: set(members), "dict": lambda: dict.fromkeys(members, 1),
+            "with_other_values": lambda: members + [5, None, b"seg_a"], "nested_list": lambda: [members],
+            "deque": lambda: _c.deque(members), "empty_set": lambda: set()}[shape]()
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+        return True
+    except TypeError:
+        return False
+
+
 def decision_form(d: Any) -> Any:
     if d is None:
         return None
@@ -378,7 +540,16 @@ def decision_form(d: Any) -> Any:
 def run_call(side: Side, index: int, user_id: str, attrs: Dict[str, Any], call: List[Any]) -> Any:
     """Runs one call on one side; its comparable result."""
     c = side.client
+    call, shape = split_shape(call)
     op = call[0]
+    if shape:
+        user_id = shaped_user_id(user_id, shape.get("user_id"))
+        attrs = shaped_attributes(attrs, shape.get("attributes"))
+        if op == "track":
+            return c.track(call[1], user_id, attrs, shaped_tags(call[2], shape.get("tags")))
+        if op == "new_context":
+            context = side.contexts[index] = c.create_user_context(user_id, attrs)
+            return context is not None
     if op == "is_feature_enabled":
         return c.is_feature_enabled(call[1], user_id, attrs)
     if op == "get_enabled_features":
@@ -419,23 +590,25 @@ def run_call(side: Side, index: int, user_id: str, attrs: Dict[str, Any], call: 
     if op == "remove_all_forced_decisions":
         return context.remove_all_forced_decisions()
     if op == "decide":
-        return decision_form(context.decide(call[1], copy.copy(call[2])) if call[2] is not None
-                             else context.decide(call[1]))
+        return decision_form(context.decide(call[1], shaped_options(call[2], shape.get("options")))
+                             if call[2] is not None or shape.get("options") else context.decide(call[1]))
     if op == "decide_for_keys":
-        result = context.decide_for_keys(list(call[1]), copy.copy(call[2])) if call[2] is not None \
-            else context.decide_for_keys(list(call[1]))
+        keys = shaped_keys(call[1], shape.get("keys"))
+        result = context.decide_for_keys(keys, shaped_options(call[2], shape.get("options"))) \
+            if call[2] is not None or shape.get("options") else context.decide_for_keys(keys)
         return {k: decision_form(d) for k, d in result.items()}
     if op == "decide_all":
-        result = context.decide_all(copy.copy(call[1])) if call[1] is not None else context.decide_all()
+        result = context.decide_all(shaped_options(call[1], shape.get("options"))) \
+            if call[1] is not None or shape.get("options") else context.decide_all()
         return {k: decision_form(d) for k, d in result.items()}
     if op == "set_qualified_segments":
-        context.set_qualified_segments(copy.copy(call[1]))
+        context.set_qualified_segments(shaped_segments(call[1], shape.get("segments")))
         return context.get_qualified_segments()
     if op == "set_attribute":
         context.set_attribute(call[1], call[2])
         return context.get_user_attributes()
     if op == "track_event":
-        return context.track_event(call[1], copy.deepcopy(call[2]))
+        return context.track_event(call[1], shaped_tags(call[2], shape.get("tags")))
     raise ValueError(op)
 
 
@@ -494,6 +667,9 @@ class Case:
         self.universe = Universe(df if isinstance(df, dict) else {})
         self.default_options = pick_options(rng) if rng.random() < 0.5 else None
         self.profiles, self.raising = self.make_profiles(rng)
+        self.shape_profiles(random.Random(f"apifuzz-profile-shapes-{seed}"))
+        form_rng = random.Random(f"apifuzz-datafile-form-{seed}")
+        self.datafile_form = form_rng.choice(DATAFILE_FORMS) if form_rng.random() < 0.15 else None
         self.history: List[Any] = []
         self.user: Tuple[int, Any, Dict[str, Any]] = (-1, "", {})
 
@@ -529,6 +705,45 @@ class Case:
             profiles[user_id] = {"user_id": user_id, "experiment_bucket_map": bucket_map}
         return profiles, raising
 
+    datafile_form: Optional[str] = None  # (a subclass that builds its own case hands the text as str)
+
+    PROFILE_SHAPES = ["int_variation_id", "none_variation_id", "other_user_id", "extra_keys", "dict_subclass",
+                      "ordered_bucket_map", "list_naming_keys", "str_naming_keys", "number", "user_id_number",
+                      "entry_text", "bucket_map_list", "bucket_map_none", "variation_id_list"]
+
+    def shape_profiles(self, rng: random.Random) -> None:
+        """Some users' profiles replaced by shapes a lookup may answer (a separate random stream: the
+        profiles of make_profiles stay as they were drawn)."""
+        import collections as _c
+        u = self.universe
+        exps = [e for e in u.experiments + u.rules if listed(e.get("variations"))]
+        for user_id, _ in self.users:
+            if not isinstance(user_id, str) or user_id in self.raising or not exps or rng.random() > 0.12:
+                continue
+            exp = rng.choice(exps)
+            vid = rng.choice(listed(exp.get("variations"))).get("id")
+            eid = str(exp.get("id"))
+            entry = {"variation_id": vid}
+            shape = rng.choice(self.PROFILE_SHAPES)
+            number = int(vid) if isinstance(vid, str) and vid.isdigit() else 7
+            self.profiles[user_id] = {
+                "int_variation_id": lambda: {"user_id": user_id, "experiment_bucket_map": {eid: {"variation_id": number}}},
+                "none_variation_id": lambda: {"user_id": user_id, "experiment_bucket_map": {eid: {"variation_id": None}}},
+                "other_user_id": lambda: {"user_id": "another_user", "experiment_bucket_map": {eid: entry}},
+                "extra_keys": lambda: {"user_id": user_id, "experiment_bucket_map": {eid: dict(entry, at=1)}, "x": 2},
+                "dict_subclass": lambda: DictSubclass(user_id=user_id, experiment_bucket_map={eid: entry}),
+                "ordered_bucket_map": lambda: {"user_id": user_id,
+                                               "experiment_bucket_map": _c.OrderedDict([(eid, entry)])},
+                "list_naming_keys": lambda: ["user_id", "experiment_bucket_map"],
+                "str_naming_keys": lambda: "user_id, experiment_bucket_map",
+                "number": lambda: 5,
+                "user_id_number": lambda: {"user_id": 5, "experiment_bucket_map": {eid: entry}},
+                "entry_text": lambda: {"user_id": user_id, "experiment_bucket_map": {eid: vid}},
+                "bucket_map_list": lambda: {"user_id": user_id, "experiment_bucket_map": [eid]},
+                "bucket_map_none": lambda: {"user_id": user_id, "experiment_bucket_map": None},
+                "variation_id_list": lambda: {"user_id": user_id, "experiment_bucket_map": {eid: {"variation_id": [vid]}}},
+            }[shape]()
+
     # -- bookkeeping ------------------------------------------------------------------------------
 
     def difference(self, signature: str, reference: Any, ours: Any, diff: str) -> None:
@@ -537,6 +752,7 @@ class Case:
         if signature not in t.examples or t.all_differences is not None:
             index, user_id, attrs = self.user
             example = {"signature": signature, "seed": self.seed,
+                       "datafile_form": getattr(self, "datafile_form", None),
                        "mutations": difffuzz._mutations_for_report(self.mutations), "segments": self.segments,
                        "default_decide_options": difffuzz._jsonable(self.default_options),
                        "user_index": index, "user_id": difffuzz._jsonable(user_id),
@@ -594,12 +810,12 @@ class Case:
     def run(self) -> None:
         t = self.tally
         try:
-            ref = Side("reference", self.text, self.profiles, self.raising, self.default_options)
+            ref = Side("reference", self.text, self.profiles, self.raising, self.default_options, self.datafile_form)
         except Exception as exc:  # noqa: BLE001
             self.crash("construct", exc)
             t.cases["reference crashed constructing"] += 1
             return
-        ours = Side("ours", self.text, self.profiles, self.raising, self.default_options)
+        ours = Side("ours", self.text, self.profiles, self.raising, self.default_options, self.datafile_form)
         try:
             ref_ok = difffuzz.reference_accepts(ref.client)
             ours_ok = ours.client._client is not None and ours.client._ready()
@@ -629,7 +845,8 @@ class Case:
                 self.user = (index, user_id, attrs)
                 self.history = []
                 rng = random.Random(f"apifuzz-ops-{self.seed}-{index}")
-                for call in draw_calls(self.universe, rng, rng.randint(*OPS_PER_USER)):
+                calls = draw_calls(self.universe, rng, rng.randint(*OPS_PER_USER))
+                for call in draw_shapes(calls, random.Random(f"apifuzz-shapes-{self.seed}-{index}")):
                     self.step(ref, ours, index, user_id, attrs, call)
             self.history = [["get_optimizely_config"]]
             self.user = (-1, "", {})

@@ -95,6 +95,9 @@ ACCEPTED = [
     # A flag's experimentIds given as text: Python iterates its characters (once refused).
     (20, _set(["featureFlags", 0, "experimentIds"], ""), "featureFlags[0].experimentIds"),
     (5986, _set(["featureFlags", 0, "experimentIds"], {}), "featureFlags[0].experimentIds"),  # difffuzz seed 5986
+    # A flag's variables given as an empty object or string: Python iterates nothing (once refused).
+    (11576, _set(["featureFlags", 0, "variables"], {}), "featureFlags[0].variables"),  # difffuzz seed 11576
+    (11576, _set(["featureFlags", 0, "variables"], ""), "featureFlags[0].variables"),
     # A typed audience's name that is no string, where no rule's conditions are written out with it (once refused).
     (33, _set(["typedAudiences", 2, "name"], 5), "typedAudiences[2].name"),
     (33, _set(["typedAudiences", 2, "name"], {"a": 1}), "typedAudiences[2].name"),
@@ -103,6 +106,8 @@ ACCEPTED = [
 # What the reference's JSON schema or config construction refuses: (seed, mutation, our message).
 REFUSED = [
     (20, _set(["featureFlags", 0, "experimentIds"], "12"), r'featureFlags\[0\]\.experimentIds: unknown experiment "1"'),
+    (11576, _set(["featureFlags", 0, "variables"], {"a": 1}), r"featureFlags\[0\]\.variables: expected an array, got an object"),
+    (11576, _set(["featureFlags", 0, "variables"], "ab"), r"featureFlags\[0\]\.variables: expected an array, got a string"),
     (3105, _set(["integrations"], None), r"datafile: integrations: expected an array, got null"),
     (675, _set(["integrations"], {}), r"datafile: integrations: expected an array, got an object"),
     (0, _set(["integrations"], [{"key": "odp", "host": None}]), r"integrations\[0\]\.host: expected a string, got null"),

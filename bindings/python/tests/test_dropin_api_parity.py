@@ -321,3 +321,179 @@ def test_activate_notification_of_a_variation_whose_key_is_a_number() -> None:
     df["rollouts"][0]["experiments"][0]["variations"][0]["key"] = -2.5
     tally = same(df, [["activate", "everyone"]], attributes={})
     assert any(kind.startswith("activate notifications") for kind in tally.comparisons), tally.comparisons
+
+
+# -- argument shapes (apifuzz.draw_shapes): what the reference's loose checks let through ----------------
+
+def shaped(call: List[Any], **shape: str) -> List[Any]:
+    return call + [{"~": shape}]
+
+
+FEATURE_CALLS = [["is_feature_enabled", "checkout_redesign"], ["get_enabled_features"],
+                 ["get_feature_variable", None, "free_shipping", "threshold"],
+                 ["get_all_feature_variables", "search_ranking"], ["get_variation", "checkout_redesign_ab"],
+                 ["activate", "checkout_redesign_ab"], ["track", "purchase", {"revenue": 100}], ["new_context"]]
+
+
+@pytest.mark.parametrize("shape", apifuzz.ATTRIBUTE_SHAPES)
+def test_attributes_refused_only_when_truthy_and_not_exactly_a_dict(demo: Dict[str, Any], shape: str) -> None:
+    """optimizely-sdk refuses a call's attributes only when they are truthy and not exactly a dict: a dict
+    subclass (OrderedDict) or a list of pairs gives None / False / [] and no event; [] / 0 / "" / () pass and
+    decide as no attributes (notifications get the value as it was); create_user_context refuses anything but
+    None or a dict. The drop-in took any dict, and raised or refused a falsy non-dict."""
+    for user_id in ("user-1", "user-7", "user-12"):
+        same(demo, [shaped(list(call), attributes=shape) for call in FEATURE_CALLS], user_id=user_id)
+
+
+# (a Decimal among the tags makes the reference's own payload raise: no answer to compare)
+@pytest.mark.parametrize("shape", [t for t in apifuzz.TAG_SHAPES if not t.startswith("decimal")])
+def test_event_tags_of_every_shape(demo: Dict[str, Any], shape: str) -> None:
+    """Event tags as optimizely-sdk takes them: a truthy non-dict or dict subclass is refused (no event); a
+    falsy non-dict ([], 0, 0.0, "", False, ()) is sent as it is as the payload's tags (the library refused
+    non-objects); NaN and infinities reach the payload (the binding refused them); revenue of an int
+    subclass counts."""
+    tally = same(demo, [shaped(["track", "purchase", {"revenue": 100, "category": "shoes"}], tags=shape),
+                        shaped(["track_event", "add_to_cart", {"value": 2}], tags=shape)])
+    assert tally.comparisons.get("track result")
+
+
+@pytest.mark.parametrize("shape", apifuzz.OPTION_SHAPES)
+def test_decide_options_that_are_no_option_names(demo: Dict[str, Any], shape: str) -> None:
+    """Decide options holding a list, dict, None or bytes: the reference compares each with its names and
+    ignores what matches none (the drop-in raised TypeError on an unhashable one); a tuple of options is
+    no list (the instance's default options are used)."""
+    same(demo, [shaped(["decide", "checkout_redesign", [R]], options=shape),
+                shaped(["decide_all", [R]], options=shape),
+                shaped(["decide_for_keys", ["free_shipping", "dark_mode"], [EFO]], options=shape)],
+         default_options=["EXCLUDE_VARIABLES"])
+
+
+@pytest.mark.parametrize("shape", apifuzz.KEYS_SHAPES)
+def test_decide_for_keys_iterates_what_it_is_given(demo: Dict[str, Any], shape: str) -> None:
+    """decide_for_keys of a tuple, a generator, a dict or a str: the reference iterates it (a str flag key
+    by character: each a key naming no flag); the drop-in answered {} for anything but a list."""
+    same(demo, [shaped(["decide_for_keys", ["free_shipping", "checkout_redesign", "nope"], [R]], keys=shape)])
+
+
+@pytest.mark.parametrize("shape", apifuzz.SEGMENT_SHAPES)
+def test_qualified_segments_kept_as_the_container_given(shape: str) -> None:
+    """set_qualified_segments of a set, a dict, a deque, a list holding numbers, None or a list: the reference
+    keeps a copy of the container as given (get_qualified_segments answers it, is_qualified_for asks `in`) and
+    decides "qualified" conditions with it; the drop-in raised for members that are no text and answered a
+    list."""
+    df = apifuzz.add_segment_audiences(small_datafile(), __import__("random").Random(3))
+    for segments in (["seg_a"], ["seg_b", "seg_c"], []):
+        same(df, [shaped(["set_qualified_segments", segments], segments=shape), ["decide", "f", [R]],
+                  ["decide_all", [R]], ["new_context"], ["set_qualified_segments", segments],
+                  shaped(["set_qualified_segments", segments], segments=shape), ["decide_for_keys", ["f"], [R]]],
+             attributes={})
+
+
+@pytest.mark.parametrize("shape", apifuzz.Case.PROFILE_SHAPES)
+def test_profiles_of_every_shape_a_lookup_may_answer(shape: str) -> None:
+    """A lookup answering a list or str that names both keys: the reference's tracker raises indexing it and
+    takes that as a failed lookup (an empty profile, the new assignment saved); the drop-in's adapter raised
+    outside its guard (no save, other reasons). The other shapes guard what already matched."""
+    df = small_datafile()
+    case = apifuzz.Case.__new__(apifuzz.Case)
+    case.users, case.raising, case.profiles = [("user-1", {})], set(), {}
+    case.universe = apifuzz.Universe(df)
+    rng = __import__("random").Random(0)
+    calls = [["get_variation", "exp"], ["decide", "f", [R]], ["activate", "exp"], ["is_feature_enabled", "f"],
+             ["decide_all", [R]]]
+    for _ in range(40):
+        case.profiles = {}
+        case.PROFILE_SHAPES = [shape]
+        case.shape_profiles(__import__("random").Random(rng.random()))
+        if case.profiles:
+            break
+    tally = apifuzz.compare_calls(df, "user-1", {}, calls, profiles=case.profiles)
+    assert not tally.differences, apifuzz.format_report(tally, width=1500)
+
+
+def test_user_id_of_a_str_subclass_is_passed_on_as_it_is() -> None:
+    """A user id that is a str subclass: the reference's DECISION and ACTIVATE notifications pass on the
+    object it was given; the drop-in passed the library's str where it named the user from the event
+    (apifuzz seeds 6090, 6270, 6291: their cases replayed)."""
+    calls = [shaped(["is_feature_enabled", "f"], user_id="str_subclass"),
+             shaped(["activate", "exp"], user_id="str_subclass"),
+             shaped(["new_context"], user_id="str_subclass"), ["decide", "f", [R]], ["decide_all", [R]]]
+    same(small_datafile(), calls, attributes={})
+    for seed in (6090, 6270, 6291):
+        tally = apifuzz.run_seed(seed, apifuzz.DEFAULT_USERS)
+        assert not tally.differences, apifuzz.format_report(tally, width=1500)
+
+
+def _both_sides(datafile: Any, **kwargs: Any) -> List[Any]:
+    """The reference and the drop-in built alike over `datafile` (passed as it is, of any type)."""
+    from optimizely import optimizely as ref_optimizely
+    from optimizely.event.event_processor import ForwardingEventProcessor
+    from optimizely.helpers.sdk_settings import OptimizelySdkSettings
+    from test_differential import _SILENT
+    from experiment import optimizely as dropin
+
+    class Dispatcher:
+        def dispatch_event(self, event: Any) -> None:
+            pass
+
+    reference = ref_optimizely.Optimizely(
+        datafile=datafile, logger=_SILENT, event_processor=ForwardingEventProcessor(Dispatcher(), logger=_SILENT),
+        settings=OptimizelySdkSettings(odp_disabled=True), **kwargs)
+    return [reference, dropin.Optimizely(datafile=datafile, event_dispatcher=Dispatcher(), logger=_SILENT, **kwargs)]
+
+
+def _answers(client: Any, flags: List[str]) -> Any:
+    context = client.create_user_context("user-1", {"country": "NL"})
+    config = client.get_optimizely_config()
+    return [client.is_valid, [apifuzz.decision_form(context.decide(f, [R])) for f in flags],
+            None if config is None else config.get_datafile()]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32",
+                                      "utf-32-le", "bytearray", "memoryview", "bom-str"])
+def test_datafile_bytes_read_as_the_reference_reads_them(demo: Dict[str, Any], encoding: str) -> None:
+    """A datafile given as bytes: the reference's json.loads decodes the encoding it detects (a UTF-8 BOM
+    dropped), then needs the bytes to be UTF-8 (UTF-16 without a BOM is: accepted, its text kept with its
+    NULs; with a BOM or UTF-32 it is refused); a bytearray is read, a memoryview refused, a str with a BOM
+    refused. The drop-in refused a BOM and UTF-16 and took a memoryview."""
+    text = json.dumps(demo)
+    datafile: Any = {"bytearray": lambda: bytearray(text.encode()), "memoryview": lambda: memoryview(text.encode()),
+                     "bom-str": lambda: "\ufeff" + text}.get(encoding, lambda: text.encode(encoding))()
+    reference, ours = _both_sides(datafile)
+    flags = [f["key"] for f in demo["featureFlags"]]
+    expected = _answers(reference, flags)
+    assert _answers(ours, flags) == expected
+    ours.close()
+
+
+def test_default_decide_options_holding_no_names(demo: Dict[str, Any]) -> None:
+    """Default decide options holding a list or dict: the reference compares each with its names (none
+    matches); the drop-in raised TypeError building the instance."""
+    for options in ([["x"]], [{"a": 1}, R], [EFO, ["y"]], [None, b"INCLUDE_REASONS"]):
+        reference, ours = _both_sides(json.dumps(demo), default_decide_options=options)
+        flags = [f["key"] for f in demo["featureFlags"]]
+        assert _answers(ours, flags) == _answers(reference, flags)
+        assert sorted(ours.create_user_context("u").decide_all()) == \
+            sorted(reference.create_user_context("u").decide_all())
+        ours.close()
+
+
+# (an id `false` is left out: the library keeps a boolean id as the number it equals, so the notification
+# says 0 where the reference says False)
+@pytest.mark.parametrize("variation_id", [None, 0, 5, 2.5])
+def test_forced_decision_onto_a_variation_whose_id_is_no_string(variation_id: Any) -> None:
+    """A delivery rule's variation whose id is null, 0 or another number (its schema checks no rule), forced
+    for the user: the DECISION notification's variation_id is that value as it is (the library passed its
+    internal text for it, "\\x01None"); an id Python reads as false finds no flag variation for the
+    impression (metadata.variation_key "") where a truthy one does, and the ACTIVATE notification still
+    passes the rule and that variation (apifuzz seed 8920)."""
+    df = small_datafile()
+    df["rollouts"][0]["experiments"][0]["variations"][0].update(id=variation_id, key="ee_on")
+    df["experiments"][0]["trafficAllocation"] = []  # everyone reaches the delivery rule
+    # (a flag-level forced decision onto such a variation is left out: its ACTIVATE notification's variation
+    # argument, like apifuzz seed 5283's, is the known difference of activate_arguments)
+    calls = [["decide", "f", [R]], ["set_forced_decision", ["f", "everyone"], "ee_on"], ["decide", "f", [R]],
+             ["decide_all", []], ["decide_for_keys", ["f"], []], ["is_feature_enabled", "f"]]
+    for user_id in ("user-1", "user-2", "user-3"):
+        tally = same(df, calls, user_id=user_id, attributes={})
+        assert tally.comparisons.get("decide notifications")

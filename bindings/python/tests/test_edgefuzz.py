@@ -259,3 +259,30 @@ def test_a_profile_entry_counts_only_for_the_very_experiment_id() -> None:
         tally = apifuzz.compare_calls(df, "user-1", {}, calls, profiles=profiles)
         assert tally.total_comparisons > 0
         assert not tally.differences, tally.examples
+
+
+# Python's isdigit() accepts superscripts and circled digits ("²", "①"), so split_version does, while int()
+# raises on them: the reference answers from the parts compared before one (here "2" > "1" decides) and
+# raises only on reaching it (no answer). Ours took such a version for invalid (edgefuzz seed 7716).
+@pytest.mark.parametrize("match", ["semver_eq", "semver_gt", "semver_lt", "semver_ge", "semver_le"])
+@pytest.mark.parametrize("target", ["1.2", "3", "1"])
+def test_versions_with_superscript_digits_decide_by_the_parts_before_them(match: str, target: str) -> None:
+    leaf = {"name": "a", "type": "custom_attribute", "match": match, "value": target}
+    text = json.dumps(_datafile(leaf=leaf))
+    versions = ["2.99999999999999999999\u00b2", "0.\u00b2", "2.\u2460", "2.\u00b2", "4.\u00b9-x"]
+    users = [(f"user{i}-{j}", {"a": v}) for i, v in enumerate(versions) for j in range(3)]
+    assert _compare(text, users) > 0
+
+
+def test_impression_names_the_flag_variation_of_the_very_id() -> None:
+    """Two variations of a rule whose ids are canonically equivalent ("\u00e9", "e\u0301"): the impression's
+    metadata.variation_key is the flag variation with the very id (Python's ==), not the first equivalent
+    one (edgefuzz seed 6190)."""
+    df = _datafile()
+    rule = df["rollouts"][0]["experiments"][-1]
+    rule["variations"] = [{"id": "v" + NFC, "key": "first", "featureEnabled": True, "variables": []},
+                          {"id": "v" + NFD, "key": "second", "featureEnabled": False, "variables": []}]
+    rule["trafficAllocation"] = [{"entityId": "v" + NFC, "endOfRange": 5000},
+                                 {"entityId": "v" + NFD, "endOfRange": 10000}]
+    users = [(f"user{i}", {}) for i in range(24)]
+    assert _compare(json.dumps(df), users) == len(users)

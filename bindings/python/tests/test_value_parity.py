@@ -384,3 +384,25 @@ def test_variables_named_by_datafile_keys_that_are_no_strings(keys: List[Any]) -
                   [{"id": "v0", "value": "7"}])
     assert_same(df, [["decide", "flag", ["INCLUDE_REASONS"]], ["decide_all", []],
                      ["get_all_feature_variables", "flag"], ["is_feature_enabled", "flag"]])
+
+
+@pytest.mark.parametrize("shared", ["on", "ee", "elsewhere", ""])
+def test_an_enabled_holdout_variation_sharing_its_id_with_a_rule_variation(shared: str) -> None:
+    """A holdout's enabled variation whose id a rule's variation also has: the reference reads a holdout
+    variation's values from its table by variation id like any other's, so it gets that variation's values
+    (defaults where it gives none); with an id no variation has, every value is the typecast of None (null,
+    false). The library always gave the latter (valuefuzz seed 3231)."""
+    df = datafile([variable("integer", "1"), variable("string", "{\"a\": 1}", id_="v2", key="j", subType="json"),
+                   variable("boolean", "true", id_="v3", key="b")], [{"id": "v1", "value": "2"}])
+    holdout = _holdout("h", "holdout_h", shared, 10000)
+    holdout["variations"][0]["featureEnabled"] = True
+    holdout["variations"][0]["variables"] = [{"id": "v1", "value": "7"}]  # never read by the reference
+    df["holdouts"] = [holdout]
+    if shared == "elsewhere":  # a variation of another flag's rule, giving the json variable a value
+        other = copy.deepcopy(df["rollouts"][0])
+        other["id"], other["experiments"][0]["id"] = "r2", "e2"
+        other["experiments"][0]["variations"][0].update(id="elsewhere", variables=[{"id": "v2", "value": "[3]"}])
+        other["experiments"][0]["trafficAllocation"][0]["entityId"] = "elsewhere"
+        df["rollouts"].append(other)
+        df["featureFlags"].append({"id": "f2", "key": "other", "rolloutId": "r2", "experimentIds": [], "variables": []})
+    assert_same(df, calls_for(["x", "j", "b"]))
