@@ -514,10 +514,12 @@ class _Project:
         found = self.variation({}, variation_key)
         return None, found.get("id") if found is not None else None
 
-    def sign_zeros(self, flag_key: Any, rule_key: Any, variation_key: Any, enabled: Any,
+    def as_reference_variables(self, flag_key: Any, rule_key: Any, variation_key: Any, enabled: Any,
                    variables: Dict[str, Any]) -> None:
-        """Gives double variables whose datafile text is a negative zero ("-0", "-0.0") the value -0.0, as
-        optimizely-sdk's float() does (the library's decisions carry 0.0). In place."""
+        """The library's variables of a decision as optimizely-sdk hands them out, in place: double variables
+        whose datafile text is a negative zero ("-0", "-0.0") get -0.0, as its float() gives (the library's
+        decisions carry 0.0), and keys that are no strings in the datafile are restored
+        (`restore_variable_keys`)."""
         feature = self.features.get(flag_key)
         if feature is None or not variables:
             return
@@ -735,8 +737,8 @@ class OptimizelyUserContext:
     def _wrap(self, decision: Any, copy: "OptimizelyUserContext") -> OptimizelyDecision:
         project = self.client._project
         if project is not None:
-            project.sign_zeros(decision.flag_key, decision.rule_key, decision.variation_key, decision.enabled,
-                               decision.variables)
+            project.as_reference_variables(decision.flag_key, decision.rule_key, decision.variation_key,
+                                           decision.enabled, decision.variables)
         return OptimizelyDecision(decision.variation_key, decision.enabled, decision.variables, decision.rule_key,
                                   decision.flag_key, copy, list(decision.reasons))
 
@@ -1253,8 +1255,8 @@ class Optimizely:
         if getattr(self._local, "exclude_variables", False):
             info["variables"] = {}  # optimizely-sdk reports no variables when the decide excluded them
         if self._project is not None and isinstance(info.get("variables"), dict):
-            self._project.sign_zeros(info.get("flag_key"), info.get("rule_key"), info.get("variation_key"),
-                                     info.get("enabled"), info["variables"])
+            self._project.as_reference_variables(info.get("flag_key"), info.get("rule_key"),
+                                                 info.get("variation_key"), info.get("enabled"), info["variables"])
         if "experiment_id" not in info and self._project is not None:
             info["experiment_id"], info["variation_id"] = self._project.decision_ids(
                 info.get("flag_key"), info.get("rule_key"), info.get("variation_key"))
@@ -1469,8 +1471,8 @@ class Optimizely:
             finally:
                 self._local.no_holdout_events = False
                 self._local.impression_enabled = None
-        project.sign_zeros(feature_key, decision.rule_key, decision.variation_key, decision.enabled,
-                           decision.variables)
+        project.as_reference_variables(feature_key, decision.rule_key, decision.variation_key, decision.enabled,
+                                       decision.variables)
         return feature, decision, source, source_info
 
     def is_feature_enabled(self, feature_key: str, user_id: str, attributes: Optional[Dict[str, Any]] = None) -> bool:
