@@ -351,7 +351,9 @@ def test_conditional_requests_answered_304_change_nothing(server, revision, tmp_
         assert headers["if-modified-since"] == "Sun, 22 Nov 2026 01:00:00 GMT"
         status = client.datafile_status()
         assert status["not_modified"] == 1 and status["updates"] == 1
-        assert listener.revisions() == ["1"]
+        # The start's config_update reaches listeners on its own thread just after wait_ready wakes; the
+        # refresh notifies before it returns, so nothing may follow once revision 1 is in.
+        assert wait_for(lambda: listener.revisions() == ["1"]), listener.revisions()
 
 
 def test_last_modified_alone_is_sent_back(server, revision, tmp_path):
@@ -542,7 +544,9 @@ def test_datafile_server_faults_keep_the_last_good_config(server, revision, tmp_
         if error is not None:
             assert status["last_error_code"] == code
         assert cached_revision(tmp_path, key) == "1"
-        assert listener.revisions() == ["1"]
+        # The start's config_update reaches listeners on its own thread just after wait_ready wakes; the
+        # refresh notifies before it returns, so nothing may follow once revision 1 is in.
+        assert wait_for(lambda: listener.revisions() == ["1"]), listener.revisions()
     assert any("datafile" in m for m in messages), messages  # reported through the log callback
 
 
