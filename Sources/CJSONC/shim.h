@@ -6,11 +6,26 @@
 #include <json-c/linkhash.h>
 #include <locale.h>
 
+/* Objects of up to this many members are searched by walking them (see exp_json_member). */
+#define EXP_JSON_MEMBER_WALK_LIMIT 16
+
 /* The member `key` of the object `object`: its value in *value (NULL for a JSON null) and the name as
  * the object stores it (a pointer that lives as long as the object), or NULL when there is no such member.
  * The stored name lets a reader of a null member still say where it is (JSON null has no object of its own). */
 static inline const char *exp_json_member(struct json_object *object, const char *key, struct json_object **value) {
-    struct lh_entry *entry = lh_table_lookup_entry(json_object_get_object(object), key);
+    struct lh_table *table = json_object_get_object(object);
+    struct lh_entry *entry = NULL;
+    if (json_object_object_length(object) <= EXP_JSON_MEMBER_WALK_LIMIT) {
+        /* A datafile's objects are small and read by a handful of names each: walking the members and
+         * comparing names (most differ in their first byte) costs a fraction of hashing the name. */
+        for (entry = lh_table_head(table); entry; entry = lh_entry_next(entry)) {
+            const char *stored = (const char *)lh_entry_k(entry), *wanted = key;
+            while (*stored == *wanted && *wanted) { stored++; wanted++; }
+            if (*stored == *wanted) break;
+        }
+    } else {
+        entry = lh_table_lookup_entry(table, key);
+    }
     if (!entry) return NULL;
     *value = (struct json_object *)lh_entry_v(entry);
     return (const char *)lh_entry_k(entry);

@@ -3,37 +3,17 @@ import Glibc
 /// The datafile compiler's reading of audiences, typed audiences and the audience conditions of rules (see
 /// `DatafileCompiler`).
 extension Compilation {
+    /// The reference keys audiences by id, a typed audience replacing a plain one of the same id, and parses
+    /// the conditions of that merged map only: a plain audience a typed one replaces is never parsed (its
+    /// conditions may be any text, malformed JSON included). So typed audiences are compiled first, a plain
+    /// audience they replace only has its schema checked, and the audiences are then put in the order of the
+    /// reference's map: an id where a plain audience first has it, then the ids only typed audiences have.
     mutating func readAudiences() throws(DatafileError) {
         let plainCount = elementCount("audiences"), typedCount = elementCount("typedAudiences")
         audiences.reserveCapacity(plainCount + typedCount)
         audienceIndexById.reserveCapacity(plainCount + typedCount)
         plainAudienceNames.reserveCapacity(plainCount)
         typedAudienceNames.reserveCapacity(typedCount)
-        for entry in try requiredSection("audiences") {
-            do throws(DatafileError) {
-                let conditionsField = try entry.required("conditions")
-                guard let textBytes = conditionsField.value.stringBytes else {
-                    throw conditionsField.fail("expected a string, got \(conditionsField.value.kindName)")
-                }
-                // The conditions text lives in the datafile's tree, which outlives this nested one.
-                let parsed: JSONDocument
-                do {
-                    parsed = try JSONDocument.parse(UnsafeRawBufferPointer(textBytes), what: "datafile",
-                                                    maxBytes: DatafileCompiler.maxBytes,
-                                                    maxDepth: DatafileCompiler.maxDepth, tokener: nestedJSONTokener)
-                } catch {
-                    // The place is worked out for the message only.
-                    let message = error.message.dropFirst("datafile".count)
-                    throw DatafileError(.invalidDatafile, "datafile: \(conditionsField.path)" + message)
-                }
-                try withExtendedLifetime(parsed) { () throws(DatafileError) in
-                    try addAudience(entry, conditions: DatafileReader(parsed.root, within: conditionsField.value),
-                                    typed: false)
-                }
-            } catch {
-                try record(error)
-            }
-        }
         for entry in try section("typedAudiences") {
             do throws(DatafileError) {
                 let conditions = try entry.required("conditions")
@@ -42,6 +22,78 @@ extension Compilation {
                 try record(error)
             }
         }
+        let typedAudienceCount = audiences.count
+        var placedTyped = [Bool](repeating: false, count: typedAudienceCount)
+        var order: [Int] = []
+        order.reserveCapacity(plainCount + typedAudienceCount)
+        for entry in try requiredSection("audiences") {
+            do throws(DatafileError) {
+                let conditionsField = try entry.required("conditions")
+                guard let textBytes = conditionsField.value.stringBytes else {
+                    throw conditionsField.fail("expected a string, got \(conditionsField.value.kindName)")
+                }
+                if let typedIndex = try typedAudienceReplacing(entry), typedIndex < typedAudienceCount {
+                    if !placedTyped[typedIndex] { order.append(typedIndex) }
+                    placedTyped[typedIndex] = true
+                    continue
+                }
+                let countBefore = audiences.count
+                try addPlainAudience(entry, conditionsField: conditionsField, text: textBytes)
+                if audiences.count > countBefore { order.append(countBefore) }
+            } catch {
+                try record(error)
+            }
+        }
+        for index in 0..<typedAudienceCount where !placedTyped[index] { order.append(index) }
+        putAudiences(in: order)
+    }
+
+    /// The index of the typed audience that replaces the plain audience `entry`, after checking what the
+    /// reference's schema checks of it (a string id and name); nil when no typed audience has its id.
+    private mutating func typedAudienceReplacing(_ entry: DatafileReader) throws(DatafileError) -> Int? {
+        let idField = try entry.required("id")
+        let id = try idField.string()
+        guard let index = audienceIndexById[idField.value.identityKey] else { return nil }
+        _ = try entry.requiredString("name")
+        if id != "$opt_dummy_audience" { plainAudienceNames[idField.value.identityKey] = true }
+        return index
+    }
+
+    /// Compiles a plain audience, whose conditions are JSON in a string.
+    private mutating func addPlainAudience(_ entry: DatafileReader, conditionsField: DatafileReader,
+                                           text: UnsafeBufferPointer<UInt8>) throws(DatafileError)
+    {
+        // The conditions text lives in the datafile's tree, which outlives this nested one.
+        let parsed: JSONDocument
+        do {
+            parsed = try JSONDocument.parse(UnsafeRawBufferPointer(text), what: "datafile",
+                                            maxBytes: DatafileCompiler.maxBytes,
+                                            maxDepth: DatafileCompiler.maxDepth, tokener: nestedJSONTokener)
+        } catch {
+            // The place is worked out for the message only.
+            let message = error.message.dropFirst("datafile".count)
+            throw DatafileError(.invalidDatafile, "datafile: \(conditionsField.path)" + message)
+        }
+        try withExtendedLifetime(parsed) { () throws(DatafileError) in
+            try addAudience(entry, conditions: DatafileReader(parsed.root, within: conditionsField.value), typed: false)
+        }
+    }
+
+    /// Puts the audiences in `order` (old indices, each once) and renumbers the index by id to match.
+    private mutating func putAudiences(in order: [Int]) {
+        guard order.indices.contains(where: { order[$0] != $0 }) else { return }
+        var idOfIndex = [String](repeating: "", count: audiences.count)
+        for (id, index) in audienceIndexById { idOfIndex[index] = id }
+        var reordered: [Audience] = []
+        reordered.reserveCapacity(order.count)
+        var indexById = ExactKeyed<Int>()
+        indexById.reserveCapacity(order.count)
+        for old in order {
+            indexById[idOfIndex[old]] = reordered.count
+            reordered.append(audiences[old])
+        }
+        audiences = reordered
+        audienceIndexById = indexById
     }
 
     /// Compiles an audience into the condition forest. An id seen before (typedAudiences after audiences)
@@ -360,15 +412,17 @@ extension Compilation {
     /// start with "and", "or" or "not" is an implicit "or" over all its elements, as in the reference.
     /// An empty list has no operation (nil): the reference indexes its first element and raises once a
     /// decision evaluates it; it evaluates to unknown here, with a warning.
-    mutating func operation(_ list: DatafileReader) throws(DatafileError) -> (op: String, operands: [DatafileReader])? {
+    mutating func operation(_ list: DatafileReader) throws(DatafileError)
+        -> (op: String, operands: Slice<DatafileElements>)?
+    {
         let items = try list.array()
         guard let first = items.first else {
             warn(list.warning("an empty condition list: the reference raises (IndexError) when a decision evaluates "
                               + "it; here it evaluates to unknown"))
             return nil
         }
-        if let op = first.value.string, ["and", "or", "not"].contains(op) { return (op, Array(items.dropFirst())) }
-        return ("or", items)
+        if let op = first.value.string, ["and", "or", "not"].contains(op) { return (op, items.dropFirst()) }
+        return ("or", items[...])
     }
 
     /// "not" negates its first operand only; the reference ignores the rest.

@@ -221,7 +221,7 @@ extension Compilation {
     /// The variations as written, every entry kept (a holdout's: the reference indexes those by id only).
     /// `lenient`: outside the schema (rollout rules, holdouts), where a variation's id and key may be any
     /// value the reference can key its maps by (see `variationIdAndKey`).
-    mutating func readWrittenVariations(_ entries: [DatafileReader], lenient: Bool = false)
+    mutating func readWrittenVariations(_ entries: DatafileElements, lenient: Bool = false)
         throws(DatafileError) -> [Variation]
     {
         var variations: [Variation] = []
@@ -278,12 +278,12 @@ extension Compilation {
     /// A variation's "variables" (its variable values). Outside the schema the reference keeps
     /// `variables or []`: a false value is none; a true one that is no list makes its config
     /// construction raise when it indexes the values.
-    mutating func variableUsages(_ entry: DatafileReader) throws(DatafileError) -> [DatafileReader] {
-        guard let field = entry.optional("variables") else { return [] }
+    mutating func variableUsages(_ entry: DatafileReader) throws(DatafileError) -> DatafileElements {
+        guard let field = entry.optional("variables") else { return .none }
         if field.value.kind == .array { return try field.array() }
         guard field.value.pythonTruth else {
             warn(field.warning("expected an array, got \(field.value.kindName): no variable values, as in the reference"))
-            return []
+            return .none
         }
         throw field.fail("expected an array, got \(field.value.kindName): the reference iterates it to index the "
                          + "variable values and raises (its config construction)")
@@ -308,7 +308,7 @@ extension Compilation {
     /// Where the reference's schema does not check ranges (`schemaChecked` false: rollout rules, holdouts),
     /// it reads them leniently: a range without an end is skipped, one without a string entity id leads
     /// nowhere.
-    mutating func trafficRanges(_ entries: [DatafileReader], schemaChecked: Bool = true,
+    mutating func trafficRanges(_ entries: DatafileElements, schemaChecked: Bool = true,
                                 entity: (String) -> Int?) throws(DatafileError) -> [TrafficRange]
     {
         var ranges: [TrafficRange] = []

@@ -68,13 +68,13 @@ extension Compilation {
     /// A flag's "variables" (outside the reference's schema): the reference iterates whatever is there, so an
     /// empty object or string holds no variable, as an empty list does (a non-empty one gives it names or
     /// characters where it wants objects, and its config construction raises: refused, as is any other type).
-    mutating func flagVariableEntries(_ field: DatafileReader) throws(DatafileError) -> [DatafileReader] {
+    mutating func flagVariableEntries(_ field: DatafileReader) throws(DatafileError) -> DatafileElements {
         let empty = (field.value.kind == .object && field.value.count == 0)
             || (field.value.kind == .string && field.value.stringBytes?.isEmpty == true)
         guard empty else { return try field.array() }
         warn(field.warning("expected an array, got an empty \(field.value.kind == .object ? "object" : "string"): no "
                            + "variables, as the reference iterates it"))
-        return []
+        return .none
     }
 
     /// A flag's "experimentIds" (outside the reference's schema) with the reader each id's messages name.
@@ -115,7 +115,7 @@ extension Compilation {
     /// A flag's variables, outside the schema: a "type" or "subType" that is no string is just not one the
     /// reference compares it with (the values stay strings); an id or key that is no string keys its maps
     /// as it is (a list or object cannot: refused).
-    mutating func readVariables(_ entries: [DatafileReader]) throws(DatafileError) -> [Variable] {
+    mutating func readVariables(_ entries: DatafileElements) throws(DatafileError) -> [Variable] {
         var variables: [Variable] = []
         for entry in entries {
             let typeField = try entry.required("type")

@@ -57,7 +57,7 @@ extension Compilation {
     /// one element at a time (see `requiredSection`); another JSON type is a member of the skeleton.
     mutating func section(_ name: String) throws(DatafileError) -> DatafileSection {
         if let stream, let streamed = stream.section(name) { return DatafileSection(stream, streamed) }
-        guard let field = root.member(name) else { return DatafileSection([]) }
+        guard let field = root.member(name) else { return DatafileSection(.none) }
         return DatafileSection(try field.lenientArray("its config construction", warn: { warn($0) }))
     }
 

@@ -100,7 +100,7 @@ extension Compilation {
     mutating func readHoldout(_ entry: DatafileReader) throws(DatafileError) -> Holdout {
         // Outside the reference's schema: "variations" that are null or false are a holdout without any.
         let variationsField = try entry.required("variations")
-        var variationEntries: [DatafileReader] = []
+        var variationEntries = DatafileElements.none
         if variationsField.value.isNull || variationsField.value.bool == false {
             warn(variationsField.warning("expected an array, got \(variationsField.value.kindName): no variations, "
                                          + "as in the reference"))

@@ -100,13 +100,9 @@ struct DatafileReader {
         return number
     }
 
-    func array() throws(DatafileError) -> [DatafileReader] {
+    func array() throws(DatafileError) -> DatafileElements {
         guard value.kind == .array else { throw fail("expected an array, got \(value.kindName)") }
-        let count = value.count
-        var elements: [DatafileReader] = []
-        elements.reserveCapacity(count)
-        for index in 0..<count { elements.append(DatafileReader(value[index])) }
-        return elements
+        return DatafileElements(value)
     }
 
     func object() throws(DatafileError) -> [(key: String, value: DatafileReader)] {
@@ -130,7 +126,7 @@ struct DatafileReader {
         // (exp_decide_n, ...) can name it.
         return String(decoding: bytes, as: UTF8.self)
     }
-    func requiredArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try required(key).array() }
+    func requiredArray(_ key: String) throws(DatafileError) -> DatafileElements { try required(key).array() }
 
     /// An optional member; JSON null counts as absent.
     func optional(_ key: String) -> DatafileReader? {
@@ -140,7 +136,7 @@ struct DatafileReader {
 
     func optionalString(_ key: String) throws(DatafileError) -> String? { try optional(key)?.string() }
     func optionalBool(_ key: String) throws(DatafileError) -> Bool? { try optional(key)?.bool() }
-    func optionalArray(_ key: String) throws(DatafileError) -> [DatafileReader] { try optional(key)?.array() ?? [] }
+    func optionalArray(_ key: String) throws(DatafileError) -> DatafileElements { try optional(key)?.array() ?? .none }
 
     /// The place of `target` in its document: each step down from the root ("name" or "[index]",
     /// joined as "a.b[2].c"), after the place of the string it was read from for a nested document, or
@@ -157,4 +153,25 @@ struct DatafileReader {
         }
         return text
     }
+}
+
+/// The elements of a JSON array as readers, made from json-c's array as they are read: a datafile has
+/// thousands of small arrays, and a Swift array of readers for each cost an allocation and its reference
+/// counting in every start.
+struct DatafileElements: RandomAccessCollection {
+    /// The array (nil for no elements).
+    private let array: JSONValue?
+    let startIndex = 0
+    let endIndex: Int
+
+    /// No elements.
+    static var none: DatafileElements { DatafileElements(nil) }
+
+    /// The elements of `array`, a JSON array (or none).
+    init(_ array: JSONValue?) {
+        self.array = array
+        endIndex = array?.count ?? 0
+    }
+
+    subscript(position: Int) -> DatafileReader { DatafileReader(array![position]) }
 }

@@ -103,12 +103,12 @@ extension DatafileReader {
     /// A list the reference iterates without its schema checking it: an empty object or string iterates
     /// as nothing (accepted, with a warning); anything else that is not a list makes the iteration raise
     /// (`what` says where) and the datafile is refused.
-    func lenientArray(_ what: String, warn: (DatafileError) -> Void) throws(DatafileError) -> [DatafileReader] {
+    func lenientArray(_ what: String, warn: (DatafileError) -> Void) throws(DatafileError) -> DatafileElements {
         if value.kind == .array { return try array() }
         if (value.kind == .object || value.kind == .string) && !value.pythonTruth {
             warn(warning("expected an array, got an empty \(value.kind == .object ? "object" : "string"): "
                          + "no entries, as in the reference (it iterates it as nothing)"))
-            return []
+            return .none
         }
         throw fail("expected an array, got \(value.kindName): the reference iterates it and raises (\(what))")
     }
@@ -231,12 +231,12 @@ struct RuleFields {
     /// list makes the reference's bucketer raise once a decision reaches it, except an empty object or
     /// string (no ranges); here it has no ranges either way (no user is bucketed), with a warning.
     func lenientList(_ entry: DatafileReader, _ name: String, warn: (DatafileError) -> Void) throws(DatafileError)
-        -> [DatafileReader]
+        -> DatafileElements
     {
         let field = try entry.required(name)
         if field.value.kind == .array { return try field.array() }
         warn(field.warning("expected an array, got \(field.value.kindName): no user is bucketed (the reference's "
                            + "bucketer finds no range in it, or raises once a decision reaches it)"))
-        return []
+        return .none
     }
 }

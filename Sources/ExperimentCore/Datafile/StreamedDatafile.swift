@@ -413,13 +413,13 @@ final class StreamedSection {
 /// the loop moves to the next one.
 struct DatafileSection: Sequence {
     fileprivate enum Source {
-        case readers([DatafileReader])
+        case readers(DatafileElements)
         case streamed(StreamedDatafile, StreamedSection)
     }
 
     private let source: Source
 
-    init(_ readers: [DatafileReader]) {
+    init(_ readers: DatafileElements) {
         source = .readers(readers)
     }
 

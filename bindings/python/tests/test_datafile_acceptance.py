@@ -183,14 +183,15 @@ def _rules(df: dict) -> List[dict]:
     return rules
 
 
-def _compare_all(df: dict, n_users: int = 60) -> Any:
-    """Both accept `df` and decide it alike for generated users; returns our client."""
+def _compare_all(df: dict, n_users: int = 60, users_from: Optional[dict] = None) -> Any:
+    """Both accept `df` and decide it alike for users generated from `users_from` (else `df`); returns our
+    client."""
     text = json.dumps(df)
     reference, why = reference_client(text)
     assert reference is not None, why
     ours, refusal = our_client(text)
     assert ours is not None, refusal
-    users = list(generate_users(11, df, n_users))
+    users = list(generate_users(11, users_from or df, n_users))
     answers, raised = reference_answers(reference, users)
     assert raised is None
     attributes_of = dict(users)
@@ -324,4 +325,27 @@ def test_audience_ids_are_checked_as_the_schema_does_even_with_audience_conditio
     text = json.dumps(df)
     assert reference_client(text)[0] is None
     with pytest.raises(experiment.InvalidDatafileError, match=r"experiments\[0\]\.audienceIds\[0\]"):
+        experiment.validate_datafile(text)
+
+
+def test_plain_audience_a_typed_one_replaces_is_never_parsed():
+    """The reference parses the conditions of its merged audience map only (typedAudiences replace audiences
+    of the same id): a replaced plain audience may hold any text, malformed JSON included. Its schema still
+    holds (string id, name and conditions), and a plain audience no typed one replaces is parsed."""
+    df = _base()
+    assert df["typedAudiences"]
+    replaced = df["typedAudiences"][0]["id"]
+    df["audiences"].insert(0, {"id": replaced, "name": "replaced", "conditions": "[not json"})
+    _compare_all(df, users_from=_base()).close()
+
+    df["audiences"][0]["id"] = "70707070"   # replaced by nothing: both refuse
+    text = json.dumps(df)
+    assert reference_client(text)[0] is None
+    with pytest.raises(experiment.InvalidDatafileError, match=r"audiences\[0\]\.conditions: malformed JSON"):
+        experiment.validate_datafile(text)
+
+    df["audiences"][0].update(id=replaced, conditions=7)   # the schema wants a string
+    text = json.dumps(df)
+    assert reference_client(text)[0] is None
+    with pytest.raises(experiment.InvalidDatafileError, match=r"audiences\[0\]\.conditions: expected a string"):
         experiment.validate_datafile(text)
