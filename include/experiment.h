@@ -1122,8 +1122,10 @@ exp_status exp_client_start_async(exp_client *client, const char *fallback, size
                                   exp_ready_fn callback, void *user_data);
 
 /*
- * Blocks until the client has a datafile (from any start), for at most `timeout_ms` milliseconds
- * (timeout_ms < 0: the default 2000 ms; 0: just checks). EXP_OK when ready. Errors: EXP_ERR_TIMEOUT (not
+ * Blocks until the client has a datafile (from any start) and the EXP_NOTIFY_CONFIG_UPDATE listeners of
+ * that first datafile have returned (as optimizely-sdk sets its ready event after notifying them), for at
+ * most `timeout_ms` milliseconds (timeout_ms < 0: the default 2000 ms; 0: just checks). A config-update
+ * listener that waits for readiness itself therefore times out. EXP_OK when ready. Errors: EXP_ERR_TIMEOUT (not
  * ready in time; decisions meanwhile answer EXP_ERR_NOT_READY), the async start's own failure code as soon
  * as it gave up with no datafile to use (e.g. EXP_ERR_FETCH_FAILED; later polls may still succeed),
  * EXP_ERR_CLOSED (also when the client is closed during the wait). Thread-safe. Example: exp_client_start_async.

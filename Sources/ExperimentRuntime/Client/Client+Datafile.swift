@@ -61,12 +61,13 @@ extension Client {
             stats.revision = change.config.revision
             if change.revisionChanged { stats.updates += 1 }
         }
-        datafileState.gate.update()  // wakes exp_client_wait_ready
         return change
     }
 
-    /// Tells config-update listeners about `change` when its revision differs from the previous one.
+    /// Tells config-update listeners about `change` when its revision differs from the previous one, then
+    /// wakes exp_client_wait_ready (see `DatafileState.firstDatafileAnnounced`).
     public func announce(_ change: ConfigChange) {
+        defer { datafileState.gate.update { datafileState.firstDatafileAnnounced = true } }
         guard change.revisionChanged else { return }
         notifications.notify(.configUpdate) {
             var writer = JSONWriter()
@@ -106,7 +107,7 @@ extension Client {
         var failure: ErrorCode? = nil
         var closedWhileWaiting = false
         let ready = datafileState.gate.wait(timeoutMs: timeout) {
-            if isReady { return true }
+            if datafileState.firstDatafileAnnounced && isReady { return true }
             if datafileState.closing { closedWhileWaiting = true; return true }
             failure = datafileState.startFailure
             return failure != nil
@@ -125,7 +126,7 @@ extension Client {
     /// or the client closed. Throws (and never calls back) when the client is closed or no thread can start.
     public func runWhenReady(timeoutMs: Int64, _ callback: @escaping @Sendable (ClientError?) -> Void) throws(ClientError) {
         try ensureOpen()
-        if isReady { return callback(nil) }
+        if datafileState.isAnnouncedReady(self) { return callback(nil) }
         let started = callbacks.spawn(unless: { closed }) { [self] in
             do throws(ClientError) {
                 try waitReady(timeoutMs: timeoutMs)

@@ -40,6 +40,15 @@ final class DatafileState: @unchecked Sendable {
     /// Written under `gate`: the async start finished without a datafile (its status), or the client closed.
     var startFailure: ErrorCode? = nil
     var closing = false
+    /// Written under `gate`: the config-update listeners of the first datafile have run. Readiness waits for
+    /// it, as the reference sets its ready event only after notifying them: a caller whose wait for the
+    /// client returns has seen its listeners called.
+    var firstDatafileAnnounced = false
+
+    /// Whether a waiter for readiness may go on: a datafile is in use and its listeners have run.
+    func isAnnouncedReady(_ client: Client) -> Bool {
+        gate.read { firstDatafileAnnounced } && client.isReady
+    }
     /// `closing`, readable without the gate (polled by curl during a fetch).
     private let closingFlag = Atomic<Bool>(false)
     var isClosing: Bool { closingFlag.load(ordering: .relaxed) }

@@ -71,9 +71,10 @@ ACCEPTED = [
                 '["AND", {"match": "exists", "name": "browser_20fef", "type": "custom_attribute"}]'),
      "audiences[7].conditions[0]"),
     (20, _set(["typedAudiences", 0, "conditions"], [["not"], "and", None, 2.5]), "typedAudiences[0].conditions[1]"),
+    # A typed audience replaces this plain one (same id): neither SDK parses its conditions, so no warning.
     (1310, _set(["audiences", 4, "conditions"],
                 '["and", ["or", {"match": "exact", "name": "$opt_dummy_attribute", "type": "custom_attribute", '
-                '"value": "$opt_dummy_value"}], []]'), "audiences[4].conditions[2]"),
+                '"value": "$opt_dummy_value"}], []]'), None),
     # An integer or boolean among an audience's conditions: the reference's decoder has turned every condition
     # object into its index in the audience's condition list, so the number is such an index (once refused).
     (1650, _set(["audiences", 7, "conditions"], '["or", 0, {"match": "exists", "name": "b", "type": "custom_attribute"}]'),

@@ -351,9 +351,32 @@ def test_conditional_requests_answered_304_change_nothing(server, revision, tmp_
         assert headers["if-modified-since"] == "Sun, 22 Nov 2026 01:00:00 GMT"
         status = client.datafile_status()
         assert status["not_modified"] == 1 and status["updates"] == 1
-        # The start's config_update reaches listeners on its own thread just after wait_ready wakes; the
-        # refresh notifies before it returns, so nothing may follow once revision 1 is in.
-        assert wait_for(lambda: listener.revisions() == ["1"]), listener.revisions()
+        # wait_ready returns once the start's listeners have run (as the reference sets its ready event
+        # after notifying), and the refresh notifies before it returns: a 304 notifies nothing.
+        assert listener.revisions() == ["1"], listener.revisions()
+
+
+def test_wait_ready_returns_after_the_first_datafiles_listeners_ran(server, revision, tmp_path):
+    key = new_key()
+    server.serve(key, Answer(revision("1")))
+    entered = threading.Event()
+    released = threading.Event()
+    seen = []
+
+    def slow_listener(payload):
+        entered.set()
+        released.wait(5)
+        seen.append(payload["revision"])
+
+    with make_client(server, tmp_path, key, start="none") as client:
+        client.add_listener("config_update", slow_listener)
+        client.start_async()
+        assert entered.wait(5)
+        # The datafile is in use, but its listener has not finished: not ready yet.
+        assert not client.wait_ready(0.2)
+        released.set()
+        assert client.wait_ready(5)
+        assert seen == ["1"]
 
 
 def test_last_modified_alone_is_sent_back(server, revision, tmp_path):
@@ -544,9 +567,8 @@ def test_datafile_server_faults_keep_the_last_good_config(server, revision, tmp_
         if error is not None:
             assert status["last_error_code"] == code
         assert cached_revision(tmp_path, key) == "1"
-        # The start's config_update reaches listeners on its own thread just after wait_ready wakes; the
-        # refresh notifies before it returns, so nothing may follow once revision 1 is in.
-        assert wait_for(lambda: listener.revisions() == ["1"]), listener.revisions()
+        # wait_ready returns once the start's listeners have run; the failed refresh notifies nothing.
+        assert listener.revisions() == ["1"], listener.revisions()
     assert any("datafile" in m for m in messages), messages  # reported through the log callback
 
 
