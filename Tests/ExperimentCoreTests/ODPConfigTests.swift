@@ -52,3 +52,20 @@ private func audience(_ id: String, _ conditions: String) -> String {
     let config = try DatafileCompiler.compile(datafile(integrations: "[]", audiences: audiences, typedAudiences: typed))
     #expect(config.segments == ["s1", "s2", "s3", "s4"])
 }
+
+@Test func aPlainAudienceATypedOneReplacesIsNeverParsedAndKeepsItsPlace() throws {
+    // The reference's audience map: the plain ids in their order (a typed audience in the place of the plain
+    // one with its id), then the ids only typed audiences have. It parses the conditions of that map only.
+    let audiences = "[" + [
+        audience("1", "[\(qualified("s1"))]"),
+        #"{"id": "2", "name": "replaced", "conditions": "[not json"}"#,
+        audience("3", "[\(qualified("s3"))]"),
+    ].joined(separator: ", ") + "]"
+    let typed = "[" + [
+        #"{"id": "5", "name": "t5", "conditions": [\#(qualified("s5"))]}"#,
+        #"{"id": "2", "name": "t2", "conditions": [\#(qualified("s2"))]}"#,
+    ].joined(separator: ", ") + "]"
+    let config = try DatafileCompiler.compile(datafile(integrations: "[]", audiences: audiences, typedAudiences: typed))
+    #expect(config.segments == ["s1", "s2", "s3", "s5"])
+    #expect(config.audiences.map(\.id) == ["1", "2", "3", "5"])
+}
