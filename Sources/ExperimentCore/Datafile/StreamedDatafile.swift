@@ -27,10 +27,15 @@ import CJSONC
 /// the groups'.
 final class StreamedDatafile {
     /// The top-level arrays the compiler reads element by element.
-    static let streamedNames: Set<String> = [
-        "attributes", "events", "audiences", "typedAudiences", "experiments", "rollouts", "groups",
-        "featureFlags", "holdouts", "localHoldouts",
-    ]
+    static func isStreamed(_ name: String) -> Bool {
+        switch name {
+        case "attributes", "events", "audiences", "typedAudiences", "experiments", "rollouts", "groups",
+             "featureFlags", "holdouts", "localHoldouts":
+            return true
+        default:
+            return false
+        }
+    }
 
     private let text: UnsafeBufferPointer<UInt8>
     /// json-c tokeners for top-level values (one level down) and for elements of top-level arrays (two):
@@ -39,8 +44,8 @@ final class StreamedDatafile {
     private let elementTokener: UnsafeMutablePointer<json_tokener>
     /// The top-level members that are not streamed, in one json-c object (a repeated name: its last value).
     private(set) var skeleton: JSONDocument
-    /// Each streamed array's elements (a repeated name: the last array).
-    private var sections: [String: StreamedSection] = [:]
+    /// Each streamed array's elements (a repeated name: the last array). At most ten: a list.
+    private var sections: [StreamedSection] = []
     /// Set when the text needs the whole-text path (see the type's comment).
     var failed = false
     /// Set when the walk met a number token long enough to be an integer json-c clamps (past 64 bits) or
@@ -77,7 +82,7 @@ final class StreamedDatafile {
 
     /// A streamed top-level array, or nil when the datafile has no such array (absent, or another JSON
     /// type: then it is a member of `skeleton`).
-    func section(_ name: String) -> StreamedSection? { sections[name] }
+    func section(_ name: String) -> StreamedSection? { sections.first { $0.name == name } }
 
     /// json-c's parse of one element, as a document placed at `section.name[index]`; nil (and `failed`)
     /// when json-c refuses it or ends it elsewhere than the walk did.
@@ -99,7 +104,7 @@ final class StreamedDatafile {
     /// After the compilation: json-c parses (and frees at once) the elements the compiler did not read,
     /// so the whole text has been checked. False when the text needs the whole-text path.
     func finish() -> Bool {
-        for section in sections.values where section.parsedCount < section.spans.count {
+        for section in sections where section.parsedCount < section.spans.count {
             guard check(section.spans[section.parsedCount...]) else { return false }
         }
         return !failed
@@ -132,7 +137,7 @@ final class StreamedDatafile {
             index = skipSpace(nameEnd)
             guard byte(index) == Self.colon else { return false }
             index = skipSpace(index + 1)
-            let isStreamedName = Self.streamedNames.contains(name)
+            let isStreamedName = Self.isStreamed(name)
             if isStreamedName, byte(index) == Self.openBracket {
                 guard let (spans, end) = elementSpans(at: index) else { return false }
                 guard replaceSection(name, with: spans) else { return false }
@@ -194,13 +199,14 @@ final class StreamedDatafile {
     private func replaceSection(_ name: String, with spans: [Range<Int>]) -> Bool {
         guard dropSection(name) else { return false }
         json_object_object_del(skeleton.tree, name)
-        sections[name] = StreamedSection(name: name, spans: spans)
+        sections.append(StreamedSection(name: name, spans: spans))
         return true
     }
 
     /// A streamed array replaced by a later value of its name: json-c checks its elements.
     private func dropSection(_ name: String) -> Bool {
-        guard let section = sections.removeValue(forKey: name) else { return true }
+        guard let index = sections.firstIndex(where: { $0.name == name }) else { return true }
+        let section = sections.remove(at: index)
         return check(section.spans[...])
     }
 
@@ -370,11 +376,30 @@ final class StreamedDatafile {
         return nil
     }
 
+    /// The stops of `firstTokenStop` below 0x40 (`"`, `'`, `-`, digits) and from 0x40 to 0x7F (brackets,
+    /// braces), one bit per byte value.
+    private static let lowTokenStops: UInt64 = 1 << 0x22 | 1 << 0x27 | 1 << 0x2D | 0x3FF << 0x30
+    private static let highTokenStops: UInt64 = 1 << (0x5B - 0x40) | 1 << (0x5D - 0x40) | 1 << (0x7B - 0x40)
+        | 1 << (0x7D - 0x40)
+
+    @inline(__always)
+    private static func isTokenStop(_ byte: UInt8) -> Bool {
+        let bits = byte < 0x40 ? lowTokenStops : highTokenStops
+        return byte < 0x80 && (bits >> UInt64(byte & 0x3F)) & 1 != 0
+    }
+
     /// Between strings: the first index at or after `start` holding a quote, a bracket or brace, or the
     /// start of a token the strict checks read (a number, or a single quote).
     @inline(__always)
     static func firstTokenStop(in text: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        // What separates two strings is mostly a byte or two (`:`, `,`, `": "`): bytes one at a time first,
+        // then eight at a time through longer runs (indentation).
         var index = start
+        let scalarEnd = min(start + 8, text.count)
+        while index < scalarEnd {
+            if isTokenStop(text[index]) { return index }
+            index += 1
+        }
         while index + 8 <= text.count {
             let word = Self.word(text, at: index)
             // '[' and ']' differ from '{' and '}' in the 0x20 bit alone.

@@ -41,8 +41,15 @@ enum PythonJSONText {
 
     /// json.dumps's ensure_ascii string: printable ASCII as is except `"` and `\`.
     static func writeString<Bytes: Sequence<UInt8>>(_ bytes: Bytes, to out: inout String) {
+        let utf8 = Array(bytes)
         out += "\""
-        for scalar in String(decoding: Array(bytes), as: UTF8.self).unicodeScalars {
+        defer { out += "\"" }
+        // Most strings (ids, names, attribute values) need no escape: they go in whole.
+        if utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E && $0 != 0x22 && $0 != 0x5C }) {
+            out += String(decoding: utf8, as: UTF8.self)
+            return
+        }
+        for scalar in String(decoding: utf8, as: UTF8.self).unicodeScalars {
             switch scalar.value {
             case 0x22: out += "\\\""
             case 0x5C: out += "\\\\"
@@ -59,7 +66,6 @@ enum PythonJSONText {
             default: out += hexEscape(scalar.value)
             }
         }
-        out += "\""
     }
 
     private static func hexEscape(_ unit: UInt32) -> String {
