@@ -32,7 +32,7 @@ extension Compilation {
                 guard let textBytes = conditionsField.value.stringBytes else {
                     throw conditionsField.fail("expected a string, got \(conditionsField.value.kindName)")
                 }
-                if let typedIndex = try typedAudienceReplacing(entry), typedIndex < typedAudienceCount {
+                if let typedIndex = try typedAudienceReplacing(entry, typedCount: typedAudienceCount) {
                     if !placedTyped[typedIndex] { order.append(typedIndex) }
                     placedTyped[typedIndex] = true
                     continue
@@ -48,12 +48,15 @@ extension Compilation {
         putAudiences(in: order)
     }
 
-    /// The index of the typed audience that replaces the plain audience `entry`, after checking what the
-    /// reference's schema checks of it (a string id and name); nil when no typed audience has its id.
-    private mutating func typedAudienceReplacing(_ entry: DatafileReader) throws(DatafileError) -> Int? {
+    /// The index of the typed audience that replaces the plain audience `entry` (typed audiences are the
+    /// first `typedCount`), after checking what the reference's schema checks of it (a string id and name);
+    /// nil when no typed audience has its id.
+    private mutating func typedAudienceReplacing(_ entry: DatafileReader, typedCount: Int) throws(DatafileError)
+        -> Int?
+    {
         let idField = try entry.required("id")
         let id = try idField.string()
-        guard let index = audienceIndexById[idField.value.identityKey] else { return nil }
+        guard let index = audienceIndexById[idField.value.identityKey], index < typedCount else { return nil }
         _ = try entry.requiredString("name")
         if id != "$opt_dummy_audience" { plainAudienceNames[idField.value.identityKey] = true }
         return index
@@ -96,8 +99,8 @@ extension Compilation {
         audienceIndexById = indexById
     }
 
-    /// Compiles an audience into the condition forest. An id seen before (typedAudiences after audiences)
-    /// replaces the earlier definition in place, as in the reference.
+    /// Compiles an audience into the condition forest. An id seen before in the same list replaces the earlier
+    /// definition in place, as in the reference's map (see `readAudiences` for typed over plain).
     mutating func addAudience(_ entry: DatafileReader, conditions: DatafileReader, typed: Bool)
         throws(DatafileError)
     {
