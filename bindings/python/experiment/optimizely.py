@@ -345,7 +345,8 @@ class _Project:
         return self._entities
 
     def activate_arguments(self, experiment_id: Any, variation_id: Any, is_holdout: bool,
-                           rule_key: Any = None, variation_key: Any = None, flag_key: Any = None) -> Tuple[Any, Any]:
+                           rule_key: Any = None, variation_key: Any = None, flag_key: Any = None,
+                           forced_variation_key: Any = None) -> Tuple[Any, Any]:
         """The experiment and variation arguments of optimizely-sdk's ACTIVATE notification for an impression:
         entities (here objects with the entities' attributes), a holdout's variation as a plain dict, the
         reference's empty experiment when there is none. The event's variation_id is null for an id that is
@@ -364,6 +365,16 @@ class _Project:
             if owner is not None and empty_id is not None:
                 return (_Entity(dict(owner)),
                         dict(empty_id) if is_holdout else _Entity(_variation_fields(empty_id)))
+        if is_holdout and experiment_id == "" and variation_id is None and variation_key == "" and rule_key:
+            # A holdout whose id is "": the reference's impression finds no variation (with no experiment id it
+            # looks the decided id up among the flag's variations, which hold no holdout's), yet its ACTIVATE
+            # passes the holdout and the decided variation. The event does not say which variation that was:
+            # a holdout of one variation (Optimizely's "off") has only that one to decide.
+            owner = holdouts.get("")
+            decidable = [v for v in (owner or {}).get("variations") or []
+                         if isinstance(v, dict) and _hashable(v.get("id")) and v.get("id")]
+            if owner is not None and owner.get("key") == rule_key and len(decidable) == 1:
+                return _Entity(dict(owner)), dict(decidable[0])
         if variation_id is None and isinstance(variation_key, str) and variation_key != "":
             owner = (holdouts if is_holdout else experiments).get(experiment_id)
             if not (experiment_id == "" and rule_key == ""):
@@ -375,6 +386,12 @@ class _Project:
         experiment = (holdouts if is_holdout else experiments).get(experiment_id) if variation_id else None
         if experiment_id == "" and rule_key == "":
             experiment = None  # a flag-level forced decision: no experiment (whatever rule has the id "")
+            if variation_id is None and variation_key == "" and forced_variation_key is not None:
+                # ... onto a variation whose id Python reads as false: the impression names none, yet the
+                # reference's ACTIVATE passes the forced variation (the flag's first with the key)
+                forced = self.flag_variation_by_key(flag_key, forced_variation_key)
+                if forced is not None:
+                    return _Entity(dict(_DEFAULT_EXPERIMENT)), _Entity(_variation_fields(forced))
         variation: Any = None
         if variation_id:
             # The last variation with the id, as optimizely-sdk's variation maps keep it.
@@ -394,6 +411,32 @@ class _Project:
             if own is not None and own.get("key") == rule_key:
                 experiment = _experiment_fields(own)
         return _Entity(dict(experiment) if experiment is not None else dict(_DEFAULT_EXPERIMENT)), variation
+
+    def flag_variation_by_key(self, flag_key: Any, variation_key: Any) -> Optional[Dict[str, Any]]:
+        """The reference's get_flag_variation by key: the first variation with the key among the flag's
+        variations (its experiments', then its rollout's rules', each rule as its id's last definition, each
+        variation as its id's last definition, an id listed once)."""
+        feature = self.features.get(flag_key) if _hashable(flag_key) else None
+        if feature is None:
+            return None
+        experiments, _ = self._entity_maps()
+        rule_ids = [i for i in feature.get("experimentIds") or [] if _hashable(i)]
+        rollout = _by(self.datafile.get("rollouts"), "id").get(feature.get("rolloutId")) \
+            if _hashable(feature.get("rolloutId")) else None
+        rule_ids += [r.get("id") for r in (rollout or {}).get("experiments") or [] if isinstance(r, dict)]
+        seen: List[Any] = []
+        for rule_id in rule_ids:
+            by_id: Dict[Any, Dict[str, Any]] = {}
+            for variation in (experiments.get(rule_id) or {}).get("variations") or []:
+                if isinstance(variation, dict) and _hashable(variation.get("id")):
+                    by_id[variation.get("id")] = variation
+            for variation_id, variation in by_id.items():
+                if variation_id in seen:
+                    continue
+                seen.append(variation_id)
+                if variation.get("key") == variation_key:
+                    return dict(variation)
+        return None
 
     def own_rollout_rule(self, flag_key: Any, rule_id: Any) -> Optional[Dict[str, Any]]:
         """The rule of id `rule_id` in the flag's rollout, as the reference's rollout walk holds it (the
@@ -655,19 +698,22 @@ class _CallAttributes:
     """Names the attributes of the call in progress on this thread (for ACTIVATE notifications)."""
 
     def __init__(self, owner: "Optimizely", attributes: Optional[Dict[str, Any]], options: List[str],
-                 user_id: Any = None) -> None:
+                 user_id: Any = None, forced: Optional[Dict[Any, Any]] = None) -> None:
         self.owner = owner
         self.attributes = attributes
         self.options = options
         self.user_id = user_id
+        self.forced = forced
 
     def __enter__(self) -> None:
         self.owner._local.events = []  # the impressions of this call, for its DECISION notifications
         self.owner._local.attributes = dict(self.attributes) if self.attributes is not None else None
         self.owner._local.user_id = self.user_id
         self.owner._local.exclude_variables = OptimizelyDecideOption.EXCLUDE_VARIABLES in self.options
+        self.owner._local.forced = self.forced  # the context's forced decisions (ACTIVATE's variation)
 
     def __exit__(self, *_exc: Any) -> None:
+        self.owner._local.forced = None
         self.owner._local.events = None
         self.owner._local.attributes = None
         self.owner._local.user_id = None
@@ -757,7 +803,7 @@ class OptimizelyUserContext:
             # themselves and removes ENABLED_FLAGS_ONLY from them (for good: later decide_all and
             # decide_for_keys no longer filter).
             self.client.default_decide_options.remove(OptimizelyDecideOption.ENABLED_FLAGS_ONLY)
-        with _CallAttributes(self.client, self._attributes, names, self.user_id):
+        with _CallAttributes(self.client, self._attributes, names, self.user_id, self._forced):
             return self._wrap(self._context.decide(key, names), copy)
 
     def decide_all(self, options: Optional[List[str]] = None) -> Dict[str, OptimizelyDecision]:
@@ -771,7 +817,7 @@ class OptimizelyUserContext:
             return self.decide_for_keys(list(project.repeated_flag_keys), options)
         copy = self._clone()
         names = self._options(options)
-        with _CallAttributes(self.client, self._attributes, names, self.user_id):
+        with _CallAttributes(self.client, self._attributes, names, self.user_id, self._forced):
             decisions = self._context.decide_all(names)
         return {k: self._wrap(d, copy) for k, d in decisions.items()}
 
@@ -804,7 +850,7 @@ class OptimizelyUserContext:
             local.held_notifications = held
             unfiltered = [name for name in names if name != OptimizelyDecideOption.ENABLED_FLAGS_ONLY]
             try:
-                with _CallAttributes(self.client, self._attributes, unfiltered, self.user_id):
+                with _CallAttributes(self.client, self._attributes, unfiltered, self.user_id, self._forced):
                     decisions = self._context.decide_for_keys(known, unfiltered)
             finally:
                 local.held_notifications = None
@@ -952,6 +998,14 @@ class _Dispatcher:
         if center.notification_listeners[NotificationTypes.ACTIVATE]:
             self._activate_notification(log_event)
 
+    def _flag_forced_variation_key(self, flag_key: Any) -> Any:
+        """The variation key the deciding context forces for the flag as a whole, or None."""
+        forced = getattr(self.owner._local, "forced", None)
+        if not forced or not _hashable(flag_key):
+            return None
+        decision = forced.get(OptimizelyDecisionContext(flag_key, None))
+        return getattr(decision, "variation_key", None)
+
     def _activate_notification(self, log_event: LogEvent) -> None:
         """optimizely-sdk sends ACTIVATE for every impression (activate, is_feature_enabled, decide) with
         the experiment and variation entities, the call's attributes and the event."""
@@ -973,7 +1027,8 @@ class _Dispatcher:
             metadata = decision.get("metadata") or {}
             experiment, variation = project.activate_arguments(
                 decision.get("experiment_id"), decision.get("variation_id"), is_holdout, metadata.get("rule_key"),
-                metadata.get("variation_key"), metadata.get("flag_key"))
+                metadata.get("variation_key"), metadata.get("flag_key"),
+                self._flag_forced_variation_key(metadata.get("flag_key")))
         # the call's own user id object (a str subclass stays one, as the reference passes it on)
         user_id = getattr(self.owner._local, "user_id", None)
         args = (experiment, visitor.get("visitor_id") if user_id is None else user_id,

@@ -550,6 +550,22 @@ def mut_condition(df: dict, rng: random.Random) -> List[dict]:
     return [{"kind": kind, "op": "set", "path": path, "value": json.dumps(tree) if as_string else tree}]
 
 
+def mut_malformed_conditions(df: dict, rng: random.Random) -> List[dict]:
+    """A plain audience's conditions text that is no JSON: the reference refuses the datafile, unless a typed
+    audience of the same id replaces that audience (it never parses a replaced one). Half of the time the
+    audience is one a typed audience replaces, when there is one."""
+    plain = [(p, a) for p, a in _list_at(df, ["audiences"]) if _is_dict(a) and isinstance(a.get("conditions"), str)]
+    typed_ids = {a.get("id") for _, a in _list_at(df, ["typedAudiences"]) if _is_dict(a)}
+    replaced = [(p, a) for p, a in plain if a.get("id") in typed_ids]
+    if not plain:
+        return []
+    p, a = rng.choice(replaced if replaced and rng.random() < 0.5 else plain)
+    text = a["conditions"]
+    value = rng.choice([text[:-1], text + "]", text.replace('"', "'", 1), "", "or", "[\"or\", {]"])
+    return [{"kind": "malformed conditions text" + (" (replaced)" if a.get("id") in typed_ids else ""),
+             "op": "set", "path": p + ["conditions"], "value": value}]
+
+
 def mut_missing_section(df: dict, rng: random.Random) -> List[dict]:
     present = [k for k in SECTIONS if k in df]
     if not present:
@@ -593,6 +609,7 @@ MUTATORS: List[Tuple[Callable[[dict, random.Random], List[dict]], float]] = [
     (mut_delete, 3), (mut_retype, 3), (mut_dangling, 3), (mut_duplicate, 2), (mut_out_of_range, 2),
     (mut_condition, 2), (mut_typed_override, 1), (mut_bare_condition, 1), (mut_missing_section, 1),
     (mut_status, 1), (mut_empty_string, 1), (mut_unicode, 1), (mut_version, 0.5), (mut_nonfinite, 0.3),
+    (mut_malformed_conditions, 0.7),
 ]
 
 

@@ -274,6 +274,33 @@ def test_activate_notification_of_a_holdout_whose_variation_ids_are_not_numbers(
         same(local, calls, user_id=user_id, attributes={})
 
 
+def test_activate_notification_of_a_holdout_whose_id_is_empty() -> None:
+    """A holdout whose id is "" (global, or local on the experiment): the impression names no variation (no
+    experiment id, and the flag's variations hold no holdout's), yet the reference's ACTIVATE passes the
+    holdout and its variation; the drop-in passed the empty experiment and no variation (found by apifuzz)."""
+    df = small_datafile()
+    df["holdouts"] = [{"id": "", "key": "global_holdout", "status": "Running", "audienceIds": [],
+                       "variations": [{"id": "3000000006", "key": "off", "featureEnabled": False, "variables": []}],
+                       "trafficAllocation": [{"entityId": "3000000006", "endOfRange": 10000}]}]
+    calls = [["decide", "f", [R]], ["decide_for_keys", ["f"], []], ["decide_all", None]]
+    same(df, calls, user_id="user-1", attributes={})
+    local = copy.deepcopy(df)
+    local["localHoldouts"] = [dict(local.pop("holdouts")[0], includedRules=["3001"])]
+    for user_id in ("user-1", "user-2", "user-3"):
+        same(local, calls, user_id=user_id, attributes={})
+
+
+def test_activate_notification_of_a_flag_forced_decision_onto_a_variation_whose_id_is_empty() -> None:
+    """A flag-level forced decision onto a variation whose id is "" (a delivery rule's): the impression names
+    no variation, yet the reference's ACTIVATE passes the forced variation (found by apifuzz)."""
+    df = small_datafile()
+    df["rollouts"][0]["experiments"][0]["variations"][0].update(id="", key="everyone_on")
+    df["rollouts"][0]["experiments"][0]["trafficAllocation"][0]["entityId"] = ""
+    calls = [["set_forced_decision", ["f", None], "everyone_on"], ["decide", "f", [R]], ["decide_for_keys", ["f"], []],
+             ["decide_all", None]]
+    same(df, calls, user_id="user-1", attributes={})
+
+
 def test_activate_notification_of_an_experiment_whose_id_is_empty() -> None:
     """activate of a group experiment whose id is "": the impression names no experiment and no variation
     (experiment_id "", variation_id null), yet the reference's ACTIVATE passes the experiment it activated (by
