@@ -416,9 +416,9 @@ class _Project:
         """The reference's get_flag_variation by key: the first variation with the key among the flag's
         variations (its experiments', then its rollout's rules', each rule as its id's last definition, each
         variation as its id's last definition, an id listed once)."""
-        feature = self.features.get(flag_key) if _hashable(flag_key) else None
+        feature = self.features.get(flag_key) if _hashable(flag_key) and flag_key else None
         if feature is None:
-            return None
+            return None  # (the reference's lookup also answers None for a flag key Python reads as false)
         experiments, _ = self._entity_maps()
         rule_ids = [i for i in feature.get("experimentIds") or [] if _hashable(i)]
         rollout = _by(self.datafile.get("rollouts"), "id").get(feature.get("rolloutId")) \
@@ -838,9 +838,11 @@ class OptimizelyUserContext:
         features = self.client._project.features if self.client._project is not None else {}
         result: Dict[Any, OptimizelyDecision] = {}
         for key in keys:
-            if key not in features:
+            if key not in features or not isinstance(key, str):
+                # (a flag whose datafile key is no string: the reference decides it; the library cannot
+                # name it, so it gets the unknown flag's decision rather than an exception)
                 result[key] = OptimizelyDecision(flag_key=key, user_context=copy)
-        known = [key for key in keys if key in features]
+        known = [key for key in keys if key in features and isinstance(key, str)]
         if known:
             # The reference notifies once all flags are decided: a key given twice is notified twice, each
             # time with the reasons of both evaluations (those of its decision).

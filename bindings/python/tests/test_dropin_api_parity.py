@@ -299,6 +299,30 @@ def test_activate_notification_of_a_flag_forced_decision_onto_a_variation_whose_
     calls = [["set_forced_decision", ["f", None], "everyone_on"], ["decide", "f", [R]], ["decide_for_keys", ["f"], []],
              ["decide_all", None]]
     same(df, calls, user_id="user-1", attributes={})
+    # A flag whose key is "": the reference's lookup of a flag variation answers None for it, so the forced
+    # decision is not used and the decision buckets nobody (no traffic): its impression names no variation.
+    df["featureFlags"][0]["key"] = ""
+    for rule in df["experiments"] + df["rollouts"][0]["experiments"]:
+        for allocation in rule["trafficAllocation"]:
+            allocation["endOfRange"] = 0
+    same(df, [["set_forced_decision", ["", None], "everyone_on"], ["decide", "", [R]], ["decide_all", None]],
+         user_id="user-1", attributes={})
+
+
+def test_decide_for_keys_naming_a_flag_whose_key_is_null_does_not_raise() -> None:
+    """A flag whose datafile key is null and None among decide_for_keys' keys: the reference decides that flag;
+    the library cannot name it (its keys are text), so the drop-in answers the unknown flag's decision for it
+    instead of raising (it raised UnsupportedTypeError; found by apifuzz, seed 930056) and decides the rest."""
+    from experiment import optimizely as dropin
+    df = small_datafile()
+    df["featureFlags"].append(dict(df["featureFlags"][0], id="5002", key=None, experimentIds=[]))
+    client = dropin.Optimizely(json.dumps(df))
+    try:
+        decisions = client.create_user_context("user-1", {}).decide_for_keys(["f", None])
+        assert decisions[None].variation_key is None and decisions[None].flag_key is None
+        assert decisions["f"].variation_key in ("on", "off")
+    finally:
+        client.close()
 
 
 def test_activate_notification_of_an_experiment_whose_id_is_empty() -> None:
