@@ -609,8 +609,10 @@ MUTATORS: List[Tuple[Callable[[dict, random.Random], List[dict]], float]] = [
     (mut_delete, 3), (mut_retype, 3), (mut_dangling, 3), (mut_duplicate, 2), (mut_out_of_range, 2),
     (mut_condition, 2), (mut_typed_override, 1), (mut_bare_condition, 1), (mut_missing_section, 1),
     (mut_status, 1), (mut_empty_string, 1), (mut_unicode, 1), (mut_version, 0.5), (mut_nonfinite, 0.3),
-    (mut_malformed_conditions, 0.7),
 ]
+# Drawn apart (its own random stream), so that every seed keeps the mutations the others drew before it
+# existed (tests pick seeds by what they mutate): one seed in MALFORMED_CONDITIONS_ONE_IN gets it too.
+MALFORMED_CONDITIONS_ONE_IN = 25
 
 
 def apply_mutations(df: dict, mutations: Iterable[dict]) -> dict:
@@ -657,6 +659,12 @@ def mutate(seed: int, base: dict) -> List[dict]:
                     _apply(df, op)
                 out += ops
                 break
+    extra = random.Random(f"difffuzz-malformed-conditions-{seed}")
+    if extra.randrange(MALFORMED_CONDITIONS_ONE_IN) == 0:
+        ops = mut_malformed_conditions(df, extra)
+        for op in ops:
+            _apply(df, op)
+        out += ops
     return out
 
 
