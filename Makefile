@@ -1,8 +1,11 @@
 # libexperiment — build, demo, test, install.
 #
 #   make demo      install what is missing, build the library, run examples/c/quickstart.c on the demo datafile
-#   make test      everything: Swift tests, C examples (-Werror), the ABI/symbol checks, pytest incl. differential,
-#                  a Swift package depending on this one by version (test-swiftpm)
+#   make test      the test command (CI's): every layer in about 15 minutes on 2 cores — Swift tests, C and C++
+#                  examples (-Werror), ABI/symbol checks, CLI, install, docs, pytest in parallel incl. the
+#                  differential suite on fixed seeds, a Swift consumer package, a short fuzz round, ASan/UBSan
+#   make test-full the same plus the long runs: the sdist's own Swift build, ThreadSanitizer, wide differential
+#                  seed ranges, longer libFuzzer rounds
 #   make lib       the shipping build: .build/release/libexperiment.so (static Swift stdlib, SONAME, exp_* only)
 #   make cli       .build/release/experiment-cli (validate, decide, explain, batch)
 #   make install PREFIX=/usr/local   library (stripped, SONAME links), headers, pkg-config, CMake package, CLI, docs
@@ -27,9 +30,10 @@ PYTHON      ?= python3
 APT_PACKAGES := libjson-c-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev pkg-config
 # What only the tests need: a real redis-server for the shared profile store tests.
 TEST_APT_PACKAGES := redis-server cmake
-PIP_TEST_PACKAGES := pytest optimizely-sdk==5.7.0 openfeature-sdk==0.10.0 mypy==1.13.0
+PIP_TEST_PACKAGES := pytest pytest-xdist optimizely-sdk==5.7.0 openfeature-sdk==0.10.0 mypy==1.13.0
 
-.PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-abi test-python test-fuzz test-sanitize test-swiftpm fuzz install \
+.PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-full test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-abi test-python test-fuzz test-fuzz-long test-sanitize test-sanitize-address test-sanitize-thread \
+        test-differential-wide test-swiftpm fuzz install \
         wheel wheel-from-source test-sdist \
         bench clean
 
@@ -51,7 +55,7 @@ deps:
 
 test-deps: deps
 	$(call apt_install,$(TEST_APT_PACKAGES))
-	@$(PYTHON) -c "import pytest, optimizely, openfeature.api, mypy" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
+	@$(PYTHON) -c "import pytest, xdist, optimizely, openfeature.api, mypy" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
 
 # The shipped library's compiler and linker flags (cross-module optimization, SONAME, exports map, lld,
 # nodelete). They live in Sources/experiment/shipping.flags, not in Package.swift: SwiftPM refuses
@@ -82,14 +86,25 @@ $(RELEASE_DIR)/async_start: examples/c/async_start.c include/experiment.h lib
 demo: $(RELEASE_DIR)/quickstart
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json
 
-test: test-deps lib test-abi test-c test-cpp test-segments-c test-cli test-install test-sdist test-docs test-swift test-swiftpm test-python test-fuzz test-sanitize
-	@echo "make test: all suites passed"
+# The two test tiers, each stage timed by tools/run_stages.sh (a table at the end). `make test` stays under
+# 20 minutes on a fresh 2-core machine; what takes longer is scheduled in `make test-full`, never dropped.
+FAST_STAGES := test-abi test-c test-cpp test-segments-c test-cli test-install test-docs test-swift test-swiftpm \
+               test-python test-fuzz test-sanitize-address
+FULL_STAGES := $(FAST_STAGES) test-sdist test-sanitize-thread test-differential-wide test-fuzz-long
+
+test: test-deps lib cli
+	@MAKE="$(MAKE)" bash tools/run_stages.sh test $(FAST_STAGES)
+
+test-full: test-deps lib cli
+	@MAKE="$(MAKE)" bash tools/run_stages.sh test-full $(FULL_STAGES)
 
 # Test programs keep sticky bucketing, overrides and queued events in a private state directory under
 # .build (never the user's own), and a test that installs no event dispatcher and names no event_endpoint
 # never reaches the internet (the pipeline tests pass their own 127.0.0.1 endpoint).
 TEST_STATE_HOME := $(CURDIR)/.build/test-state
-TEST_TARGETS := test test-swift test-swiftpm test-c test-cpp test-segments-c test-cli test-install test-sdist test-docs test-python test-fuzz test-sanitize
+TEST_TARGETS := test test-full test-swift test-swiftpm test-c test-cpp test-segments-c test-cli test-install test-sdist \
+                test-docs test-python test-fuzz test-fuzz-long test-sanitize test-sanitize-address test-sanitize-thread \
+                test-differential-wide
 $(TEST_TARGETS) bench: export XDG_STATE_HOME = $(TEST_STATE_HOME)
 $(TEST_TARGETS): export EXPERIMENT_EVENT_ENDPOINT = none
 # ... and a client started by sdk_key fetches no datafile unless it names its own datafile_url_template.
@@ -174,12 +189,21 @@ FUZZ_SECONDS ?= 10
 test-fuzz: lib
 	env -u EXPERIMENT_EVENT_ENDPOINT -u XDG_STATE_HOME bash fuzz/run.sh $(FUZZ_SECONDS)
 
+test-fuzz-long: lib
+	env -u EXPERIMENT_EVENT_ENDPOINT -u XDG_STATE_HOME bash fuzz/run.sh 120
+
 fuzz: lib
 	FUZZ_INSTRUMENTED=1 bash fuzz/run.sh 600
 
 # The library built with ThreadSanitizer and with AddressSanitizer, under a multithreaded stress program.
 test-sanitize: deps
-	bash tests/sanitize/run.sh
+	bash tests/sanitize/run.sh address thread
+
+test-sanitize-address: deps
+	bash tests/sanitize/run.sh address
+
+test-sanitize-thread: deps
+	bash tests/sanitize/run.sh thread
 
 test-cli: lib cli
 	bash tests/cli/test_cli.sh $(CLI)
@@ -234,10 +258,22 @@ python-speedups:
 	    -o $(SPEEDUPS) bindings/python/experiment/_speedups.c && echo "built $(SPEEDUPS)"; \
 	else echo "Python.h not found under '$(PY_INCLUDE)': the binding runs without its C accelerator"; fi
 
+# pytest-xdist workers: every test has its own state directory and OS-chosen ports, so they run side by side.
+PYTEST_WORKERS ?= 2
+
+# The differential fuzzers against optimizely-sdk over wide seed ranges (the test command replays fixed
+# slices of each); each exits 1 on any difference and prints it.
+FUZZ_ENV := EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python
+test-differential-wide: test-deps lib
+	$(FUZZ_ENV) $(PYTHON) bindings/python/tests/difffuzz.py --seeds 0:2000 --jobs 2 --quiet
+	$(FUZZ_ENV) $(PYTHON) bindings/python/tests/valuefuzz.py --seeds 0:1500 --jobs 2 --quiet
+	$(FUZZ_ENV) $(PYTHON) bindings/python/tests/edgefuzz.py --seeds 0:1500
+	$(FUZZ_ENV) $(PYTHON) bindings/python/tests/apifuzz.py --seeds 920000:921500 --jobs 2 --quiet
+
 # The whole suite with the accelerator, then the decide tests once more through the pure ctypes path.
 test-python: test-deps lib python-speedups
 	EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
-	  $(PYTHON) -m pytest -q bindings/python/tests
+	  $(PYTHON) -m pytest -q -n $(PYTEST_WORKERS) bindings/python/tests
 	EXPERIMENT_NO_SPEEDUPS=1 EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
 	  $(PYTHON) -m pytest -q bindings/python/tests/test_decide.py bindings/python/tests/test_input_errors.py \
 	    bindings/python/tests/test_speedups.py bindings/python/tests/test_user_context.py

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the library with ThreadSanitizer and with AddressSanitizer (separate scratch builds), runs the
-# multithreaded stress program against each, and fails on any sanitizer report.
+# tests/sanitize/run.sh [address] [thread] — builds the library with each sanitizer named (default: both;
+# separate scratch builds), runs the multithreaded stress programs against each, and fails on any report.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
@@ -9,7 +9,11 @@ runtime=$(dirname "$(dirname "$(command -v swift)")")/lib/swift/linux   # libdis
 out=.build/sanitize
 mkdir -p "$out"
 
-for sanitizer in thread address; do
+sanitizers=("$@")
+[ ${#sanitizers[@]} -gt 0 ] || sanitizers=(thread address)
+
+for sanitizer in "${sanitizers[@]}"; do
+    case "$sanitizer" in thread|address) ;; *) echo "unknown sanitizer: $sanitizer" >&2; exit 2;; esac
     scratch=.build-$sanitizer
     echo "== libexperiment.so with -sanitize=$sanitizer ($scratch)"
     # The shipping build's flags (Sources/experiment/shipping.flags), without the static Swift stdlib.

@@ -23,7 +23,7 @@ from event_server import EventServer
 
 from experiment import optimizely as dropin
 
-reference_optimizely = pytest.importorskip("optimizely.optimizely")
+from optimizely import optimizely as reference_optimizely  # noqa: E402
 from optimizely import optimizely_factory as reference_factory  # noqa: E402
 from optimizely.config_manager import PollingConfigManager  # noqa: E402
 from optimizely.event_dispatcher import EventDispatcher  # noqa: E402

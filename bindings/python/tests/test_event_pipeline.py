@@ -527,7 +527,7 @@ def _normalize(batch):
 
 
 def test_batched_payload_equals_optimizely_batch_event_processor(datafile_text, tmp_path, server):
-    optimizely = pytest.importorskip("optimizely.optimizely")
+    from optimizely import optimizely
     from optimizely.event.event_processor import BatchEventProcessor
     from optimizely.logger import NoOpLogger
     from conftest import RecordingDispatcher

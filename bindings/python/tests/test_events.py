@@ -224,7 +224,7 @@ def _normalize(params):
 
 @pytest.fixture()
 def reference(datafile_text):
-    optimizely = pytest.importorskip("optimizely.optimizely")
+    from optimizely import optimizely
     from optimizely.event.event_processor import ForwardingEventProcessor
     from optimizely.logger import NoOpLogger
     rec = RecordingDispatcher()

@@ -10,7 +10,7 @@ import pytest
 
 import experiment
 
-optimizely_module = pytest.importorskip("optimizely.optimizely")
+from optimizely import optimizely as optimizely_module  # noqa: E402
 from optimizely.logger import NoOpLogger  # noqa: E402
 from optimizely.optimizely_user_context import OptimizelyUserContext  # noqa: E402
 
