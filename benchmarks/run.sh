@@ -28,6 +28,12 @@ for arg in "$@"; do
     esac
 done
 
+# What the comparisons need on a fresh machine: the reference SDK, redis-server and the build's Debian packages
+# (make test-deps), and eppo-server-sdk for its row when it installs.
+make --no-print-directory test-deps
+"${PYTHON:-python3}" -c "import eppo_client" 2>/dev/null || "${PYTHON:-python3}" -m pip install -q eppo-server-sdk==4.4.1 \
+    || echo "eppo-server-sdk did not install: its comparison row is skipped"
+
 libdir=${EXPERIMENT_LIBDIR:-.build/release}
 cc=${CC:-cc}
 python=${PYTHON:-python3}
