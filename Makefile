@@ -147,14 +147,18 @@ $(RELEASE_DIR)/inputs_c: tests/abi/inputs.c include/experiment.h lib
 $(RELEASE_DIR)/callbacks_c: tests/abi/callbacks.c tests/support/event_receiver.h include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -Itests/support -o $@ tests/abi/callbacks.c $(LINK_LOCAL) -lpthread
 
+$(RELEASE_DIR)/deadlines_c: tests/abi/deadlines.c include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ tests/abi/deadlines.c $(LINK_LOCAL) -lpthread
+
 test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma $(RELEASE_DIR)/concurrent_track \
-        $(RELEASE_DIR)/inputs_c $(RELEASE_DIR)/callbacks_c
+        $(RELEASE_DIR)/inputs_c $(RELEASE_DIR)/callbacks_c $(RELEASE_DIR)/deadlines_c
 	rm -rf $(TEST_STATE_HOME)
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
 	$(RELEASE_DIR)/sigma examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/inputs_c $$state > /dev/null && rm -rf $$state
 	state=$$(mktemp -d) && $(RELEASE_DIR)/callbacks_c examples/datafiles/demo.json $$state > /dev/null && rm -rf $$state
+	state=$$(mktemp -d) && $(RELEASE_DIR)/deadlines_c examples/datafiles/demo.json $$state && rm -rf $$state
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
 	$(RELEASE_DIR)/concurrent_track examples/datafiles/demo.json
 

@@ -1124,7 +1124,8 @@ exp_status exp_client_start_async(exp_client *client, const char *fallback, size
 /*
  * Blocks until the client has a datafile (from any start) and the EXP_NOTIFY_CONFIG_UPDATE listeners of
  * that first datafile have returned (as optimizely-sdk sets its ready event after notifying them), for at
- * most `timeout_ms` milliseconds (timeout_ms < 0: the default 2000 ms; 0: just checks). A config-update
+ * most `timeout_ms` milliseconds (timeout_ms < 0: the default 2000 ms; 0: just checks; any huge value up to
+ * INT64_MAX waits until ready or closed: deadlines saturate, they never wrap). A config-update
  * listener that waits for readiness itself therefore times out. EXP_OK when ready. Errors: EXP_ERR_TIMEOUT (not
  * ready in time; decisions meanwhile answer EXP_ERR_NOT_READY), the async start's own failure code as soon
  * as it gave up with no datafile to use (e.g. EXP_ERR_FETCH_FAILED; later polls may still succeed),
@@ -1136,7 +1137,7 @@ exp_status exp_client_wait_ready(exp_client *client, int64_t timeout_ms);
  * Kameleoon runWhenReady: exp_client_wait_ready without blocking. Returns at once; when it returns EXP_OK,
  * `callback(status, user_data)` is called exactly once with what exp_client_wait_ready(client, timeout_ms)
  * would have returned: EXP_OK as soon as the client has a datafile, EXP_ERR_TIMEOUT after timeout_ms
- * (timeout_ms < 0: the default 2000 ms), the asynchronous start's failure code as soon as it gave up with no
+ * (timeout_ms < 0: the default 2000 ms; up to INT64_MAX: no timeout), the asynchronous start's failure code as soon as it gave up with no
  * datafile to use, or EXP_ERR_CLOSED when the client is closed first.
  * Which thread: a client that is ready already is answered on the calling thread, before this function
  * returns; every other answer comes from a library thread of its own, which holds no lock of the library

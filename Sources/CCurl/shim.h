@@ -40,4 +40,35 @@ static inline const char *exp_curl_default_cainfo(CURL *handle) {
 #endif
     return path;
 }
+/* Runs a transfer as curl_easy_perform does, asking `cancelled(user_data)` every `poll_ms` while it waits: a
+   transfer is cut within poll_ms of being cancelled, where curl calls its progress callback only about once a
+   second on a connection that sends nothing (a close deadline must not wait for that). */
+typedef int (*exp_curl_cancel_check)(void *user_data);
+static inline CURLcode exp_curl_perform_cancellable(CURL *handle, exp_curl_cancel_check cancelled, void *user_data,
+                                                    int poll_ms) {
+    CURLM *multi = curl_multi_init();
+    if (!multi) return curl_easy_perform(handle);
+    if (curl_multi_add_handle(multi, handle) != CURLM_OK) {
+        curl_multi_cleanup(multi);
+        return curl_easy_perform(handle);
+    }
+    CURLcode result = CURLE_OK;
+    int running = 1, finished = 0;
+    for (;;) {
+        if (curl_multi_perform(multi, &running) != CURLM_OK) { result = CURLE_FAILED_INIT; break; }
+        if (!running) { finished = 1; break; }
+        if (cancelled(user_data)) { result = CURLE_ABORTED_BY_CALLBACK; break; }
+        if (curl_multi_poll(multi, NULL, 0, poll_ms, NULL) != CURLM_OK) { result = CURLE_FAILED_INIT; break; }
+    }
+    if (finished) {
+        int left = 0;
+        CURLMsg *message;
+        while ((message = curl_multi_info_read(multi, &left)) != NULL) {
+            if (message->msg == CURLMSG_DONE && message->easy_handle == handle) result = message->data.result;
+        }
+    }
+    curl_multi_remove_handle(multi, handle);
+    curl_multi_cleanup(multi);
+    return result;
+}
 #endif

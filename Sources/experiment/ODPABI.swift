@@ -179,7 +179,7 @@ public func abiFlushODPEvents(_ handle: OpaquePointer?, _ timeoutMs: Int64) -> e
         let client = try client(handle)
         try client.ensureOpen()
         guard timeoutMs >= 0 else { throw ClientError(.invalidArgument, "timeout_ms: expected 0 or more") }
-        guard client.odp.flushEvents(timeoutMs: Int(min(timeoutMs, 3_600_000))) else {
+        guard client.odp.flushEvents(timeoutMs: Int(timeoutMs)) else {
             throw ClientError(.timeout, "ODP events still queued after \(timeoutMs) ms: \(client.odp.pendingEvents) wait in the state file")
         }
     }

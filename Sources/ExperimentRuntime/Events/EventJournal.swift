@@ -180,7 +180,7 @@ final class EventJournal: @unchecked Sendable {
     /// false when it is still running then (the caller writes to SQLite instead: a producer never waits for
     /// a slow endpoint more than once per drain).
     func makeRoom(into queue: EventQueue, waitMs: Int64) throws(SQLiteError) -> Bool {
-        let deadline = monotonicMillis() + (drainIsSlow.load(ordering: .relaxed) ? 0 : waitMs)
+        let deadline = deadlineMillis(after: drainIsSlow.load(ordering: .relaxed) ? 0 : waitMs)
         while !ingestLock.tryLock() {
             if monotonicMillis() >= deadline {
                 drainIsSlow.store(true, ordering: .relaxed)

@@ -248,7 +248,7 @@ public final class EventProcessor: @unchecked Sendable {
     /// until none is left or `timeoutMs` passed; the number still undelivered (on disk, retried later).
     /// Events other programs left in the state file are not waited for (the background rounds send them).
     public func flush(timeoutMs: Int) -> Int {
-        drain(until: monotonicMillis() + Int64(timeoutMs))
+        drain(until: deadlineMillis(after: Int64(timeoutMs)))
     }
 
     private func drain(until deadline: Int64) -> Int {
@@ -291,7 +291,7 @@ public final class EventProcessor: @unchecked Sendable {
     /// Retries this client's events within `timeoutMs` and stops the dispatcher; what is left stays on
     /// disk for the next client. Returns how many of this client's events were left.
     public func close(timeoutMs: Int) -> Int {
-        let deadline = monotonicMillis() + Int64(timeoutMs)
+        let deadline = deadlineMillis(after: Int64(timeoutMs))
         dispatcher.beginClosing(deadline: deadline)
         _ = drain(until: deadline)
         dispatcher.stop()

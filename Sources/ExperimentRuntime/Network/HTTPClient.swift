@@ -52,6 +52,9 @@ public enum HTTPClient {
         return true
     }()
 
+    /// How often a cancellable transfer asks whether it was cancelled while it waits for the network.
+    static let cancelPollMs: Int32 = 10
+
     public static func perform(_ request: HTTPRequest) -> Result<HTTPResponse, HTTPError> {
         _ = initialized
         guard let handle = curl_easy_init() else {
@@ -92,7 +95,8 @@ public enum HTTPClient {
                 _ = exp_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS,
                                             UnsafeMutableRawPointer(mutating: body.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
             }
-            return curl_easy_perform(handle)
+            guard request.isCancelled != nil else { return curl_easy_perform(handle) }
+            return exp_curl_perform_cancellable(handle, ResponseSink.cancelCheck, sinkPointer, Self.cancelPollMs)
         }
         withExtendedLifetime(sink) {}
         guard code == CURLE_OK else {
@@ -121,6 +125,11 @@ private final class ResponseSink {
     }
 
     static let progress: exp_curl_progress_callback = { context, _, _, _, _ in
+        let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
+        return sink.isCancelled?() == true ? 1 : 0
+    }
+
+    static let cancelCheck: exp_curl_cancel_check = { context in
         let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
         return sink.isCancelled?() == true ? 1 : 0
     }

@@ -95,7 +95,7 @@ final class ODPEventQueue: @unchecked Sendable {
     /// Sends what is queued now; true when the queue emptied within `timeoutMs`.
     /// Gives up early when a delivery attempt made after the call failed (ODP down: waiting is pointless).
     func flush(timeoutMs: Int) -> Bool {
-        let deadline = monotonicMillis() + Int64(timeoutMs)
+        let deadline = deadlineMillis(after: Int64(timeoutMs))
         let attemptsBefore = attempts.load(ordering: .acquiring)
         while pending.load(ordering: .acquiring) > 0 {
             worker?.wake()

@@ -9,6 +9,14 @@ public func monotonicMillis() -> Int64 {
     return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
 }
 
+/// The monotonic deadline `timeoutMs` from now, saturating at Int64.max ("never") so that a caller's
+/// "wait forever" (INT64_MAX, or any huge value) cannot overflow; a negative timeout is a deadline of now.
+public func deadlineMillis(after timeoutMs: Int64) -> Int64 {
+    let now = monotonicMillis()
+    let (sum, overflow) = now.addingReportingOverflow(max(0, timeoutMs))
+    return overflow ? Int64.max : sum
+}
+
 /// One background thread that sleeps between rounds of work, can be woken early, and stops promptly.
 ///
 /// The runtime's timers (datafile polling, event flushing, segment expiry) run on these rather than on

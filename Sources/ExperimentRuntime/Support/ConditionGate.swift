@@ -44,9 +44,10 @@ final class ConditionGate: @unchecked Sendable {
     func wait(timeoutMs: Int64, until done: () -> Bool) -> Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        let deadline = monotonicMillis() + max(0, timeoutMs)
+        let deadline = deadlineMillis(after: timeoutMs)
         while !done() {
-            let remaining = deadline - monotonicMillis()
+            // One slice of at most an hour: the loop re-checks, and the timespec below cannot overflow.
+            let remaining = min(deadline - monotonicMillis(), 3_600_000)
             if remaining <= 0 { return false }
             var until = timespec()
             clock_gettime(CLOCK_MONOTONIC, &until)

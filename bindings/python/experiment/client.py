@@ -20,6 +20,7 @@ from ._native import ExpAttributeN
 from ._native import EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN
 from .decision import _CACHE as _OPTION_BITS
 from .decision import _SLOTTED, DecideOption, Decision, Event, OptionsArg, decide_options_to_int
+from ._timeouts import timeout_ms as _timeout_ms
 from .segments import SegmentsMixin  # real-time segments (ODP) methods
 from .user_context import UserContextMixin  # create_user_context
 from .start_modes import resolve as _resolve_start
@@ -894,8 +895,8 @@ class Client(SegmentsMixin, UserContextMixin):
         library's default, 2 s). False on timeout, and at once when an asynchronous start gave up with no
         datafile to use (:meth:`datafile_status` then says why; a later poll may still make it ready).
         Raises :class:`ClosedError` when the client is (or gets) closed."""
+        timeout_ms = -1 if timeout_s is None else _timeout_ms(timeout_s, "timeout_s")
         handle = self._live()
-        timeout_ms = -1 if timeout_s is None else max(0, int(timeout_s * 1000))
         status = _lib.exp_client_wait_ready(handle, timeout_ms)
         if status in (_ERR_CLOSED, _ERR_INVALID_ARGUMENT):
             _raise(status)
@@ -1692,7 +1693,7 @@ class Client(SegmentsMixin, UserContextMixin):
         function = checked_callable(callback, "callback")
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
             raise UnsupportedTypeError("timeout_ms: expected an int, got %s" % type(timeout_ms).__name__)
-        timeout = max(-1, min(timeout_ms, (1 << 62)))
+        timeout = max(-1, min(timeout_ms, _INT64_MAX))
         handle = self._live()
         ident = handle.pending.add(function)
         status = _lib.exp_client_run_when_ready(handle, timeout, handle.pending.ready_callback, ident)

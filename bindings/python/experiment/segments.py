@@ -15,6 +15,7 @@ from ctypes import byref, c_char_p, c_int
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 from . import _native
+from ._timeouts import timeout_ms as _timeout_ms
 from .errors import InvalidArgumentError, error_for_status
 
 __all__ = ["SegmentOption", "IGNORE_CACHE", "RESET_CACHE"]
@@ -200,7 +201,7 @@ class SegmentsMixin:
 
     def flush_odp_events(self, timeout_s: float = 10.0) -> None:
         """Sends queued ODP events now; WaitTimeoutError when some remain after ``timeout_s``."""
-        status = _lib.exp_flush_odp_events(self._live(), int(timeout_s * 1000))  # type: ignore[attr-defined]
+        status = _lib.exp_flush_odp_events(self._live(), _timeout_ms(timeout_s, "timeout_s"))  # type: ignore[attr-defined]
         if status:
             _raise(status)
 
