@@ -44,7 +44,8 @@ extension Client {
         do throws(ClientError) {
             return try StateDirectory(option: options.stateDir)
         } catch {
-            logger.log(.warning, "\(error.message): sticky bucketing and forced variations are kept in memory only")
+            let level: LogLevel = error.message.contains("refused for safety") ? .error : .warning
+            logger.log(level, "\(error.message): sticky bucketing and forced variations are kept in memory only")
             return nil
         }
     }

@@ -495,8 +495,8 @@ final class DiskReserve: @unchecked Sendable {
     /// Creates the reserve when it is missing and the space is there.
     func restore() {
         lock.withLock {
-            guard access(path, F_OK) != 0 else { return }
-            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            // O_EXCL: an existing reserve (or anything planted in its place, a symlink included) is left as is.
+            let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else { return }
             if posix_fallocate(descriptor, 0, off_t(Self.bytes)) != 0 { unlink(path) }
             Glibc.close(descriptor)

@@ -42,7 +42,7 @@ final class EventJournal: @unchecked Sendable {
 
         init(path: String, size: Int) throws(ClientError) {
             self.path = path
-            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else { throw Self.failure("cannot create", path) }
             // Blocks reserved up front: a store into a mapped hole on a full disk would raise SIGBUS.
             guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
@@ -310,7 +310,7 @@ final class EventJournal: @unchecked Sendable {
         closedir(listing)
         for name in names.sorted() {
             let path = directory + "/" + name
-            let descriptor = open(path, O_RDWR | O_CLOEXEC)
+            let descriptor = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
             guard descriptor >= 0 else { continue }
             defer { Glibc.close(descriptor) }
             guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }  // its client is alive

@@ -26,8 +26,9 @@ public final class SQLiteDatabase: @unchecked Sendable {
     /// for another connection's lock.
     public init(path: String, busyTimeoutMs: Int32 = 5_000) throws(SQLiteError) {
         self.path = path
+        try Self.preparePrivateFile(path)
         var opened: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
         let status = sqlite3_open_v2(path, &opened, flags, nil)
         guard status == SQLITE_OK, let opened else {
             let message = opened.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -40,6 +41,26 @@ public final class SQLiteDatabase: @unchecked Sendable {
         try execute("PRAGMA synchronous=NORMAL")
         var file = stat()
         if stat(path, &file) == 0 { openedFile = (file.st_dev, file.st_ino) }
+    }
+
+    /// Creates the database file 0600 whatever the umask (SQLite gives its -wal and -shm files the same
+    /// mode), tightens one left readable by others, and refuses symlinks planted as the file or its -wal
+    /// and -shm companions: nothing is ever created or written outside the state directory.
+    static func preparePrivateFile(_ path: String) throws(SQLiteError) {
+        for companion in [path + "-wal", path + "-shm"] {
+            var status = stat()
+            if lstat(companion, &status) == 0 && (status.st_mode & S_IFMT) == S_IFLNK {
+                throw SQLiteError(code: SQLITE_CANTOPEN, message: "cannot open \(path): \(companion) is a symbolic link")
+            }
+        }
+        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            throw SQLiteError(code: SQLITE_CANTOPEN, message: "cannot open \(path): \(reason)")
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        if fstat(descriptor, &status) == 0 && status.st_mode & 0o077 != 0 { fchmod(descriptor, 0o600) }
     }
 
     /// Fails when the state file was deleted or replaced while open (a write would "succeed" into a file

@@ -6,7 +6,8 @@ import Glibc
 /// profiles, persisted overrides, the event queue and cached datafiles.
 ///
 /// When the `state_dir` option is unset, the per-user default is `$XDG_STATE_HOME/libexperiment`, else
-/// `$HOME/.local/state/libexperiment`, else `/tmp/libexperiment-<uid>`.
+/// `$HOME/.local/state/libexperiment`, else `/tmp/libexperiment-<uid>`. Whichever it is, it must be a real
+/// directory owned by this process's effective uid and not writable by group or others.
 public struct StateDirectory: Sendable {
     public let path: String
 
@@ -48,9 +49,29 @@ public struct StateDirectory: Sendable {
                 throw ClientError(.storeFailed, "state_dir \(path): cannot create \(prefix): \(String(cString: strerror(errno)))")
             }
         }
+        try requireOwnedPrivately(path)
+    }
+
+    /// A directory another local user controls would let them feed this process a datafile and overrides
+    /// and read its queued events: use it only when it is a real directory (not a symlink) owned by the
+    /// effective user and not writable by group or others.
+    static func requireOwnedPrivately(_ path: String) throws(ClientError) {
         var status = stat()
-        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
-            throw ClientError(.storeFailed, "state_dir \(path) is not a directory")
+        guard lstat(path, &status) == 0 else {
+            throw ClientError(.storeFailed, "state_dir \(path): \(String(cString: strerror(errno)))")
+        }
+        let refused = "state_dir \(path) refused for safety:"
+        switch status.st_mode & S_IFMT {
+        case S_IFDIR: break
+        case S_IFLNK: throw ClientError(.storeFailed, "\(refused) it is a symbolic link, not a directory")
+        default: throw ClientError(.storeFailed, "state_dir \(path) is not a directory")
+        }
+        guard status.st_uid == geteuid() else {
+            throw ClientError(.storeFailed, "\(refused) it is owned by uid \(status.st_uid), not by this process's uid \(geteuid())")
+        }
+        guard status.st_mode & 0o022 == 0 else {
+            let mode = String(status.st_mode & 0o777, radix: 8)
+            throw ClientError(.storeFailed, "\(refused) it is writable by group or others (mode \(mode))")
         }
     }
 }
