@@ -42,7 +42,7 @@ extension Client {
     static func openStateDirectory(_ options: ClientOptions, logger: Logger) -> StateDirectory? {
         guard options.usesStateFile else { return nil }
         do throws(ClientError) {
-            return try StateDirectory(option: options.stateDir)
+            return try StateDirectory(option: options.stateDir, logger: logger)
         } catch {
             let level: LogLevel = error.message.contains("refused for safety") ? .error : .warning
             logger.log(level, "\(error.message): sticky bucketing and forced variations are kept in memory only")

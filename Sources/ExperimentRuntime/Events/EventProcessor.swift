@@ -80,7 +80,7 @@ public final class EventProcessor: @unchecked Sendable {
     public init(options: ClientOptions, stats: EventStats, logger: Logger,
                 notifications: NotificationCenter, watch: DeliveryWatch? = nil) throws(ClientError)
     {
-        let directory = try StateDirectory(option: options.stateDir)
+        let directory = try StateDirectory(option: options.stateDir, logger: logger)
         let database = try directory.openDatabase()
         do {
             queue = try EventQueue(database: database, owner: Self.newOwnerId())

@@ -1,3 +1,4 @@
+import CSQLite
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,24 +11,55 @@ import Glibc
 /// directory owned by this process's effective uid and not writable by group or others.
 public struct StateDirectory: Sendable {
     public let path: String
+    /// Where a state file set aside as corrupt is reported (nil: stderr).
+    let logger: Logger?
 
     public static let databaseFileName = "state.sqlite"
 
     public var databasePath: String { path + "/" + Self.databaseFileName }
 
     /// Resolves the directory and creates it (and its parents) when missing.
-    public init(option: String?) throws(ClientError) {
+    public init(option: String?, logger: Logger? = nil) throws(ClientError) {
         path = option ?? Self.defaultPath()
+        self.logger = logger
         try Self.createDirectories(path)
     }
 
-    /// Opens a new connection to the state file (each subsystem keeps its own).
+    /// Opens a new connection to the state file (each subsystem keeps its own). A file that is not a
+    /// database (or is corrupt) is set aside under a new name and a fresh one started: keeping it would turn
+    /// sticky bucketing, overrides and the event queue off for every later client.
     public func openDatabase() throws(ClientError) -> SQLiteDatabase {
         do {
             return try SQLiteDatabase(path: databasePath)
+        } catch let error where Self.isCorrupt(error) {
+            try setAsideCorruptDatabase(error)
+            do {
+                return try SQLiteDatabase(path: databasePath)
+            } catch {
+                throw ClientError(.storeFailed, "state store: \(error.message)")
+            }
         } catch {
             throw ClientError(.storeFailed, "state store: \(error.message)")
         }
+    }
+
+    static func isCorrupt(_ error: SQLiteError) -> Bool {
+        let primary = error.code & 0xff
+        return primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT
+    }
+
+    /// Renames the state file (and its -wal) to `state.sqlite.corrupt-<pid>-<ms>`; the -shm index is rebuilt.
+    private func setAsideCorruptDatabase(_ error: SQLiteError) throws(ClientError) {
+        let original = databasePath
+        let aside = "\(original).corrupt-\(getpid())-\(EventIdentity.timestampMillis())"
+        guard rename(original, aside) == 0 else {
+            throw ClientError(.storeFailed, "state store: \(error.message); cannot set it aside as \(aside): "
+                              + String(cString: strerror(errno)))
+        }
+        _ = rename(original + "-wal", aside + "-wal")
+        _ = unlink(original + "-shm")
+        (logger ?? Logger(level: .warning)).log(.warning, "state store: \(original) is unusable (\(error.message)); "
+            + "set aside as \(aside), starting a fresh state file")
     }
 
     static func defaultPath() -> String {

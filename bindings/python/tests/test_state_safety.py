@@ -162,3 +162,24 @@ def test_state_file_left_readable_by_others_is_tightened(datafile_text, tmp_path
     os.chmod(state / "state.sqlite", 0o644)
     run_client(datafile_text, caplog, "second", state_dir=str(state)).close()
     assert stat.S_IMODE(os.stat(state / "state.sqlite").st_mode) == 0o600
+
+
+def forced_variation_survives_a_restart(datafile_text: str, state: str) -> bool:
+    with experiment.Client(datafile=datafile_text, state_dir=state) as first:
+        first.set_forced_variation("checkout_test", "user-9", "treatment")
+    with experiment.Client(datafile=datafile_text, state_dir=state) as second:
+        return second.get_forced_variation("checkout_test", "user-9") == "treatment"
+
+
+@pytest.mark.parametrize("content", [b"this is not a database" * 100, b"SQLite format 3\x00" + b"\xff" * 4000])
+def test_corrupt_state_file_is_set_aside_and_replaced(datafile_text, tmp_path, capfd, content):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "state.sqlite").write_bytes(content)
+    os.chmod(state / "state.sqlite", 0o600)
+    assert forced_variation_survives_a_restart(datafile_text, str(state))
+    aside = [name for name in os.listdir(state) if name.startswith("state.sqlite.corrupt-")]
+    assert len(aside) == 1, os.listdir(state)
+    assert (state / aside[0]).read_bytes() == content
+    logged = capfd.readouterr().err
+    assert str(state / "state.sqlite") in logged and str(state / aside[0]) in logged
