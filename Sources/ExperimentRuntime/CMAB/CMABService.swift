@@ -116,7 +116,7 @@ public final class CMABService: CMABDecisionProvider, @unchecked Sendable {
     func fetch(_ request: CMABRequest) -> CMABAnswer? {
         var generator = SystemRandomNumberGenerator()
         let uuid = CMABUUID.random(using: &generator)
-        let url = options.predictionEndpoint.replacingPlaceholder("{rule_id}", with: request.ruleId)
+        let url = options.predictionEndpoint.replacingPlaceholder("{rule_id}", with: percentEncoded(request.ruleId))
         let body = Array(request.body(uuid: uuid).utf8)
         let attempts = 2
         for attempt in 0..<attempts {

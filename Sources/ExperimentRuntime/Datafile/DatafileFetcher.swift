@@ -38,19 +38,7 @@ struct DatafileFetcher: Sendable {
 
     /// The template with `{sdk_key}` replaced by the key, percent-encoding bytes that are not URL-safe.
     static func url(template: String, sdkKey: String) -> String {
-        var encoded = ""
-        for byte in sdkKey.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
-                 UInt8(ascii: "~"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                encoded += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
-            }
-        }
-        return template.replacingAll("{sdk_key}", with: encoded)
+        template.replacingAll("{sdk_key}", with: percentEncoded(sdkKey))
     }
 
     /// Fetches with up to `retryCount` retries; `pause(ms)` sleeps between attempts and answers false when

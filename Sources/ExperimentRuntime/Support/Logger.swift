@@ -71,9 +71,28 @@ public final class Logger: @unchecked Sendable {
         return try body()
     }
 
+    /// Log lines carry datafile keys, user ids and URLs: a CR or LF among them must not forge a line of
+    /// its own in the host's log, so C0 controls and DEL are written as escapes (\n, \r, \t, \xNN).
+    static func escapingControlCharacters(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return text }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count + 8)
+        let hex = Array("0123456789abcdef".utf8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\n"): bytes += Array("\\n".utf8)
+            case UInt8(ascii: "\r"): bytes += Array("\\r".utf8)
+            case UInt8(ascii: "\t"): bytes += Array("\\t".utf8)
+            case 0..<0x20, 0x7F: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "x"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            default: bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard isEnabled(level) else { return }
-        let text = message()
+        let text = Self.escapingControlCharacters(message())
         let held: Bool = lock.withLock {
             guard let holder = holdingThread, pthread_equal(holder, pthread_self()) != 0 else { return false }
             heldMessages.append((level, text))

@@ -171,7 +171,8 @@ def forced_variation_survives_a_restart(datafile_text: str, state: str) -> bool:
         return second.get_forced_variation("checkout_test", "user-9") == "treatment"
 
 
-@pytest.mark.parametrize("content", [b"this is not a database" * 100, b"SQLite format 3\x00" + b"\xff" * 4000])
+@pytest.mark.parametrize("content", [b"this is not a database" * 100, b"SQLite format 3\x00" + b"\xff" * 4000],
+                         ids=["text", "bad-page"])
 def test_corrupt_state_file_is_set_aside_and_replaced(datafile_text, tmp_path, capfd, content):
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
