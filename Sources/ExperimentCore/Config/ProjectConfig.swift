@@ -41,6 +41,9 @@ public final class ProjectConfig: @unchecked Sendable {
     /// once, in datafile order). The reference decides every entry's key, through its map by key (the last
     /// entry), and answers once per key at its first entry's place: see `RepeatedFlagKey`.
     public let repeatedFlagKeys: [RepeatedFlagKey]?
+    /// With `repeatedFlagKeys`: for each "featureFlags" entry in datafile order, the index of its key in
+    /// `repeatedFlagKeys`. The reference decides (and dispatches impressions) entry by entry in this order.
+    public let repeatedFlagKeyOrder: [Int]
     public let experimentKeyIndex: KeyIndex
     public let experimentIdIndex: KeyIndex
     public let eventKeyIndex: KeyIndex
@@ -90,7 +93,7 @@ public final class ProjectConfig: @unchecked Sendable {
         self.holdouts = holdouts
         self.globalHoldouts = globalHoldouts
         flagIndex = indexes.flags
-        repeatedFlagKeys = RepeatedFlagKey.plan(flags, index: indexes.flags)
+        (repeatedFlagKeys, repeatedFlagKeyOrder) = RepeatedFlagKey.plan(flags, index: indexes.flags)
         experimentKeyIndex = indexes.experimentKeys
         experimentIdIndex = indexes.experimentIds
         eventKeyIndex = indexes.events
@@ -124,20 +127,24 @@ public struct RepeatedFlagKey: Sendable, Equatable {
     public let flag: Int
     public var entries: Int
 
-    static func plan(_ flags: [Flag], index: KeyIndex) -> [RepeatedFlagKey]? {
+    /// The keys (first-entry order) and, per "featureFlags" entry, its key's place among them.
+    static func plan(_ flags: [Flag], index: KeyIndex) -> ([RepeatedFlagKey]?, [Int]) {
         // Every flag in the index under a key of its own: no key repeats (a keyless flag is not in it).
-        if index.count == flags.count { return nil }
+        if index.count == flags.count { return (nil, []) }
         var place: ExactKeyed<Int> = [:]
         var plan: [RepeatedFlagKey] = []
+        var order: [Int] = []
         for flag in flags {
             if let at = place[flag.key.text] {
                 plan[at].entries += 1
+                order.append(at)
             } else {
                 place[flag.key.text] = plan.count
+                order.append(plan.count)
                 plan.append(RepeatedFlagKey(flag: index.find(flag.key.text) ?? plan.count, entries: 1))
             }
         }
-        return plan.count == flags.count ? nil : plan
+        return plan.count == flags.count ? (nil, []) : (plan, order)
     }
 }
 

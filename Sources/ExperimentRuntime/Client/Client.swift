@@ -74,9 +74,10 @@ public struct DecideResult {
     }
 }
 
-/// decide_all for a datafile that repeats a flag key (`ProjectConfig.repeatedFlagKeys`): each key decided
-/// as often as "featureFlags" lists it and answered once, at its first entry's place. `decide` decides a
-/// range of flags, sending each decision's impression; ENABLED_FLAGS_ONLY filters the answers.
+/// decide_all for a datafile that repeats a flag key (`ProjectConfig.repeatedFlagKeys`): each entry of
+/// "featureFlags" decided in datafile order (so impressions and notifications go out in the reference's
+/// order), each key answered once, at its first entry's place. `decide` decides a range of flags, sending
+/// each decision's impression; ENABLED_FLAGS_ONLY filters the answers.
 func decideEveryFlag(_ config: ProjectConfig, enabledFlagsOnly: Bool,
                      _ decide: (Range<Int>, (DecideResult) -> Void) -> Void, _ body: (DecideResult) -> Void) {
     // Not escaping in fact: `decide` calls it before returning (the compiler cannot see that `decide` does
@@ -85,10 +86,13 @@ func decideEveryFlag(_ config: ProjectConfig, enabledFlagsOnly: Bool,
         let answer = { (result: DecideResult) in
             if !enabledFlagsOnly || result.decision.keptByEnabledFlagsOnly(in: config) { body(result) }
         }
-        for key in config.repeatedFlagKeys ?? [] {
-            var results: [DecideResult] = []
-            for _ in 0..<key.entries { decide(key.flag..<(key.flag + 1)) { results.append($0) } }
-            answer(results.count == 1 ? results[0] : DecideResult(merging: results))
+        guard let keys = config.repeatedFlagKeys else { return }
+        var results = [[DecideResult]](repeating: [], count: keys.count)
+        for at in config.repeatedFlagKeyOrder {
+            decide(keys[at].flag..<(keys[at].flag + 1)) { results[at].append($0) }
+        }
+        for each in results where !each.isEmpty {
+            answer(each.count == 1 ? each[0] : DecideResult(merging: each))
         }
     }
 }
