@@ -297,6 +297,31 @@ final class EventJournal: @unchecked Sendable {
         return records
     }
 
+    /// `read` for a segment left by a dead client, which may be damaged (a torn write, a bad disk block):
+    /// past a record header that is not valid it looks for the next valid one at each 8-byte boundary, so
+    /// every record that can still be read is kept. `damaged`: some bytes between records were skipped.
+    static func salvage(_ base: UnsafeRawPointer, size: Int) -> (records: [Record], damaged: Bool) {
+        var records: [Record] = []
+        var damaged = false
+        var offset = 0
+        var skipping = false
+        while offset + 8 <= size {
+            let length = Int(base.load(fromByteOffset: offset, as: UInt32.self))
+            let magic = base.load(fromByteOffset: offset + 4, as: UInt32.self)
+            guard length > 0, magic == Self.magic || magic == Self.settledMagic, offset + 8 + length <= size else {
+                if length != 0 || magic != 0 { damaged = true }
+                skipping = true
+                offset += 8
+                continue
+            }
+            if skipping { damaged = true; skipping = false }  // a valid record after a gap: the gap was damage
+            let end = (offset + 8 + length + 7) & ~7
+            records += read(base + offset, size: min(size - offset, end - offset))
+            offset = end
+        }
+        return (records, damaged)
+    }
+
     /// Ingests and removes journal files of clients that died (files nobody holds a lock on).
     static func recoverAbandoned(in directory: String, into queue: EventQueue, logger: Logger) {
         guard let listing = opendir(directory) else { return }
@@ -318,14 +343,22 @@ final class EventJournal: @unchecked Sendable {
             guard fstat(descriptor, &status) == 0 else { continue }
             let size = Int(status.st_size)
             var records: [Record] = []
+            var damaged = false
             if size > 0, let mapped = mmap(nil, size, PROT_READ, MAP_SHARED, descriptor, 0), mapped != MAP_FAILED {
-                records = read(mapped, size: size)
+                (records, damaged) = salvage(mapped, size: size)
                 munmap(mapped, size)
             }
             do {
                 try queue.appendJournaled(records, recovered: true)
-                unlink(path)
-                if !records.isEmpty {
+                if damaged {
+                    let aside = "\(path).corrupt-\(getpid())"
+                    if rename(path, aside) != 0 { unlink(path) }
+                    logger.log(.warning, "event journal: \(path) is damaged; recovered the \(records.count) events "
+                               + "still readable and set it aside as \(aside)")
+                } else {
+                    unlink(path)
+                }
+                if !records.isEmpty && !damaged {
                     logger.log(.info, "event journal: recovered \(records.count) events from \(name)")
                 }
             } catch {

@@ -184,3 +184,55 @@ def test_corrupt_state_file_is_set_aside_and_replaced(datafile_text, tmp_path, c
     assert (state / aside[0]).read_bytes() == content
     logged = capfd.readouterr().err
     assert str(state / "state.sqlite") in logged and str(state / aside[0]) in logged
+
+
+JOURNAL_CHILD = r"""
+import json, os, sys
+import experiment
+text, state = sys.argv[1], sys.argv[2]
+client = experiment.Client(datafile=text, state_dir=state, event_endpoint="http://127.0.0.1:9/events",
+                           event_batch_size=1000, event_flush_interval_ms=600000)
+event = json.loads(text)["events"][0]["key"]
+for n in range(5):
+    client.track(event, "journal-user-%d" % n)
+os._exit(0)  # dies without closing: its journal segment is left for the next client
+"""
+
+
+def test_damaged_journal_segment_keeps_every_readable_record(datafile_text, tmp_path, capfd):
+    import sqlite3
+    import struct
+    import subprocess
+    import sys
+
+    state = tmp_path / "state"
+    subprocess.run([sys.executable, "-c", JOURNAL_CHILD, datafile_text, str(state)], check=True,
+                   env=dict(os.environ))
+    segments = [name for name in os.listdir(state) if name.startswith("event-journal-") and name.endswith("-a.bin")]
+    assert len(segments) == 1, os.listdir(state)
+    path = state / segments[0]
+    data = bytearray(path.read_bytes())
+    offsets, offset = [], 0
+    while True:
+        length, magic = struct.unpack_from("<II", data, offset)
+        if length == 0:
+            break
+        offsets.append(offset)
+        offset += (8 + length + 7) & ~7
+    assert len(offsets) == 5
+    data[offsets[1]:offsets[1] + 8] = b"\xde\xad\xbe\xef\xde\xad\xbe\xef"  # the second record's header torn
+    path.write_bytes(bytes(data))
+
+    with experiment.Client(datafile=datafile_text, state_dir=str(state), close_timeout_ms=0,
+                           event_endpoint="http://127.0.0.1:9/events") as client:
+        client.flush()
+    database = sqlite3.connect(str(state / "state.sqlite"))
+    try:
+        queued = database.execute("SELECT COUNT(*) FROM event_queue").fetchone()[0]
+    finally:
+        database.close()
+    assert queued == 4  # every record but the torn one
+    aside = [name for name in os.listdir(state) if name.startswith(segments[0] + ".corrupt-")]
+    assert len(aside) == 1, os.listdir(state)
+    logged = capfd.readouterr().err
+    assert str(path) in logged and str(state / aside[0]) in logged
