@@ -258,7 +258,8 @@ typedef struct exp_client exp_client;
  *                                      true). False: every call looks the user's profile up in the store and
  *                                      saves it without reading it again first, as optimizely-sdk does.
  *   "cmab_prediction_endpoint" string  CMAB experiments' prediction URL; "{rule_id}" is replaced by the
- *                                      experiment's id. Default
+ *                                      experiment's id, percent-encoded (bytes other than A-Z a-z 0-9
+ *                                      - _ . ~ become %XX). Default
  *                                      "https://prediction.cmab.optimizely.com/predict/{rule_id}".
  *   "cmab_cache_size"         integer  predictions cached (one per user and CMAB rule, least recently used
  *                                      evicted). Default 10000; 0 caches nothing.
@@ -286,6 +287,12 @@ typedef struct exp_client exp_client;
  * EXP_ERR_INVALID_OPTION (the message names the option). Values that reach a URL, an HTTP header, a file
  * path or a log line (datafile_url_template, datafile_access_token, state_dir, event_endpoint, odp.host,
  * odp.api_key, profile_store.redis.url) are refused when they hold a control character (NUL, CR, LF, ...).
+ * The state directory (state_dir, or the default $XDG_STATE_HOME/libexperiment, ~/.local/state/libexperiment,
+ * /tmp/libexperiment-<uid>) is used only when it is a real directory, not a symlink, owned by the effective
+ * uid and not writable by group or others (directories the library creates are 0700); otherwise the client
+ * logs an error ("state_dir ... refused for safety: ...") and runs without persistence. State files are
+ * 0600 and never opened through a symlink; one that is not a database is renamed to
+ * state.sqlite.corrupt-<pid>-<ms> (logged) and a fresh one started. Log lines escape control characters.
  * Ownership: release the client with exp_client_free(). Thread-safe.
  *
  *     exp_client *c = NULL;
