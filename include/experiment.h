@@ -21,6 +21,17 @@
  *  - Booleans cross as int (0 = false, anything else = true).
  *  - Thread-safety: a client may be used from any number of threads at once, including while its
  *    datafile is being replaced. Only exp_client_free() must not race with other calls on that client.
+ *  - Processes: a client created before fork() keeps working in the parent and in every child, with no
+ *    call from the program (pre-fork servers: gunicorn --preload, uwsgi, Celery prefork, PHP-FPM, Unicorn).
+ *    Handlers registered with pthread_atfork when the first client is created hold the client's event and
+ *    log locks across the fork. A child sets the parent's event pipeline aside and, on its first event,
+ *    opens its own: its own journal segments, SQLite connection, HTTP connections and dispatcher threads;
+ *    on its first decision it opens its own profile store connection (SQLite or Redis). Events queued
+ *    before the fork are delivered by the parent only; the child's events by the child, each once.
+ *    Several processes may share one state directory (state_dir): each delivers its own events while it
+ *    runs, and events one leaves undelivered at close are sent by the next client, exactly once.
+ *    Not carried into a child yet: the datafile poller (the child decides on the datafile it inherited)
+ *    and the ODP threads; fork from a thread that is inside a call of the library is not supported.
  *  - Nothing on the decision path parses JSON: attributes have a typed form (exp_attribute). The *_json
  *    variants exist for convenience.
  *

@@ -220,7 +220,7 @@ public enum EventIdentity {
     /// without a system call per event.
     public static func uuid() -> String {
         let count = uuidCounter.add(1, ordering: .relaxed).newValue
-        let seed = (uuidSeed.0.load(ordering: .relaxed), uuidSeed.1.load(ordering: .relaxed))
+        let seed = (uuidSeedHigh.load(ordering: .relaxed), uuidSeedLow.load(ordering: .relaxed))
         var bytes = (mix(seed.0 &+ count), mix(seed.1 ^ (count &* 0x9E37_79B9_7F4A_7C15)))
         return withUnsafeMutableBytes(of: &bytes) { raw -> String in
             raw[6] = (raw[6] & 0x0F) | 0x40
@@ -241,17 +241,15 @@ public enum EventIdentity {
         }
     }
 
-    private static let uuidSeed: (Atomic<UInt64>, Atomic<UInt64>) = {
-        var generator = SystemRandomNumberGenerator()
-        return (Atomic(generator.next()), Atomic(generator.next()))
-    }()
+    private static let uuidSeedHigh = Atomic<UInt64>(UInt64.random(in: 0...UInt64.max))
+    private static let uuidSeedLow = Atomic<UInt64>(UInt64.random(in: 0...UInt64.max))
 
     /// A forked child would otherwise repeat the parent's next ids (same seed, same counter): receivers
     /// deduplicate by uuid, so both events but one would be lost. Called by the atfork child handler.
     static func reseedAfterFork() {
         var generator = SystemRandomNumberGenerator()
-        uuidSeed.0.store(generator.next(), ordering: .relaxed)
-        uuidSeed.1.store(generator.next(), ordering: .relaxed)
+        uuidSeedHigh.store(generator.next(), ordering: .relaxed)
+        uuidSeedLow.store(generator.next(), ordering: .relaxed)
     }
     private static let uuidCounter = Atomic<UInt64>(0)
 
