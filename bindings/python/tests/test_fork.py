@@ -142,6 +142,30 @@ def test_sticky_bucketing_across_fork(datafile_text, tmp_path, server):
     client.close()
 
 
+def test_forced_variations_persisted_by_parent_and_child(datafile_text, tmp_path, server):
+    """The child writes forced variations through a SQLite connection of its own; a later client on the
+    state directory reads what both processes wrote."""
+    client = make_client(datafile_text, tmp_path, server.url)
+    client.set_forced_variation("checkout_test", "parent-user", "treatment")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            client.set_forced_variation("checkout_test", "child-user", "control")
+            code = 0 if client.get_forced_variation("checkout_test", "parent-user") == "treatment" else 4
+            client.close()
+        finally:
+            os._exit(code)
+    assert wait_exit(pid) == 0
+    client.set_forced_variation("search_test", "parent-user", "neural")
+    client.close()
+    later = make_client(datafile_text, tmp_path, server.url)
+    assert later.get_forced_variation("checkout_test", "parent-user") == "treatment"
+    assert later.get_forced_variation("checkout_test", "child-user") == "control"
+    assert later.get_forced_variation("search_test", "parent-user") == "neural"
+    later.close()
+
+
 # -- multiprocessing --------------------------------------------------------------------------------
 
 _INHERITED = None
