@@ -30,7 +30,7 @@ PYTHON      ?= python3
 APT_PACKAGES := libjson-c-dev libsqlite3-dev libcurl4-openssl-dev libhiredis-dev pkg-config
 # What only the tests need: a real redis-server for the shared profile store tests.
 TEST_APT_PACKAGES := redis-server cmake
-PIP_TEST_PACKAGES := pytest pytest-xdist optimizely-sdk==5.7.0 openfeature-sdk==0.10.0 mypy==1.13.0
+PIP_TEST_PACKAGES := pytest pytest-xdist optimizely-sdk==5.7.0 openfeature-sdk==0.10.0 mypy==1.13.0 gunicorn
 
 .PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-full test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-abi test-python test-fuzz test-fuzz-long test-sanitize test-sanitize-address test-sanitize-thread \
         test-differential-wide test-swiftpm fuzz install \
@@ -55,7 +55,7 @@ deps:
 
 test-deps: deps
 	$(call apt_install,$(TEST_APT_PACKAGES))
-	@$(PYTHON) -c "import pytest, xdist, optimizely, openfeature.api, mypy" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
+	@$(PYTHON) -c "import pytest, xdist, optimizely, openfeature.api, mypy, gunicorn" 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_TEST_PACKAGES)
 
 # The shipped library's compiler and linker flags (cross-module optimization, SONAME, exports map, lld,
 # nodelete). They live in Sources/experiment/shipping.flags, not in Package.swift: SwiftPM refuses
@@ -150,8 +150,12 @@ $(RELEASE_DIR)/callbacks_c: tests/abi/callbacks.c tests/support/event_receiver.h
 $(RELEASE_DIR)/deadlines_c: tests/abi/deadlines.c include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ tests/abi/deadlines.c $(LINK_LOCAL) -lpthread
 
+# A client created before fork() works in parent and child, each event delivered once.
+$(RELEASE_DIR)/fork_events: tests/events/fork_events.c tests/support/event_receiver.h include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ tests/events/fork_events.c $(LINK_LOCAL) -lpthread
+
 test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma $(RELEASE_DIR)/concurrent_track \
-        $(RELEASE_DIR)/inputs_c $(RELEASE_DIR)/callbacks_c $(RELEASE_DIR)/deadlines_c
+        $(RELEASE_DIR)/inputs_c $(RELEASE_DIR)/callbacks_c $(RELEASE_DIR)/deadlines_c $(RELEASE_DIR)/fork_events
 	rm -rf $(TEST_STATE_HOME)
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
@@ -161,6 +165,7 @@ test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigm
 	state=$$(mktemp -d) && $(RELEASE_DIR)/deadlines_c examples/datafiles/demo.json $$state && rm -rf $$state
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
 	$(RELEASE_DIR)/concurrent_track examples/datafiles/demo.json
+	state=$$(mktemp -d) && $(RELEASE_DIR)/fork_events examples/datafiles/demo.json $$state && rm -rf $$state
 
 # Real-time segments: examples/c/segments.c (-Werror -pedantic) against a local ODP stand-in server.
 test-segments-c: lib

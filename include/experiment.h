@@ -21,6 +21,19 @@
  *  - Booleans cross as int (0 = false, anything else = true).
  *  - Thread-safety: a client may be used from any number of threads at once, including while its
  *    datafile is being replaced. Only exp_client_free() must not race with other calls on that client.
+ *  - Processes: a client created before fork() keeps working in the parent and in every child, with no
+ *    call from the program (pre-fork servers: gunicorn --preload, uwsgi, Celery prefork, PHP-FPM, Unicorn).
+ *    Handlers registered with pthread_atfork when the first client is created hold the client's event and
+ *    log locks across the fork. A child sets the parent's event pipeline aside and, on its first event,
+ *    opens its own: its own journal segments, SQLite connection, HTTP connections and dispatcher threads.
+ *    It opens its own profile store connection (SQLite or Redis) on its first decision and its own
+ *    forced-variation connection on first use. Events queued before the fork are delivered by the parent
+ *    only; the child's events by the child, each once. Several processes may share one state directory
+ *    (state_dir): each delivers its own events while it runs (by batch size and flush interval), and what
+ *    one leaves undelivered at close the next client sends (a POST cut short by close_timeout_ms after the
+ *    endpoint took it is sent again: deduplicate by the event's uuid). Not carried into a child yet: the
+ *    datafile poller (the child decides on the datafile it inherited) and the ODP threads; and a fork
+ *    while another thread is inside a profile or forced-variation write (its locks are not held across).
  *  - Nothing on the decision path parses JSON: attributes have a typed form (exp_attribute). The *_json
  *    variants exist for convenience.
  *

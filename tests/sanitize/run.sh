@@ -69,6 +69,22 @@ for sanitizer in "${sanitizers[@]}"; do
         echo "sanitizer report in the event pipeline under $sanitizer:"; head -60 "$out/events-$sanitizer.log"; exit 1
     fi
     echo "   event pipeline ($(grep -o '[0-9]* accepted, [0-9]* received' "$out/events-$sanitizer.log")): no $sanitizer sanitizer report"
+    # fork() with the library's threads running (issue 33): parent and child track, each event received once.
+    # AddressSanitizer only: ThreadSanitizer does not support a child that goes on running threads after a
+    # fork of a multithreaded process (it reports or deadlocks inside its own runtime).
+    if [ "$sanitizer" = address ]; then
+        "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude tests/events/fork_events.c -o "$out/fork-events-$sanitizer" \
+            -L"$lib" -lexperiment -Wl,-rpath,"$lib" -L"$runtime" -ldispatch -lBlocksRuntime -Wl,-rpath,"$runtime" -lpthread
+        state=$(mktemp -d)
+        ASAN_OPTIONS="detect_leaks=0" "$out/fork-events-$sanitizer" examples/datafiles/demo.json "$state" \
+            > "$out/fork-events-$sanitizer.log" 2>&1 || {
+                echo "fork test under $sanitizer sanitizer failed:"; head -60 "$out/fork-events-$sanitizer.log"; exit 1; }
+        rm -rf "$state"
+        if grep -q "AddressSanitizer\|runtime error" "$out/fork-events-$sanitizer.log"; then
+            echo "sanitizer report in the fork test under $sanitizer:"; head -60 "$out/fork-events-$sanitizer.log"; exit 1
+        fi
+        echo "   fork with threads running ($(grep -o 'received [0-9]*' "$out/fork-events-$sanitizer.log")): no $sanitizer sanitizer report"
+    fi
     # Kameleoon's asynchronous calls: run-when-ready waiters, conversions with completion callbacks and
     # asynchronous flushes from 4 threads, the client closed with callbacks pending.
     "$clang" "${flags[@]}" -fuse-ld=lld -Iinclude -Itests/support tests/sanitize/callbacks.c -o "$out/callbacks-$sanitizer" \

@@ -7,6 +7,26 @@ import Synchronization
 public final class ProfileSlot: @unchecked Sendable {
     private let current = Atomic<UnsafeRawPointer?>(nil)
     private let installed = Locked<[ProfileService]>([])
+    /// The fork generation the current service's connection was opened in.
+    private let openedIn = Atomic<Int>(ForkGeneration.current)
+
+    /// True in a forked child until it opened its own store: the parent's SQLite connection or Redis socket
+    /// must not be used from two processes.
+    @inline(__always)
+    var isInherited: Bool { openedIn.load(ordering: .relaxed) != ForkGeneration.current }
+
+    /// Replaces an inherited service with `reopen()`'s (once per fork; the inherited one is kept, unused).
+    func replaceInherited(_ reopen: () -> ProfileService?) {
+        installed.withLock { services in
+            let now = ForkGeneration.current
+            guard openedIn.load(ordering: .relaxed) != now else { return }
+            if let fresh = reopen() {
+                services.append(fresh)
+                current.store(UnsafeRawPointer(Unmanaged.passUnretained(fresh).toOpaque()), ordering: .releasing)
+            }
+            openedIn.store(now, ordering: .relaxed)
+        }
+    }
 
     init(_ service: ProfileService?) {
         if let service { install(service) }
@@ -26,6 +46,7 @@ public final class ProfileSlot: @unchecked Sendable {
     func install(_ service: ProfileService?) {
         guard let service else { return current.store(nil, ordering: .releasing) }
         installed.withLock { $0.append(service) }
+        openedIn.store(ForkGeneration.current, ordering: .relaxed)
         current.store(UnsafeRawPointer(Unmanaged.passUnretained(service).toOpaque()), ordering: .releasing)
     }
 }
@@ -85,14 +106,32 @@ extension Client {
     /// The profile service a call uses: none when the call ignores the user profile service.
     @inline(__always)
     func profileService(for options: DecideOptions) -> ProfileService? {
-        options.contains(.ignoreUserProfileService) ? nil : profileSlot.service
+        if options.contains(.ignoreUserProfileService) { return nil }
+        if profileSlot.isInherited { reopenProfileStoreAfterFork() }
+        return profileSlot.service
     }
 
     /// As `profileService(for:)`, unretained (the slot keeps every installed service alive): a decision
     /// holding it writes nothing to the shared service object.
     @inline(__always)
     func unretainedProfileService(for options: DecideOptions) -> Unmanaged<ProfileService>? {
-        options.contains(.ignoreUserProfileService) ? nil : profileSlot.unretainedService
+        if options.contains(.ignoreUserProfileService) { return nil }
+        if profileSlot.isInherited { reopenProfileStoreAfterFork() }
+        return profileSlot.unretainedService
+    }
+
+    /// In a forked child: opens the child's own SQLite connection or Redis socket. A host's callback store
+    /// is kept (the host decides what its callbacks share).
+    func reopenProfileStoreAfterFork() {
+        profileSlot.replaceInherited {
+            switch options.profileStore {
+            case .sqlite, .redis:
+                return Self.makeProfileService(options, state: Self.openStateDirectory(options, logger: logger),
+                                               logger: logger)
+            case .none, .callbacks:
+                return nil
+            }
+        }
     }
 
     /// The profile counters as JSON: store, lookups, cache_hits, saves, errors, cached, override_errors.

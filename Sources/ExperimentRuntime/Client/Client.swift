@@ -128,6 +128,7 @@ public final class Client: @unchecked Sendable {
     public let cmab: CMABService
 
     public init(options: ClientOptions) {
+        ForkGeneration.register()
         self.options = options
         self.properties = UserPropertyStore(capacity: options.userStoreCapacity)
         self.logger = Logger(level: options.logLevel)

@@ -122,6 +122,13 @@ final class EventJournal: @unchecked Sendable {
 
     var count: Int { recordCount.load(ordering: .relaxed) }
 
+    /// A forked child's copy: unmaps and closes both segments without taking a lock (a parent thread may
+    /// have held one at the fork) and without removing the files, which stay the parent's.
+    func releaseAfterFork() {
+        active.release(remove: false)
+        standby.release(remove: false)
+    }
+
     /// Whether an event of these sizes fits an empty segment at all (else no ingest makes room for it).
     func fits(uuid: String, url: String, body: String) -> Bool {
         let length = uuid.utf8.count + url.utf8.count + body.utf8.count + 2

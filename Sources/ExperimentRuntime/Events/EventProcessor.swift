@@ -288,6 +288,13 @@ public final class EventProcessor: @unchecked Sendable {
         }
     }
 
+    /// In a forked child, lets go of the parent's journal files (unmapped and closed, not removed: the
+    /// parent keeps appending to and delivering them). Nothing else is touched: the SQLite connection, the
+    /// threads and their locks are the parent's.
+    func releaseAfterFork() {
+        journal?.releaseAfterFork()
+    }
+
     /// Retries this client's events within `timeoutMs` and stops the dispatcher; what is left stays on
     /// disk for the next client. Returns how many of this client's events were left.
     public func close(timeoutMs: Int) -> Int {

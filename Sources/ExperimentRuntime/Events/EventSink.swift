@@ -12,12 +12,17 @@ public final class EventSink: @unchecked Sendable {
 
     // A concrete stored closure guarded by a plain lock: passing a closure through a generic container
     // (Locked<Dispatch?>) re-abstracts it on every access, wrapping it in one more thunk each time.
-    private let lock = Lock()
+    private let lock = Lock(forkGuarded: true)
     private var dispatcher: DispatcherBox?
     /// The built-in pipeline, opened on the first event (or at creation when the state file exists, so
     /// events an earlier run left on disk are sent).
     private var processor: EventProcessor?
     private var processorClosed = false
+    /// The fork generation `processor` was opened in: a forked child opens its own (see `ownProcessor`).
+    private var processorGeneration = ForkGeneration.current
+    /// Pipelines a forked child inherited: never closed nor released (their threads, locks and SQLite
+    /// connection belong to the parent), only their journal mappings are let go.
+    private static let inherited = Locked<[EventProcessor]>([])
     private let pipelineEnabled: Bool
     private let options: ClientOptions
     private let notifications: NotificationCenter
@@ -42,7 +47,29 @@ public final class EventSink: @unchecked Sendable {
     }
 
     /// A client released without close: stop the dispatcher thread (events stay on disk).
-    deinit { _ = processor?.close(timeoutMs: 0) }
+    deinit {
+        guard let processor else { return }
+        if processorGeneration == ForkGeneration.current {
+            _ = processor.close(timeoutMs: 0)
+        } else {
+            Self.setAside(processor)
+        }
+    }
+
+    /// This process's pipeline; in a forked child, the inherited one is set aside (the parent delivers the
+    /// events it holds) and nil is returned, so the next event opens the child's own. Call under `lock`.
+    private func ownProcessor() -> EventProcessor? {
+        guard let current = processor else { return nil }
+        if processorGeneration == ForkGeneration.current { return current }
+        Self.setAside(current)
+        processor = nil
+        return nil
+    }
+
+    private static func setAside(_ processor: EventProcessor) {
+        processor.releaseAfterFork()
+        inherited.withLock { $0.append(processor) }
+    }
 
     /// The closure in a class: read under the lock as a plain reference (an optional closure returned
     /// through the generic withLock was re-wrapped in a heap-allocated thunk on every event).
@@ -139,12 +166,13 @@ public final class EventSink: @unchecked Sendable {
     /// The built-in pipeline, opened on first use.
     private func pipeline() throws(ClientError) -> EventProcessor {
         let result: Result<EventProcessor, ClientError> = lock.withLock {
-            if let processor { return .success(processor) }
+            if let processor = ownProcessor() { return .success(processor) }
             if processorClosed { return .failure(ClientError(.closed, "the client is closed")) }
             do throws(ClientError) {
                 let opened = try EventProcessor(options: options, stats: stats, logger: logger,
                                                 notifications: notifications, watch: watch)
                 processor = opened
+                processorGeneration = ForkGeneration.current
                 return .success(opened)
             } catch {
                 stats.dropped.add(1, ordering: .relaxed)
@@ -158,7 +186,7 @@ public final class EventSink: @unchecked Sendable {
 
     /// Sends this client's queued events, retrying failures, for up to `timeoutMs`; how many are left.
     public func flush(timeoutMs: Int) -> Int {
-        let current = lock.withLock { processor }
+        let current = lock.withLock { ownProcessor() }
         return current?.flush(timeoutMs: timeoutMs) ?? 0
     }
 
@@ -169,7 +197,7 @@ public final class EventSink: @unchecked Sendable {
         let current: EventProcessor? = lock.withLock {
             processorClosed = true
             defer { processor = nil }
-            return processor
+            return ownProcessor()
         }
         let left = current?.close(timeoutMs: timeoutMs) ?? 0
         // Events still waited for stay on disk: the next client on the state directory sends them.
@@ -179,7 +207,7 @@ public final class EventSink: @unchecked Sendable {
 
     /// The counters as JSON (exp_client_stats).
     public func statsJSON() -> String {
-        let current = lock.withLock { processor }
+        let current = lock.withLock { ownProcessor() }
         return stats.json(counts: current?.counts)
     }
 }
@@ -192,7 +220,8 @@ public enum EventIdentity {
     /// without a system call per event.
     public static func uuid() -> String {
         let count = uuidCounter.add(1, ordering: .relaxed).newValue
-        var bytes = (mix(uuidSeed.0 &+ count), mix(uuidSeed.1 ^ (count &* 0x9E37_79B9_7F4A_7C15)))
+        let seed = (uuidSeedHigh.load(ordering: .relaxed), uuidSeedLow.load(ordering: .relaxed))
+        var bytes = (mix(seed.0 &+ count), mix(seed.1 ^ (count &* 0x9E37_79B9_7F4A_7C15)))
         return withUnsafeMutableBytes(of: &bytes) { raw -> String in
             raw[6] = (raw[6] & 0x0F) | 0x40
             raw[8] = (raw[8] & 0x3F) | 0x80
@@ -212,10 +241,16 @@ public enum EventIdentity {
         }
     }
 
-    private static let uuidSeed: (UInt64, UInt64) = {
+    private static let uuidSeedHigh = Atomic<UInt64>(UInt64.random(in: 0...UInt64.max))
+    private static let uuidSeedLow = Atomic<UInt64>(UInt64.random(in: 0...UInt64.max))
+
+    /// A forked child would otherwise repeat the parent's next ids (same seed, same counter): receivers
+    /// deduplicate by uuid, so both events but one would be lost. Called by the atfork child handler.
+    static func reseedAfterFork() {
         var generator = SystemRandomNumberGenerator()
-        return (generator.next(), generator.next())
-    }()
+        uuidSeedHigh.store(generator.next(), ordering: .relaxed)
+        uuidSeedLow.store(generator.next(), ordering: .relaxed)
+    }
     private static let uuidCounter = Atomic<UInt64>(0)
 
     private static func mix(_ value: UInt64) -> UInt64 {

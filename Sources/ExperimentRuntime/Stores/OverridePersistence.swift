@@ -8,12 +8,30 @@ import ExperimentCore
 /// "=" + the key for a rule (so a rule whose key is "" stays distinct from no rule).
 /// Rows are read one user at a time, when the user is first decided (OverrideStore caches a bounded number).
 final class OverridePersistence: @unchecked Sendable {
-    private let database: SQLiteDatabase
+    private var openedDatabase: SQLiteDatabase
+    private let directory: StateDirectory
+    /// The fork generation `openedDatabase` was opened in.
+    private var openedIn = ForkGeneration.current
+    /// Connections a forked child inherited: never used nor closed there (closing one could checkpoint or
+    /// remove the WAL the parent is using).
+    private var inherited: [SQLiteDatabase] = []
     private let lock = Lock()
     static let allExperiments = "*"
 
+    /// This process's connection: a forked child opens its own on first use (SQLite forbids carrying an
+    /// open connection across fork).
+    private var database: SQLiteDatabase {
+        if openedIn != ForkGeneration.current, let own = try? directory.openDatabase() {
+            inherited.append(openedDatabase)
+            openedDatabase = own
+            openedIn = ForkGeneration.current
+        }
+        return openedDatabase
+    }
+
     init(directory: StateDirectory) throws(ClientError) {
-        database = try directory.openDatabase()
+        self.directory = directory
+        openedDatabase = try directory.openDatabase()
         try wrap {
             try database.execute("""
                 CREATE TABLE IF NOT EXISTS forced_overrides (

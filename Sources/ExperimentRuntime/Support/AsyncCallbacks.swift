@@ -14,6 +14,8 @@ public final class AsyncCallbacks: @unchecked Sendable {
     // Guarded by the gate's mutex: threads started and not yet finished, and the ids of those running.
     private var pending = 0
     private var running: [pthread_t] = []
+    /// The fork generation `pending` and `running` count threads of: a forked child has none of them.
+    private var generation = ForkGeneration.current
 
     public init() {}
 
@@ -22,7 +24,7 @@ public final class AsyncCallbacks: @unchecked Sendable {
     /// for the thread or was seen here) is true: `body` then never runs.
     @discardableResult
     public func spawn(unless cancelled: () -> Bool = { false }, _ body: @escaping @Sendable () -> Void) -> Bool {
-        gate.update { pending += 1 }
+        gate.update { forgetThreadsOfParent(); pending += 1 }
         if cancelled() {
             gate.update { pending -= 1 }
             return false
@@ -46,6 +48,15 @@ public final class AsyncCallbacks: @unchecked Sendable {
         return true
     }
 
+    /// Under the gate's mutex.
+    private func forgetThreadsOfParent() {
+        let now = ForkGeneration.current
+        guard generation != now else { return }
+        generation = now
+        pending = 0
+        running = []
+    }
+
     private func run(_ body: @Sendable () -> Void) {
         let me = pthread_self()
         gate.update { running.append(me) }
@@ -59,6 +70,7 @@ public final class AsyncCallbacks: @unchecked Sendable {
     /// Waits until every callback thread ended, except the calling thread when it is one of them.
     public func waitIdle() {
         let me = pthread_self()
+        gate.update { forgetThreadsOfParent() }
         _ = gate.wait(timeoutMs: Int64.max / 4) {
             pending - (running.contains(where: { pthread_equal($0, me) != 0 }) ? 1 : 0) <= 0
         }

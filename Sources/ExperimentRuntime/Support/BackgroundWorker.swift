@@ -29,6 +29,9 @@ public final class BackgroundWorker: @unchecked Sendable {
     private var thread: pthread_t? = nil
     private var stopping = false
     private var wakeRequested = false
+    /// The thread lives only in the process that started it: after a fork the child has none to wake or join.
+    private let generation = ForkGeneration.current
+    private var startedInThisProcess: Bool { generation == ForkGeneration.current }
 
     /// Starts a thread running `body(worker)`; `body` loops on `sleep(milliseconds:)` and returns when it
     /// answers false.
@@ -61,14 +64,19 @@ public final class BackgroundWorker: @unchecked Sendable {
     }
 
     /// True once `stop()` was called.
-    public var isStopping: Bool { gate.read { stopping } }
+    public var isStopping: Bool { startedInThisProcess ? gate.read { stopping } : true }
 
     /// Ends the current or next sleep early.
-    public func wake() { gate.update { wakeRequested = true } }
+    public func wake() {
+        guard startedInThisProcess else { return }
+        gate.update { wakeRequested = true }
+    }
 
     /// Asks the body to return and waits for the thread to end. Idempotent; must not be called from the
     /// worker's own thread.
     public func stop() {
+        // A forked child's copy: the gate's mutex may be held by a thread that no longer exists.
+        guard startedInThisProcess else { return }
         var running: pthread_t? = nil
         gate.update {
             stopping = true

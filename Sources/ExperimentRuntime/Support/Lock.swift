@@ -6,13 +6,19 @@ import Glibc
 /// collapses under contention on Linux (see TOOLCHAIN.md). Keep critical sections short.
 public final class Lock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let forkGuarded: Bool
 
-    public init() {
+    /// `forkGuarded`: held across fork() by the atfork handlers (see `ForkGuardedLocks`), for a lock a
+    /// forked child keeps using while other threads of the parent may hold it.
+    public init(forkGuarded: Bool = false) {
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
+        self.forkGuarded = forkGuarded
+        if forkGuarded { ForkGuardedLocks.shared.add(mutex) }
     }
 
     deinit {
+        if forkGuarded { ForkGuardedLocks.shared.remove(mutex) }
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
     }

@@ -34,7 +34,7 @@ public enum LogLevel: Int32, Sendable, Comparable {
 public final class Logger: @unchecked Sendable {
     public typealias Sink = @Sendable (LogLevel, String) -> Void
 
-    private let lock = Lock()
+    private let lock = Lock(forkGuarded: true)
     private var sink: Sink?
     private let threshold: Atomic<Int32>
 
