@@ -185,6 +185,10 @@ class NotificationCenter:
                                       % (notification_type, exc))
 
 
+_SILENT_LOGGER = logging.Logger("experiment.optimizely.silent")  # outside the logging tree: no handler hears it
+_SILENT_LOGGER.addHandler(logging.NullHandler())
+
+
 def _null_logger() -> logging.Logger:
     logger = logging.getLogger("experiment.optimizely")
     if not logger.handlers:
@@ -1195,13 +1199,15 @@ class Optimizely:
                                    "profile_store": self._profiles if self._profiles is not None else "none"}
         if user_profile_service:
             options["profile_cache"] = False
-        if isinstance(logger, logging.Logger):
-            options["logger"] = logger
+        # The reference is silent without a logger: the library's messages go to the program's logger only.
+        options["logger"] = logger if isinstance(logger, logging.Logger) else _SILENT_LOGGER
         if datafile_access_token:
             options["datafile_access_token"] = datafile_access_token
         if sdk_key:
             options["polling_interval_s"] = _polling_interval_s(lifecycle.get("polling_interval"))
         options.update(_cmab_options(settings, lifecycle))
+        if settings is not None:
+            options["odp"] = _odp_options(settings)
         self._dispatcher = _Dispatcher(self, event_dispatcher)
         try:
             # Not started yet: the listeners must be there when the first datafile (given or fetched) lands.
@@ -1842,6 +1848,29 @@ def _cmab_options(settings: Any, lifecycle: Dict[str, Any]) -> Dict[str, Any]:
     if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
         options["cmab_cache_timeout_s"] = int(ttl)
     return options
+
+
+def _odp_options(settings: Any) -> Dict[str, Any]:
+    """The library's ``odp`` option from the reference's OptimizelySdkSettings (its timeouts and flush
+    interval are seconds; a flush interval of 0 sends every event on its own, as the reference does)."""
+    odp: Dict[str, Any] = {"disabled": bool(getattr(settings, "odp_disabled", False))}
+    size, timeout = getattr(settings, "segments_cache_size", None), getattr(settings, "segments_cache_timeout_in_secs", None)
+    if _is_count(size):
+        odp["segments_cache_size"] = size
+    if _is_count(timeout):
+        odp["segments_cache_timeout_s"] = timeout
+    for field, key in (("fetch_segments_timeout", "fetch_timeout_ms"), ("odp_event_timeout", "event_timeout_ms"),
+                       ("odp_flush_interval", "event_flush_interval_ms")):
+        seconds = getattr(settings, field, None)
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0:
+            odp[key] = min(max(int(seconds * 1000), 10), 600_000)
+    if getattr(settings, "odp_flush_interval", None) == 0:
+        odp["event_batch_size"] = 1
+    return odp
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class _factory_settings:  # noqa: N801  (a context manager used as a statement)
