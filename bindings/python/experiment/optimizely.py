@@ -1209,19 +1209,25 @@ class Optimizely:
         if settings is not None:
             options["odp"] = _odp_options(settings)
         self._dispatcher = _Dispatcher(self, event_dispatcher)
+        self._client_options = options
         try:
-            # Not started yet: the listeners must be there when the first datafile (given or fetched) lands.
-            self._client = Client(sdk_key or None,
-                                  event_dispatcher=self._dispatcher if event_dispatcher is not None else None,
-                                  start="none", **options)
+            self._client = self._open_client()
         except (Error, TypeError, ValueError) as exc:
             self.logger.error('Provided "sdk_key" or options are in an invalid format. (%s)' % exc)
             return
-        self._client.add_listener("decision", self._on_decision)
-        self._client.add_listener("config_update", self._on_config_update)
-        if event_dispatcher is None:
-            self._client.add_listener("event", self._dispatcher.on_event_notification)
         self._start(datafile, bool(sdk_key))
+
+    def _open_client(self) -> Client:
+        """The library client, not started yet: the listeners must be there when the first datafile (given
+        or fetched) lands."""
+        program_dispatcher = self._dispatcher.target
+        client = Client(self.sdk_key or None, event_dispatcher=self._dispatcher if program_dispatcher else None,
+                        start="none", **self._client_options)
+        client.add_listener("decision", self._on_decision)
+        client.add_listener("config_update", self._on_config_update)
+        if program_dispatcher is None:
+            client.add_listener("event", self._dispatcher.on_event_notification)
+        return client
 
     def _start(self, datafile: Any, polls: bool) -> None:
         """Starts as the reference's config managers do: static with a datafile alone; from the datafile at
@@ -1244,8 +1250,11 @@ class Optimizely:
                 _register(client, None, True)
                 return
             except (Error, TypeError, ValueError) as exc:
-                # The reference logs the datafile and keeps polling; its calls do not wait meanwhile.
+                # The reference logs the datafile and keeps polling; its calls do not wait meanwhile. The
+                # refused start holds the library client's datafile management: a fresh client polls.
                 self.logger.error('Provided "datafile" is in an invalid format. (%s)' % exc)
+                client.close()
+                client = self._client = self._open_client()
         else:
             self._awaits_first_datafile = True
         client.start_async()
