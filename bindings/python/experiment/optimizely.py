@@ -15,6 +15,7 @@ notification center calls listeners with the reference's arguments.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import math
@@ -970,9 +971,23 @@ class _Dispatcher:
     None) the library's own pipeline delivers the events to its endpoint, and this object hears each one
     through the library's "event" notification, as optimizely-sdk's default dispatcher still announces them."""
 
-    def __init__(self, owner: "Optimizely", target: Any) -> None:
+    def __init__(self, owner: "Optimizely", target: Any, processor: Any = None) -> None:
         self.owner = owner
-        self.target = target
+        self.target = None if processor is not None else target
+        self.processor = processor
+
+    def _process(self, log_event: LogEvent) -> None:
+        """Hands the program's event processor the reference's UserEvents of the library's event."""
+        try:
+            user_events = _reference_user_events(log_event)
+        except Exception as exc:
+            self.owner.logger.exception("Error building the user events of %s: %s" % (log_event, exc))
+            return
+        for user_event in user_events:
+            try:
+                self.processor.process(user_event)
+            except Exception as exc:
+                self.owner.logger.exception("Error processing event: %s %s" % (log_event, exc))
 
     def dispatch_event(self, event: Any) -> None:
         """Called by the library for every impression and conversion, on the caller's thread."""
@@ -995,7 +1010,10 @@ class _Dispatcher:
         if captured is not None:
             captured.append(log_event)
         center = self.owner.notification_center
-        center.send_notifications(NotificationTypes.LOG_EVENT, log_event)
+        if self.processor is not None:  # the program's processor announces and dispatches (as the reference)
+            self._process(log_event)
+        else:
+            center.send_notifications(NotificationTypes.LOG_EVENT, log_event)
         if self.target is not None:
             try:
                 self.target.dispatch_event(log_event)
@@ -1044,6 +1062,47 @@ class _Dispatcher:
             held.append((NotificationTypes.ACTIVATE, args))
             return
         self.owner.notification_center.send_notifications(NotificationTypes.ACTIVATE, *args)
+
+
+def _reference_user_events(log_event: LogEvent) -> List[Any]:
+    """optimizely-sdk's ImpressionEvent / ConversionEvent objects carrying what the library's event carries
+    (ids, keys, metadata, attributes, uuids, timestamps, tags), one per snapshot: a program's event processor
+    makes the same payload from them. Only a program given the reference's processor gets here, so the
+    reference is importable. Entities carry the ids and keys the payload names (experiment id, key and layer
+    id; event id and key), not the rest of the datafile's definition."""
+    user_event = importlib.import_module("optimizely.event.user_event")
+    payload = importlib.import_module("optimizely.event.payload")
+    entities = importlib.import_module("optimizely.entities")
+    factory = importlib.import_module("optimizely.event.event_factory").EventFactory
+    params = log_event.params
+    region = next((name for name, url in factory.EVENT_ENDPOINTS.items() if url == log_event.url), "US")
+    context = user_event.EventContext(params.get("account_id"), params.get("project_id"), params.get("revision"),
+                                      params.get("anonymize_ip"), region)
+    context.client_name, context.client_version = params.get("client_name"), params.get("client_version")
+    made: List[Any] = []
+    for visitor in params.get("visitors") or []:
+        attributes = [payload.VisitorAttribute(a.get("entity_id"), a.get("key"), a.get("type"), a.get("value"))
+                      for a in visitor.get("attributes") or []]
+        user_id = visitor.get("visitor_id")
+        for snapshot in visitor.get("snapshots") or []:
+            event = (snapshot.get("events") or [{}])[0]
+            decisions = snapshot.get("decisions") or []
+            if decisions:
+                decision = decisions[0]
+                metadata = decision.get("metadata") or {}
+                experiment = entities.Experiment(decision.get("experiment_id"), metadata.get("rule_key"), "", [],
+                                                 [], {}, [], decision.get("campaign_id"))
+                made.append(user_event.ImpressionEvent(
+                    context, user_id, experiment if decision.get("experiment_id") else None, attributes,
+                    {"id": decision.get("variation_id"), "key": metadata.get("variation_key")},
+                    metadata.get("flag_key"), metadata.get("rule_key"), metadata.get("rule_type"),
+                    metadata.get("enabled"), None, metadata.get("cmab_uuid")))
+            else:
+                made.append(user_event.ConversionEvent(
+                    context, entities.Event(event.get("entity_id"), event.get("key"), []), user_id, attributes,
+                    event.get("tags")))
+            made[-1].uuid, made[-1].timestamp = event.get("uuid"), event.get("timestamp")
+    return made
 
 
 class _ProfileServiceAdapter:
@@ -1160,6 +1219,7 @@ class Optimizely:
         self.notification_center = (notification_center if isinstance(notification_center, NotificationCenter)
                                     else NotificationCenter(self.logger))
         self.event_dispatcher = event_dispatcher
+        self.event_processor = event_processor
         self.user_profile_service = user_profile_service
         self.is_valid = True
         self._local = threading.local()
@@ -1208,7 +1268,11 @@ class Optimizely:
         options.update(_cmab_options(settings, lifecycle))
         if settings is not None:
             options["odp"] = _odp_options(settings)
-        self._dispatcher = _Dispatcher(self, event_dispatcher)
+        if event_processor is not None and not callable(getattr(event_processor, "process", None)):
+            self.logger.error(_INVALID_INPUT.format("event_processor"))
+            self.is_valid = False
+            return
+        self._dispatcher = _Dispatcher(self, event_dispatcher, event_processor)
         self._client_options = options
         try:
             self._client = self._open_client()
@@ -1220,7 +1284,7 @@ class Optimizely:
     def _open_client(self) -> Client:
         """The library client, not started yet: the listeners must be there when the first datafile (given
         or fetched) lands."""
-        program_dispatcher = self._dispatcher.target
+        program_dispatcher = self._dispatcher.target or self._dispatcher.processor
         client = Client(self.sdk_key or None, event_dispatcher=self._dispatcher if program_dispatcher else None,
                         start="none", **self._client_options)
         client.add_listener("decision", self._on_decision)
@@ -1756,9 +1820,12 @@ class Optimizely:
         return OptimizelyConfig(project.datafile, text)  # sdk_key: the datafile's, as the reference's
 
     def close(self) -> None:
-        """Flushes and closes the client and removes the instance's state directory."""
+        """Flushes and closes the client, stops the program's event processor (its last batch is sent, as
+        the reference's close does) and removes the instance's state directory."""
         if self._client is not None:
             self._client.close()
+        if callable(getattr(self.event_processor, "stop", None)):
+            self.event_processor.stop()
         shutil.rmtree(self._state_dir, ignore_errors=True)
 
 

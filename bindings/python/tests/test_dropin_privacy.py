@@ -7,15 +7,23 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import sqlite3
 import sys
 import subprocess
 import threading
-from typing import Any, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
 from experiment import optimizely as dropin
+from optimizely import optimizely as reference
+from optimizely.event.event_factory import EventFactory
+from optimizely.event.event_processor import BatchEventProcessor, ForwardingEventProcessor
+from optimizely.event_dispatcher import EventDispatcher
+from optimizely.helpers import enums
 from optimizely.helpers.sdk_settings import OptimizelySdkSettings
+from optimizely.notification_center import NotificationCenter as ReferenceNotificationCenter
+from optimizely.logger import NoOpLogger
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ODP_DIR = os.path.join(HERE, "..", "..", "..", "tests", "odp")
@@ -103,3 +111,130 @@ def test_silent_without_a_logger(counting: CountingServer) -> None:
     assert run.returncode == 0, run.stderr
     assert counting.requests  # the failures happened
     assert (run.stdout, run.stderr) == ("", "")
+
+
+# ------------------------------------------------------------------------------------------------
+# Events given to the program's processor or dispatcher go there only: never to the default endpoint,
+# never into the state file for another client to send
+# ------------------------------------------------------------------------------------------------
+
+class Catch:
+    """A program's event dispatcher."""
+
+    def __init__(self) -> None:
+        self.events: List[Any] = []
+
+    def dispatch_event(self, event: Any) -> None:
+        self.events.append(event)
+
+
+class Recording:
+    """A program's event processor keeping the user events it is handed."""
+
+    def __init__(self) -> None:
+        self.user_events: List[Any] = []
+
+    def process(self, user_event: Any) -> None:
+        self.user_events.append(user_event)
+
+
+def comparable(params: Dict[str, Any]) -> Dict[str, Any]:
+    """A payload without what differs per run or per SDK (uuids, timestamps, client name and version)."""
+    data = json.loads(json.dumps(params))
+    data.pop("client_name", None)
+    data.pop("client_version", None)
+    for visitor in data.get("visitors", []):
+        for snapshot in visitor.get("snapshots", []):
+            for event in snapshot.get("events", []):
+                event.pop("uuid", None)
+                event.pop("timestamp", None)
+    return data
+
+
+def event_rows(state_dir: str) -> int:
+    """Events the instance's state file holds for later delivery (queued or dead-lettered)."""
+    db = sqlite3.connect(os.path.join(state_dir, "state.sqlite"))
+    try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return sum(db.execute("SELECT count(*) FROM %s" % table).fetchone()[0]
+                   for table in tables & {"event_queue", "event_dead_letter"})
+    finally:
+        db.close()
+
+
+def run_events(side: Any, counting: CountingServer, **arguments: Any) -> Tuple[Any, int]:
+    """Decides, activates and tracks; answers the instance and the events its state file holds meanwhile."""
+    with open(DEMO, encoding="utf-8") as f:
+        client = side.Optimizely(datafile=f.read(), **arguments)
+    user = client.create_user_context("user-1", {"country": "NL", "age": 30})
+    user.decide_all()
+    user.track_event("purchase", {"revenue": 42, "value": 1.5, "category": "shoes"})
+    client.activate("checkout_redesign_ab", "user-2", {"country": "US"})
+    client.track("purchase", "user-2")
+    held = event_rows(client._state_dir) if side is dropin else 0
+    client.close()
+    return client, held
+
+
+@pytest.fixture()
+def default_endpoint(counting: CountingServer, monkeypatch: Any) -> CountingServer:
+    """The library's default event endpoint, counting; the reference's default dispatcher must not be used."""
+    monkeypatch.setenv("EXPERIMENT_EVENT_ENDPOINT", counting.url + "/events")
+    monkeypatch.setattr(EventDispatcher, "dispatch_event", staticmethod(lambda _event: pytest.fail("POST")))
+    return counting
+
+
+def test_a_batch_event_processor_gets_every_event_and_nothing_else_is_sent(default_endpoint: CountingServer) -> None:
+    payloads = []
+    for side in (reference, dropin):
+        caught = Catch()
+        processor = BatchEventProcessor(caught, batch_size=100, flush_interval=60, start_on_init=True)
+        _client, held = run_events(side, default_endpoint, event_processor=processor)
+        assert held == 0
+        payloads.append([comparable(event.params) for event in caught.events])  # stop() flushed the batch
+    assert payloads[1] == payloads[0] and len(payloads[0][0]["visitors"]) == 6
+    assert default_endpoint.requests == []
+
+
+def test_a_processor_receives_the_reference_user_events(default_endpoint: CountingServer) -> None:
+    made = []
+    for side in (reference, dropin):
+        processor = Recording()
+        run_events(side, default_endpoint, event_processor=processor)
+        made.append([(type(e).__name__, comparable(EventFactory.create_log_event(e, NoOpLogger()).params))
+                     for e in processor.user_events])
+    assert made[1] == made[0] and len(made[0]) == 6
+    assert default_endpoint.requests == []
+
+
+def test_a_forwarding_processor_announces_each_event_once(default_endpoint: CountingServer) -> None:
+    """The processor fires LOG_EVENT on its notification center (the reference's class: its validator
+    refuses any other); the instance's own center does not fire it again."""
+    heard = []
+    for side in (reference, dropin):
+        center = ReferenceNotificationCenter()
+        logged: List[Any] = []
+        center.add_notification_listener(enums.NotificationTypes.LOG_EVENT, logged.append)
+        caught = Catch()
+        processor = ForwardingEventProcessor(caught, notification_center=center)
+        also: List[Any] = []  # the drop-in's own center: LOG_EVENT is the processor's to fire
+        own = dropin.NotificationCenter()
+        own.add_notification_listener(dropin.NotificationTypes.LOG_EVENT, also.append)
+        run_events(side, default_endpoint, event_processor=processor,
+                   notification_center=center if side is reference else own)
+        heard.append((len(logged), len(caught.events), len(also)))
+    assert heard[1] == heard[0] == (6, 6, 0)
+    assert default_endpoint.requests == []
+
+
+def test_a_dispatcher_gets_every_event_and_nothing_is_kept(default_endpoint: CountingServer) -> None:
+    caught = Catch()
+    _client, held = run_events(dropin, default_endpoint, event_dispatcher=caught)
+    assert held == 0 and len(caught.events) == 6
+    assert default_endpoint.requests == []
+
+
+def test_the_default_pipeline_is_what_the_counter_sees(default_endpoint: CountingServer) -> None:
+    """The counter above can fail: without a dispatcher or processor the events reach the endpoint."""
+    run_events(dropin, default_endpoint)
+    assert default_endpoint.requests
