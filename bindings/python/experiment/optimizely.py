@@ -670,6 +670,14 @@ def _forced_variation_text(variation_key: Any) -> str:
     return str(variation_key)
 
 
+class InvalidAttributeException(Exception):
+    """Handed to the error handler for attributes in an invalid format (as optimizely.exceptions')."""
+
+
+class InvalidEventTagException(Exception):
+    """Handed to the error handler for event tags in an invalid format (as optimizely.exceptions')."""
+
+
 class OptimizelyDecision:
     """The result of a user context's decide: ``variation_key``, ``enabled``, ``variables``, ``rule_key``,
     ``flag_key``, ``user_context`` and ``reasons``."""
@@ -1343,6 +1351,14 @@ class Optimizely:
 
     # -- plumbing ---------------------------------------------------------------------------------
 
+    def _refuse(self, error: Exception, message: str) -> None:
+        """Logs a refused input and hands its exception to the program's error handler, where the
+        reference calls ``handle_error`` (a raising handler raises out of the call, as there)."""
+        self.logger.error(message)
+        handle_error = getattr(self.error_handler, "handle_error", None)
+        if callable(handle_error):
+            handle_error(error)
+
     def _ready(self) -> bool:
         """Whether the instance has a datafile, waiting for the first one as the reference's get_config
         does (at most blocking_timeout; at once when the library's first fetch gave up)."""
@@ -1474,7 +1490,8 @@ class Optimizely:
             self.logger.info('Experiment key "%s" is invalid. Not activating user "%s".' % (experiment_key, user_id))
             return None
         if not _attributes_valid(attributes):
-            self.logger.error("Provided attributes are in an invalid format.")
+            self._refuse(InvalidAttributeException("Attributes provided are in an invalid format."),
+                         "Provided attributes are in an invalid format.")
             return None
         variation_key = self._client.get_variation(experiment_key, user_id, _library_attributes(attributes))
         kind = (DecisionNotificationTypes.FEATURE_TEST if experiment.get("id") in project.feature_experiment_ids
@@ -1532,10 +1549,12 @@ class Optimizely:
             self.logger.error(_INVALID_INPUT.format("user_id"))
             return
         if not _attributes_valid(attributes):
-            self.logger.error("Provided attributes are in an invalid format.")
+            self._refuse(InvalidAttributeException("Attributes provided are in an invalid format."),
+                         "Provided attributes are in an invalid format.")
             return
         if not _event_tags_valid(event_tags):
-            self.logger.error("Provided event tags are in an invalid format.")
+            self._refuse(InvalidEventTagException("Event tags provided are in an invalid format."),
+                         "Provided event tags are in an invalid format.")
             return
         project = self._config("track")
         if project is None or self._client is None:
@@ -1576,7 +1595,8 @@ class Optimizely:
             self.logger.error(_INVALID_INPUT.format("user_id"))
             return None
         if not _attributes_valid(attributes):
-            self.logger.error("Provided attributes are in an invalid format.")
+            self._refuse(InvalidAttributeException("Attributes provided are in an invalid format."),
+                         "Provided attributes are in an invalid format.")
             return None
         project = self._config(method)
         if project is None:
@@ -1637,7 +1657,8 @@ class Optimizely:
             self.logger.error(_INVALID_INPUT.format("user_id"))
             return []
         if not _attributes_valid(attributes):
-            self.logger.error("Provided attributes are in an invalid format.")
+            self._refuse(InvalidAttributeException("Attributes provided are in an invalid format."),
+                         "Provided attributes are in an invalid format.")
             return []
         project = self._config("get_enabled_features")
         if project is None:

@@ -238,3 +238,40 @@ def test_the_default_pipeline_is_what_the_counter_sees(default_endpoint: Countin
     """The counter above can fail: without a dispatcher or processor the events reach the endpoint."""
     run_events(dropin, default_endpoint)
     assert default_endpoint.requests
+
+
+# ------------------------------------------------------------------------------------------------
+# error_handler: called where the reference calls handle_error
+# ------------------------------------------------------------------------------------------------
+
+class Errors:
+    """A program's error handler keeping (exception class name, message) of each error."""
+
+    def __init__(self) -> None:
+        self.handled: List[Tuple[str, str]] = []
+
+    def handle_error(self, error: Exception) -> None:
+        self.handled.append((type(error).__name__, str(error)))
+
+
+def test_the_error_handler_hears_what_the_reference_hands_it() -> None:
+    with open(DEMO, encoding="utf-8") as f:
+        demo = f.read()
+    heard = []
+    for side in (reference, dropin):
+        errors = Errors()
+        side.Optimizely(datafile="{not json", error_handler=errors).close()  # logged only (schema check)
+        client = side.Optimizely(datafile=demo, error_handler=errors, event_dispatcher=Catch())
+        bad: Any = ["not", "a", "dict"]
+        client.activate("checkout_redesign_ab", "u1", bad)
+        client.get_variation("checkout_redesign_ab", "u1", bad)
+        client.track("purchase", "u1", bad)
+        client.track("purchase", "u1", None, bad)
+        client.is_feature_enabled("checkout_redesign", "u1", bad)
+        client.get_enabled_features("u1", bad)
+        client.get_feature_variable("checkout_redesign", "button_color", "u1", bad)
+        client.create_user_context("u1").decide("checkout_redesign")  # nothing to handle
+        client.close()
+        heard.append(errors.handled)
+    assert heard[1] == heard[0]
+    assert len(heard[0]) == 7
