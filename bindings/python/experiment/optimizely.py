@@ -1276,6 +1276,8 @@ class Optimizely:
         options.update(_cmab_options(settings, lifecycle))
         if settings is not None:
             options["odp"] = _odp_options(settings)
+        if event_dispatcher is None and event_processor is None:  # the options of the reference's own processor
+            options.update(_event_pipeline_options(event_processor_options))
         if event_processor is not None and not callable(getattr(event_processor, "process", None)):
             self.logger.error(_INVALID_INPUT.format("event_processor"))
             self.is_valid = False
@@ -1964,6 +1966,20 @@ def _odp_options(settings: Any) -> Dict[str, Any]:
     if getattr(settings, "odp_flush_interval", None) == 0:
         odp["event_batch_size"] = 1
     return odp
+
+
+def _event_pipeline_options(processor_options: Any) -> Dict[str, Any]:
+    """The library's event batching from the reference's ``event_processor_options`` (``batch_size``, and
+    ``flush_interval`` in seconds); values the library cannot take leave its defaults."""
+    if not isinstance(processor_options, dict):
+        return {}
+    options: Dict[str, Any] = {}
+    size, interval = processor_options.get("batch_size"), processor_options.get("flush_interval")
+    if _is_count(size) and 1 <= size <= 10_000:
+        options["event_batch_size"] = size
+    if isinstance(interval, (int, float)) and not isinstance(interval, bool) and 0 < interval <= 3600:
+        options["event_flush_interval_ms"] = max(int(interval * 1000), 1)
+    return options
 
 
 def _is_count(value: Any) -> bool:

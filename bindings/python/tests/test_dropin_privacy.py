@@ -38,13 +38,16 @@ class CountingServer:
 
     def __init__(self, status: int = 500) -> None:
         self.requests: List[Tuple[str, str]] = []
+        self.bodies: List[bytes] = []
+        self.first = threading.Event()
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(length)
+                owner.bodies.append(self.rfile.read(length))
                 owner.requests.append((self.command, self.path))
+                owner.first.set()
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -275,3 +278,18 @@ def test_the_error_handler_hears_what_the_reference_hands_it() -> None:
         heard.append(errors.handled)
     assert heard[1] == heard[0]
     assert len(heard[0]) == 7
+
+
+def test_event_processor_options_batch_the_library_pipeline(default_endpoint: CountingServer) -> None:
+    """batch_size 2 and an hour's flush interval: the first POST carries the first two of three events (the
+    library's own batch would take all three)."""
+    with open(DEMO, encoding="utf-8") as f:
+        client = dropin.Optimizely(datafile=f.read(),
+                                   event_processor_options={"batch_size": 2, "flush_interval": 3600})
+    for user_id in ("u1", "u2", "u3"):
+        client.track("purchase", user_id)
+    try:
+        assert default_endpoint.first.wait(20)
+        assert len(json.loads(default_endpoint.bodies[0])["visitors"]) == 2
+    finally:
+        client.close()
