@@ -1974,7 +1974,8 @@ def _event_pipeline_options(processor_options: Any) -> Dict[str, Any]:
     if not isinstance(processor_options, dict):
         return {}
     options: Dict[str, Any] = {}
-    size, interval = processor_options.get("batch_size"), processor_options.get("flush_interval")
+    size: Any = processor_options.get("batch_size")
+    interval: Any = processor_options.get("flush_interval")
     if _is_count(size) and 1 <= size <= 10_000:
         options["event_batch_size"] = size
     if isinstance(interval, (int, float)) and not isinstance(interval, bool) and 0 < interval <= 3600:
