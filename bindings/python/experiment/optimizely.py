@@ -1277,7 +1277,9 @@ class Optimizely:
         if settings is not None:
             options["odp"] = _odp_options(settings)
         if event_dispatcher is None and event_processor is None:  # the options of the reference's own processor
-            options.update(_event_pipeline_options(event_processor_options))
+            factory_batching = {"batch_size": lifecycle.get("batch_size"), "flush_interval": lifecycle.get("flush_interval")}
+            given = event_processor_options if isinstance(event_processor_options, dict) else {}
+            options.update(_event_pipeline_options({**factory_batching, **given}))
         if event_processor is not None and not callable(getattr(event_processor, "process", None)):
             self.logger.error(_INVALID_INPUT.format("event_processor"))
             self.is_valid = False
@@ -1857,8 +1859,8 @@ from ._optimizely_config import OptimizelyConfig  # noqa: E402  (uses nothing fr
 
 class OptimizelyFactory:
     """The reference's factory: ``default_instance(sdk_key, datafile=None)``, ``custom_instance(...)`` and the
-    setters. The polling interval and blocking timeout apply to the instances the factory creates; batch size
-    and flush interval are kept and returned but have no effect (events are handed on at once)."""
+    setters. The polling interval, blocking timeout, batch size and flush interval apply to the instances the
+    factory creates (the last two to the library's event pipeline, as the reference's BatchEventProcessor)."""
 
     max_event_batch_size: Optional[int] = None
     max_event_flush_interval: Optional[int] = None
@@ -1988,14 +1990,16 @@ def _is_count(value: Any) -> bool:
 
 
 class _factory_settings:  # noqa: N801  (a context manager used as a statement)
-    """Hands OptimizelyFactory's polling interval, blocking timeout and CMAB cache settings to the Optimizely
-    created inside."""
+    """Hands OptimizelyFactory's polling interval, blocking timeout, event batching and CMAB cache settings to
+    the Optimizely created inside."""
 
     def __enter__(self) -> None:
         _FACTORY_SETTINGS.value = {"polling_interval": OptimizelyFactory.polling_interval,
                                    "blocking_timeout": OptimizelyFactory.blocking_timeout,
                                    "cmab_cache_size": OptimizelyFactory.cmab_cache_size,
-                                   "cmab_cache_ttl": OptimizelyFactory.cmab_cache_ttl}
+                                   "cmab_cache_ttl": OptimizelyFactory.cmab_cache_ttl,
+                                   "batch_size": OptimizelyFactory.max_event_batch_size,
+                                   "flush_interval": OptimizelyFactory.max_event_flush_interval}
 
     def __exit__(self, *_exc: Any) -> None:
         _FACTORY_SETTINGS.value = None

@@ -280,12 +280,21 @@ def test_the_error_handler_hears_what_the_reference_hands_it() -> None:
     assert len(heard[0]) == 7
 
 
-def test_event_processor_options_batch_the_library_pipeline(default_endpoint: CountingServer) -> None:
+@pytest.mark.parametrize("how", ["event_processor_options", "factory"])
+def test_event_processor_options_batch_the_library_pipeline(default_endpoint: CountingServer, how: str,
+                                                            monkeypatch: Any) -> None:
     """batch_size 2 and an hour's flush interval: the first POST carries the first two of three events (the
     library's own batch would take all three)."""
     with open(DEMO, encoding="utf-8") as f:
-        client = dropin.Optimizely(datafile=f.read(),
-                                   event_processor_options={"batch_size": 2, "flush_interval": 3600})
+        demo = f.read()
+    if how == "factory":
+        monkeypatch.setattr(dropin.OptimizelyFactory, "max_event_batch_size", None)
+        monkeypatch.setattr(dropin.OptimizelyFactory, "max_event_flush_interval", None)
+        dropin.OptimizelyFactory.set_batch_size(2)
+        dropin.OptimizelyFactory.set_flush_interval(3600)
+        client = dropin.OptimizelyFactory.custom_instance("batching-key", datafile=demo)
+    else:
+        client = dropin.Optimizely(datafile=demo, event_processor_options={"batch_size": 2, "flush_interval": 3600})
     for user_id in ("u1", "u2", "u3"):
         client.track("purchase", user_id)
     try:
