@@ -1274,8 +1274,7 @@ class Optimizely:
         if sdk_key:
             options["polling_interval_s"] = _polling_interval_s(lifecycle.get("polling_interval"))
         options.update(_cmab_options(settings, lifecycle))
-        if settings is not None:
-            options["odp"] = _odp_options(settings)
+        options["odp"] = _odp_options(settings)
         if event_dispatcher is None and event_processor is None:  # the options of the reference's own processor
             factory_batching = {"batch_size": lifecycle.get("batch_size"), "flush_interval": lifecycle.get("flush_interval")}
             given = event_processor_options if isinstance(event_processor_options, dict) else {}
@@ -1953,9 +1952,11 @@ def _cmab_options(settings: Any, lifecycle: Dict[str, Any]) -> Dict[str, Any]:
 
 def _odp_options(settings: Any) -> Dict[str, Any]:
     """The library's ``odp`` option from the reference's OptimizelySdkSettings (its timeouts and flush
-    interval are seconds; a flush interval of 0 sends every event on its own, as the reference does)."""
+    interval are seconds; a flush interval of 0 sends every event on its own, as the reference does).
+    Without settings, the reference's defaults: a segments cache of 10,000 users kept 600 s."""
     odp: Dict[str, Any] = {"disabled": bool(getattr(settings, "odp_disabled", False))}
-    size, timeout = getattr(settings, "segments_cache_size", None), getattr(settings, "segments_cache_timeout_in_secs", None)
+    size = getattr(settings, "segments_cache_size", 10_000)
+    timeout = getattr(settings, "segments_cache_timeout_in_secs", 600)
     if _is_count(size):
         odp["segments_cache_size"] = size
     if _is_count(timeout):

@@ -29,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ODP_DIR = os.path.join(HERE, "..", "..", "..", "tests", "odp")
 sys.path.insert(0, ODP_DIR)
 from odp_datafile import odp_datafile  # noqa: E402
+from odp_server import ODPServer  # noqa: E402
 
 DEMO = os.path.join(HERE, "..", "..", "..", "examples", "datafiles", "demo.json")
 
@@ -302,3 +303,18 @@ def test_event_processor_options_batch_the_library_pipeline(default_endpoint: Co
         assert len(json.loads(default_endpoint.bodies[0])["visitors"]) == 2
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("cache_size,fetches", [(0, 2), (10, 1)])
+def test_segments_cache_size_is_honoured(cache_size: int, fetches: int) -> None:
+    """A cache of size 0 (the reference: no caching) asks ODP every time; a cache keeps the first answer."""
+    odp = ODPServer().start()
+    try:
+        client = dropin.Optimizely(datafile=json.dumps(odp_datafile(odp.url)),
+                                   settings=OptimizelySdkSettings(segments_cache_size=cache_size))
+        for _ in range(2):
+            assert client.create_user_context("user-1").fetch_qualified_segments() is True
+        client.close()
+        assert len(odp.of_path("/v3/graphql")) == fetches
+    finally:
+        odp.stop()
