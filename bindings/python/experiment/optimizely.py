@@ -1211,7 +1211,10 @@ class Optimizely:
 
     ``event_dispatcher`` receives :class:`LogEvent` objects; without one, events go to libexperiment's own
     pipeline (its endpoint: the reference's logx URL unless configured otherwise) and LOG_EVENT listeners
-    still hear each one. Each instance keeps its state (forced variations, the event queue) in a private
+    still hear each one. ``event_processor`` (the reference's BatchEventProcessor, ForwardingEventProcessor
+    or the program's own) receives every event as the reference's ImpressionEvent / ConversionEvent through
+    ``process``, and fires LOG_EVENT itself; events given to a program's dispatcher or processor go nowhere
+    else. Each instance keeps its state (forced variations, the event queue) in a private
     temporary directory, removed by :meth:`close`, so nothing outlives the instance (as in the reference).
     """
 

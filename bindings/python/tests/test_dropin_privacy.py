@@ -1,6 +1,9 @@
-"""experiment.optimizely sends nothing the program switched off and speaks only through the program's
-logger: ODP disabled in the reference's OptimizelySdkSettings means no request to the ODP host, and without a
-logger nothing reaches stderr (optimizely-sdk's NoOpLogger). Every request is counted by a local server."""
+"""experiment.optimizely sends nothing the program switched off, honours what it is given and speaks only
+through the program's logger, each against optimizely-sdk 5.7.0 where it has an answer: ODP disabled in
+OptimizelySdkSettings means no request to the ODP host; events given to the program's event processor (as the
+reference's user events) or dispatcher never reach the default endpoint nor the state file; error_handler hears
+what the reference hands it; event_processor_options and the factory's batching shape the library's pipeline;
+without a logger nothing reaches stderr. Local servers on 127.0.0.1 count every request."""
 
 from __future__ import annotations
 
