@@ -15,6 +15,7 @@ notification center calls listeners with the reference's arguments.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import math
@@ -183,6 +184,10 @@ class NotificationCenter:
             except Exception as exc:
                 self.logger.exception("Unknown problem when sending \"%s\" type notification: %s"
                                       % (notification_type, exc))
+
+
+_SILENT_LOGGER = logging.Logger("experiment.optimizely.silent")  # outside the logging tree: no handler hears it
+_SILENT_LOGGER.addHandler(logging.NullHandler())
 
 
 def _null_logger() -> logging.Logger:
@@ -665,6 +670,14 @@ def _forced_variation_text(variation_key: Any) -> str:
     return str(variation_key)
 
 
+class InvalidAttributeException(Exception):
+    """Handed to the error handler for attributes in an invalid format (as optimizely.exceptions')."""
+
+
+class InvalidEventTagException(Exception):
+    """Handed to the error handler for event tags in an invalid format (as optimizely.exceptions')."""
+
+
 class OptimizelyDecision:
     """The result of a user context's decide: ``variation_key``, ``enabled``, ``variables``, ``rule_key``,
     ``flag_key``, ``user_context`` and ``reasons``."""
@@ -966,9 +979,23 @@ class _Dispatcher:
     None) the library's own pipeline delivers the events to its endpoint, and this object hears each one
     through the library's "event" notification, as optimizely-sdk's default dispatcher still announces them."""
 
-    def __init__(self, owner: "Optimizely", target: Any) -> None:
+    def __init__(self, owner: "Optimizely", target: Any, processor: Any = None) -> None:
         self.owner = owner
-        self.target = target
+        self.target = None if processor is not None else target
+        self.processor = processor
+
+    def _process(self, log_event: LogEvent) -> None:
+        """Hands the program's event processor the reference's UserEvents of the library's event."""
+        try:
+            user_events = _reference_user_events(log_event)
+        except Exception as exc:
+            self.owner.logger.exception("Error building the user events of %s: %s" % (log_event, exc))
+            return
+        for user_event in user_events:
+            try:
+                self.processor.process(user_event)
+            except Exception as exc:
+                self.owner.logger.exception("Error processing event: %s %s" % (log_event, exc))
 
     def dispatch_event(self, event: Any) -> None:
         """Called by the library for every impression and conversion, on the caller's thread."""
@@ -991,7 +1018,10 @@ class _Dispatcher:
         if captured is not None:
             captured.append(log_event)
         center = self.owner.notification_center
-        center.send_notifications(NotificationTypes.LOG_EVENT, log_event)
+        if self.processor is not None:  # the program's processor announces and dispatches (as the reference)
+            self._process(log_event)
+        else:
+            center.send_notifications(NotificationTypes.LOG_EVENT, log_event)
         if self.target is not None:
             try:
                 self.target.dispatch_event(log_event)
@@ -1040,6 +1070,47 @@ class _Dispatcher:
             held.append((NotificationTypes.ACTIVATE, args))
             return
         self.owner.notification_center.send_notifications(NotificationTypes.ACTIVATE, *args)
+
+
+def _reference_user_events(log_event: LogEvent) -> List[Any]:
+    """optimizely-sdk's ImpressionEvent / ConversionEvent objects carrying what the library's event carries
+    (ids, keys, metadata, attributes, uuids, timestamps, tags), one per snapshot: a program's event processor
+    makes the same payload from them. Only a program given the reference's processor gets here, so the
+    reference is importable. Entities carry the ids and keys the payload names (experiment id, key and layer
+    id; event id and key), not the rest of the datafile's definition."""
+    user_event = importlib.import_module("optimizely.event.user_event")
+    payload = importlib.import_module("optimizely.event.payload")
+    entities = importlib.import_module("optimizely.entities")
+    factory = importlib.import_module("optimizely.event.event_factory").EventFactory
+    params = log_event.params
+    region = next((name for name, url in factory.EVENT_ENDPOINTS.items() if url == log_event.url), "US")
+    context = user_event.EventContext(params.get("account_id"), params.get("project_id"), params.get("revision"),
+                                      params.get("anonymize_ip"), region)
+    context.client_name, context.client_version = params.get("client_name"), params.get("client_version")
+    made: List[Any] = []
+    for visitor in params.get("visitors") or []:
+        attributes = [payload.VisitorAttribute(a.get("entity_id"), a.get("key"), a.get("type"), a.get("value"))
+                      for a in visitor.get("attributes") or []]
+        user_id = visitor.get("visitor_id")
+        for snapshot in visitor.get("snapshots") or []:
+            event = (snapshot.get("events") or [{}])[0]
+            decisions = snapshot.get("decisions") or []
+            if decisions:
+                decision = decisions[0]
+                metadata = decision.get("metadata") or {}
+                experiment = entities.Experiment(decision.get("experiment_id"), metadata.get("rule_key"), "", [],
+                                                 [], {}, [], decision.get("campaign_id"))
+                made.append(user_event.ImpressionEvent(
+                    context, user_id, experiment if decision.get("experiment_id") else None, attributes,
+                    {"id": decision.get("variation_id"), "key": metadata.get("variation_key")},
+                    metadata.get("flag_key"), metadata.get("rule_key"), metadata.get("rule_type"),
+                    metadata.get("enabled"), None, metadata.get("cmab_uuid")))
+            else:
+                made.append(user_event.ConversionEvent(
+                    context, entities.Event(event.get("entity_id"), event.get("key"), []), user_id, attributes,
+                    event.get("tags")))
+            made[-1].uuid, made[-1].timestamp = event.get("uuid"), event.get("timestamp")
+    return made
 
 
 class _ProfileServiceAdapter:
@@ -1140,7 +1211,10 @@ class Optimizely:
 
     ``event_dispatcher`` receives :class:`LogEvent` objects; without one, events go to libexperiment's own
     pipeline (its endpoint: the reference's logx URL unless configured otherwise) and LOG_EVENT listeners
-    still hear each one. Each instance keeps its state (forced variations, the event queue) in a private
+    still hear each one. ``event_processor`` (the reference's BatchEventProcessor, ForwardingEventProcessor
+    or the program's own) receives every event as the reference's ImpressionEvent / ConversionEvent through
+    ``process``, and fires LOG_EVENT itself; events given to a program's dispatcher or processor go nowhere
+    else. Each instance keeps its state (forced variations, the event queue) in a private
     temporary directory, removed by :meth:`close`, so nothing outlives the instance (as in the reference).
     """
 
@@ -1156,6 +1230,7 @@ class Optimizely:
         self.notification_center = (notification_center if isinstance(notification_center, NotificationCenter)
                                     else NotificationCenter(self.logger))
         self.event_dispatcher = event_dispatcher
+        self.event_processor = event_processor
         self.user_profile_service = user_profile_service
         self.is_valid = True
         self._local = threading.local()
@@ -1195,27 +1270,42 @@ class Optimizely:
                                    "profile_store": self._profiles if self._profiles is not None else "none"}
         if user_profile_service:
             options["profile_cache"] = False
-        if isinstance(logger, logging.Logger):
-            options["logger"] = logger
+        # The reference is silent without a logger: the library's messages go to the program's logger only.
+        options["logger"] = logger if isinstance(logger, logging.Logger) else _SILENT_LOGGER
         if datafile_access_token:
             options["datafile_access_token"] = datafile_access_token
         if sdk_key:
             options["polling_interval_s"] = _polling_interval_s(lifecycle.get("polling_interval"))
         options.update(_cmab_options(settings, lifecycle))
-        self._dispatcher = _Dispatcher(self, event_dispatcher)
+        options["odp"] = _odp_options(settings)
+        if event_dispatcher is None and event_processor is None:  # the options of the reference's own processor
+            factory_batching = {"batch_size": lifecycle.get("batch_size"), "flush_interval": lifecycle.get("flush_interval")}
+            given = event_processor_options if isinstance(event_processor_options, dict) else {}
+            options.update(_event_pipeline_options({**factory_batching, **given}))
+        if event_processor is not None and not callable(getattr(event_processor, "process", None)):
+            self.logger.error(_INVALID_INPUT.format("event_processor"))
+            self.is_valid = False
+            return
+        self._dispatcher = _Dispatcher(self, event_dispatcher, event_processor)
+        self._client_options = options
         try:
-            # Not started yet: the listeners must be there when the first datafile (given or fetched) lands.
-            self._client = Client(sdk_key or None,
-                                  event_dispatcher=self._dispatcher if event_dispatcher is not None else None,
-                                  start="none", **options)
+            self._client = self._open_client()
         except (Error, TypeError, ValueError) as exc:
             self.logger.error('Provided "sdk_key" or options are in an invalid format. (%s)' % exc)
             return
-        self._client.add_listener("decision", self._on_decision)
-        self._client.add_listener("config_update", self._on_config_update)
-        if event_dispatcher is None:
-            self._client.add_listener("event", self._dispatcher.on_event_notification)
         self._start(datafile, bool(sdk_key))
+
+    def _open_client(self) -> Client:
+        """The library client, not started yet: the listeners must be there when the first datafile (given
+        or fetched) lands."""
+        program_dispatcher = self._dispatcher.target or self._dispatcher.processor
+        client = Client(self.sdk_key or None, event_dispatcher=self._dispatcher if program_dispatcher else None,
+                        start="none", **self._client_options)
+        client.add_listener("decision", self._on_decision)
+        client.add_listener("config_update", self._on_config_update)
+        if program_dispatcher is None:
+            client.add_listener("event", self._dispatcher.on_event_notification)
+        return client
 
     def _start(self, datafile: Any, polls: bool) -> None:
         """Starts as the reference's config managers do: static with a datafile alone; from the datafile at
@@ -1238,8 +1328,11 @@ class Optimizely:
                 _register(client, None, True)
                 return
             except (Error, TypeError, ValueError) as exc:
-                # The reference logs the datafile and keeps polling; its calls do not wait meanwhile.
+                # The reference logs the datafile and keeps polling; its calls do not wait meanwhile. The
+                # refused start holds the library client's datafile management: a fresh client polls.
                 self.logger.error('Provided "datafile" is in an invalid format. (%s)' % exc)
+                client.close()
+                client = self._client = self._open_client()
         else:
             self._awaits_first_datafile = True
         client.start_async()
@@ -1263,6 +1356,14 @@ class Optimizely:
         return text
 
     # -- plumbing ---------------------------------------------------------------------------------
+
+    def _refuse(self, error: Exception, message: str) -> None:
+        """Logs a refused input and hands its exception to the program's error handler, where the
+        reference calls ``handle_error`` (a raising handler raises out of the call, as there)."""
+        self.logger.error(message)
+        handle_error = getattr(self.error_handler, "handle_error", None)
+        if callable(handle_error):
+            handle_error(error)
 
     def _ready(self) -> bool:
         """Whether the instance has a datafile, waiting for the first one as the reference's get_config
@@ -1395,7 +1496,8 @@ class Optimizely:
             self.logger.info('Experiment key "%s" is invalid. Not activating user "%s".' % (experiment_key, user_id))
             return None
         if not _attributes_valid(attributes):
-            self.logger.error("Provided attributes are in an invalid format.")
+            self._refuse(InvalidAttributeException("Attributes provided are in an invalid format."),
+                         "Provided attributes are in an invalid format.")
             return None
         variation_key = self._client.get_variation(experiment_key, user_id, _library_attributes(attributes))
         kind = (DecisionNotificationTypes.FEATURE_TEST if experiment.get("id") in project.feature_experiment_ids
@@ -1453,10 +1555,12 @@ class Optimizely:
             self.logger.error(_INVALID_INPUT.format("user_id"))
             return
         if not _attributes_valid(attributes):
-            self.logger.error("Provided attributes are in an invalid format.")
+            self._refuse(InvalidAttributeException("Attributes provided are in an invalid format."),
+                         "Provided attributes are in an invalid format.")
             return
         if not _event_tags_valid(event_tags):
-            self.logger.error("Provided event tags are in an invalid format.")
+            self._refuse(InvalidEventTagException("Event tags provided are in an invalid format."),
+                         "Provided event tags are in an invalid format.")
             return
         project = self._config("track")
         if project is None or self._client is None:
@@ -1497,7 +1601,8 @@ class Optimizely:
             self.logger.error(_INVALID_INPUT.format("user_id"))
             return None
         if not _attributes_valid(attributes):
-            self.logger.error("Provided attributes are in an invalid format.")
+            self._refuse(InvalidAttributeException("Attributes provided are in an invalid format."),
+                         "Provided attributes are in an invalid format.")
             return None
         project = self._config(method)
         if project is None:
@@ -1558,7 +1663,8 @@ class Optimizely:
             self.logger.error(_INVALID_INPUT.format("user_id"))
             return []
         if not _attributes_valid(attributes):
-            self.logger.error("Provided attributes are in an invalid format.")
+            self._refuse(InvalidAttributeException("Attributes provided are in an invalid format."),
+                         "Provided attributes are in an invalid format.")
             return []
         project = self._config("get_enabled_features")
         if project is None:
@@ -1741,9 +1847,12 @@ class Optimizely:
         return OptimizelyConfig(project.datafile, text)  # sdk_key: the datafile's, as the reference's
 
     def close(self) -> None:
-        """Flushes and closes the client and removes the instance's state directory."""
+        """Flushes and closes the client, stops the program's event processor (its last batch is sent, as
+        the reference's close does) and removes the instance's state directory."""
         if self._client is not None:
             self._client.close()
+        if callable(getattr(self.event_processor, "stop", None)):
+            self.event_processor.stop()
         shutil.rmtree(self._state_dir, ignore_errors=True)
 
 
@@ -1752,8 +1861,8 @@ from ._optimizely_config import OptimizelyConfig  # noqa: E402  (uses nothing fr
 
 class OptimizelyFactory:
     """The reference's factory: ``default_instance(sdk_key, datafile=None)``, ``custom_instance(...)`` and the
-    setters. The polling interval and blocking timeout apply to the instances the factory creates; batch size
-    and flush interval are kept and returned but have no effect (events are handed on at once)."""
+    setters. The polling interval, blocking timeout, batch size and flush interval apply to the instances the
+    factory creates (the last two to the library's event pipeline, as the reference's BatchEventProcessor)."""
 
     max_event_batch_size: Optional[int] = None
     max_event_flush_interval: Optional[int] = None
@@ -1844,15 +1953,57 @@ def _cmab_options(settings: Any, lifecycle: Dict[str, Any]) -> Dict[str, Any]:
     return options
 
 
+def _odp_options(settings: Any) -> Dict[str, Any]:
+    """The library's ``odp`` option from the reference's OptimizelySdkSettings (its timeouts and flush
+    interval are seconds; a flush interval of 0 sends every event on its own, as the reference does).
+    Without settings, the reference's defaults: a segments cache of 10,000 users kept 600 s."""
+    odp: Dict[str, Any] = {"disabled": bool(getattr(settings, "odp_disabled", False))}
+    size = getattr(settings, "segments_cache_size", 10_000)
+    timeout = getattr(settings, "segments_cache_timeout_in_secs", 600)
+    if _is_count(size):
+        odp["segments_cache_size"] = size
+    if _is_count(timeout):
+        odp["segments_cache_timeout_s"] = timeout
+    for field, key in (("fetch_segments_timeout", "fetch_timeout_ms"), ("odp_event_timeout", "event_timeout_ms"),
+                       ("odp_flush_interval", "event_flush_interval_ms")):
+        seconds = getattr(settings, field, None)
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0:
+            odp[key] = min(max(int(seconds * 1000), 10), 600_000)
+    if getattr(settings, "odp_flush_interval", None) == 0:
+        odp["event_batch_size"] = 1
+    return odp
+
+
+def _event_pipeline_options(processor_options: Any) -> Dict[str, Any]:
+    """The library's event batching from the reference's ``event_processor_options`` (``batch_size``, and
+    ``flush_interval`` in seconds); values the library cannot take leave its defaults."""
+    if not isinstance(processor_options, dict):
+        return {}
+    options: Dict[str, Any] = {}
+    size: Any = processor_options.get("batch_size")
+    interval: Any = processor_options.get("flush_interval")
+    if _is_count(size) and 1 <= size <= 10_000:
+        options["event_batch_size"] = size
+    if isinstance(interval, (int, float)) and not isinstance(interval, bool) and 0 < interval <= 3600:
+        options["event_flush_interval_ms"] = max(int(interval * 1000), 1)
+    return options
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 class _factory_settings:  # noqa: N801  (a context manager used as a statement)
-    """Hands OptimizelyFactory's polling interval, blocking timeout and CMAB cache settings to the Optimizely
-    created inside."""
+    """Hands OptimizelyFactory's polling interval, blocking timeout, event batching and CMAB cache settings to
+    the Optimizely created inside."""
 
     def __enter__(self) -> None:
         _FACTORY_SETTINGS.value = {"polling_interval": OptimizelyFactory.polling_interval,
                                    "blocking_timeout": OptimizelyFactory.blocking_timeout,
                                    "cmab_cache_size": OptimizelyFactory.cmab_cache_size,
-                                   "cmab_cache_ttl": OptimizelyFactory.cmab_cache_ttl}
+                                   "cmab_cache_ttl": OptimizelyFactory.cmab_cache_ttl,
+                                   "batch_size": OptimizelyFactory.max_event_batch_size,
+                                   "flush_interval": OptimizelyFactory.max_event_flush_interval}
 
     def __exit__(self, *_exc: Any) -> None:
         _FACTORY_SETTINGS.value = None

@@ -34,6 +34,11 @@ __all__ = ["UserContext", "UserDecision", "OptimizelyDecisionContext", "Optimize
 _lib = _native.lib
 _log = logging.getLogger("experiment")
 
+
+def _client_logger(handle: Any) -> logging.Logger:
+    """The logger of the client a user handle belongs to (the one given to Client, else the package's)."""
+    return getattr(handle.client_handle, "logger", None) or _log
+
 # The reference's messages (optimizely.decision.optimizely_decision_message).
 _SDK_NOT_READY = "Optimizely SDK not configured properly yet."
 _FLAG_KEY_INVALID = 'No flag was found for key "{}".'
@@ -416,7 +421,7 @@ class UserContext:
             tags_json = None
         else:
             if not isinstance(event_tags, dict):
-                _log.error("Provided event tags are in an invalid format.")
+                _client_logger(handle).error("Provided event tags are in an invalid format.")
                 return
             try:
                 tags_json = json.dumps(event_tags, allow_nan=False).encode("utf-8")
@@ -424,7 +429,7 @@ class UserContext:
                 raise InvalidArgumentError("event_tags: %s" % exc) from None
         status = _lib.exp_user_track(handle, raw, len(raw), tags_json)
         if status in (ERR_UNKNOWN_EVENT, ERR_NOT_READY, ERR_INVALID_EVENT_TAGS):
-            _log.error("track_event(%r): %s", event_key, _native.last_error())
+            _client_logger(handle).error("track_event(%r): %s", event_key, _native.last_error())
             return
         if status:
             _raise(status)
@@ -545,7 +550,7 @@ class UserContext:
                 handle = self._own()
             status = _lib.exp_user_fetch_qualified_segments(handle, bits, None)
             if status:
-                _log.error("fetch_qualified_segments: %s", _native.last_error())
+                _client_logger(handle).error("fetch_qualified_segments: %s", _native.last_error())
             success: bool = status == 0
             if callable(callback):
                 callback(success)

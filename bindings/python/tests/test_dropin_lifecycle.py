@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -272,3 +273,50 @@ def test_default_dispatcher_log_events_equal_the_reference_and_the_pipeline_deli
         assert delivered == expected
     finally:
         endpoint.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# An invalid datafile beside an sdk_key: logged, an instance all the same, polling for a good one
+# ------------------------------------------------------------------------------------------------
+
+class ErrorLog:
+    """A reference-style logger keeping the texts of its error lines."""
+
+    def __init__(self) -> None:
+        self.errors: List[str] = []
+
+    def error(self, message: str, *args: Any) -> None:
+        self.errors.append(message % args if args else message)
+
+    def debug(self, *_args: Any) -> None: ...
+    info = warning = exception = critical = log = debug
+
+
+@pytest.mark.parametrize("make", ["constructor", "default_instance", "custom_instance"])
+def test_invalid_datafile_with_sdk_key_logs_and_polls_like_the_reference(lifecycle: Any, demo_text: str,
+                                                                          make: str) -> None:
+    outcomes = []
+    for side in SIDES:
+        key = new_key()
+        lifecycle.serve(key, Answer(demo_text.encode("utf-8")))
+        log = ErrorLog()
+        if make == "constructor":
+            client = side.Optimizely(sdk_key=key, datafile="{not json", logger=log)
+        elif make == "default_instance":
+            client = side.Factory.default_instance(key, datafile="{not json")
+        else:
+            client = side.Factory.custom_instance(key, datafile="{not json", logger=log)
+        updated = threading.Event()
+        client.notification_center.add_notification_listener(side.types.OPTIMIZELY_CONFIG_UPDATE,
+                                                              lambda *_args: updated.set())
+        try:
+            if client.config_manager.get_config() if side is REFERENCE else client._ready():
+                updated.set()  # the first poll landed before the listener was added
+            assert updated.wait(20), side.name
+            decision = client.create_user_context("u1", {"country": "NL"}).decide("checkout_redesign")
+            outcomes.append((client.is_valid, bool(log.errors) or make == "default_instance",
+                             decision.variation_key, decision.enabled))
+        finally:
+            client.close()
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[1][:2] == (True, True)
