@@ -231,40 +231,66 @@ private struct Builder {
 
     // MARK: audience condition texts
 
-    static let operators = ["and", "or", "not"]
+    /// One element of a condition list as the reference's text reads it: a string (also each character of
+    /// a bare string, which Python iterates), a nested list, or another value.
+    enum ConditionItem {
+        case text(String), list(JSONValue), other(JSONValue)
 
-    func isOperator(_ value: JSONValue) -> Bool {
-        value.kind == .string && Builder.operators.contains(value.string ?? "")
+        init(_ value: JSONValue) {
+            switch value.kind {
+            case .string: self = .text(value.string ?? "")
+            case .array: self = .list(value)
+            default: self = .other(value)
+            }
+        }
+
+        var operatorName: String? {
+            if case .text(let text) = self, ["and", "or", "not"].contains(text) { return text }
+            return nil
+        }
+
+        var isList: Bool { if case .list = self { return true }; return false }
     }
 
-    func name(_ audienceId: JSONValue) -> String {
-        if let key = pythonKey(audienceId), let name = audienceNames[key] { return name }
-        return pythonStr(audienceId)
+    func name(_ item: ConditionItem) -> String {
+        switch item {
+        case .text(let text): return audienceNames["s:" + text] ?? text
+        case .list(let value), .other(let value):
+            if let key = pythonKey(value), let name = audienceNames[key] { return name }
+            return pythonStr(value)
+        }
+    }
+
+    /// The items of a condition list; a bare string is its characters (as Python indexes it).
+    func conditionItems(_ conditions: JSONValue) -> [ConditionItem]? {
+        switch conditions.kind {
+        case .array: return conditions.elements.map(ConditionItem.init)
+        case .string: return (conditions.string ?? "").map { ConditionItem.text(String($0)) }
+        default: return nil
+        }
     }
 
     /// An audience condition tree as the reference writes it: names quoted, operators upper-case, sub-trees
     /// in parentheses, with its own spacing.
     func readable(_ conditions: JSONValue?) -> String {
-        guard let conditions, truthy(conditions), conditions.kind == .array else { return "" }
-        let items = conditions.elements
+        guard let conditions, truthy(conditions), let items = conditionItems(conditions) else { return "" }
         let count = items.count
-        if count == 1 && !isOperator(items[0]) { return "\"\(name(items[0]))\"" }
-        if count == 2 && isOperator(items[0]) && items[1].kind != .array && !isOperator(items[1]) {
-            let prefix = items[0].string == "not" ? "NOT " : ""
-            return "\(prefix)\"\(name(items[1]))\""
+        if count == 1 && items[0].operatorName == nil { return "\"\(name(items[0]))\"" }
+        if count == 2, let operatorName = items[0].operatorName, !items[1].isList, items[1].operatorName == nil {
+            return "\(operatorName == "not" ? "NOT " : "")\"\(name(items[1]))\""
         }
         var operatorText = "OR"
         var text = ""
         for (index, item) in items.enumerated() {
             let last = index == count - 1
-            if isOperator(item) {
-                operatorText = (item.string ?? "").uppercased()
-            } else if item.kind == .array {
-                let inner = readable(item)
+            if let operatorName = item.operatorName {
+                operatorText = operatorName.uppercased()
+            } else if case .list(let nested) = item {
+                let inner = readable(nested)
                 text += last ? "\(operatorText) (\(inner))" : "(\(inner)) "
             } else {
                 // A null id names no audience: the reference leaves it out (keeping the positions).
-                if item.kind == .null { continue }
+                if case .other(let value) = item, value.kind == .null { continue }
                 let quoted = "\"\(name(item))\""
                 if index < count - 2 {
                     text += "\(quoted) \(operatorText) "
