@@ -4,7 +4,7 @@ The library computes it (exp_client_optimizely_config_json); these classes only 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 __all__ = ["optimizely_config_from_json", "OptimizelyConfig", "OptimizelyExperiment", "OptimizelyFeature", "OptimizelyVariation",
            "OptimizelyVariable", "OptimizelyAttribute", "OptimizelyEvent", "OptimizelyAudience"]
@@ -97,8 +97,8 @@ class OptimizelyConfig:
         self.attributes = [OptimizelyAttribute(a["id"], a["key"]) for a in document["attributes"]]
         self.events = [OptimizelyEvent(e["id"], e["key"], e["experiment_ids"]) for e in document["events"]]
         self.audiences = [OptimizelyAudience(a["id"], a["name"], a["conditions"]) for a in document["audiences"]]
-        self.experiments_map = {k: _experiment(e) for k, e in document["experiments_map"].items()}
-        self.features_map = {k: _feature(f) for k, f in document["features_map"].items()}
+        self.experiments_map = _by_key(document["experiments_map"], _experiment)
+        self.features_map = _by_key(document["features_map"], _feature)
 
     def get_datafile(self) -> Any:
         """The datafile text the configuration was built from."""
@@ -113,19 +113,29 @@ class OptimizelyConfig:
         return self.environment_key
 
 
+def _by_key(document: Dict[str, Any], make: Callable[[Dict[str, Any]], Any]) -> Dict[Any, Any]:
+    """A map of the document by each entry's own key (a datafile key of another JSON type than string is
+    a JSON object name there, but a key of that type in the reference's dicts)."""
+    return {entry["key"]: make(entry) for entry in document.values()}
+
+
+def _variable(document: Dict[str, Any]) -> OptimizelyVariable:
+    return OptimizelyVariable(document["id"], document["key"], document["type"], document["value"])
+
+
 def _variables(document: Dict[str, Any]) -> Dict[str, OptimizelyVariable]:
-    return {k: OptimizelyVariable(v["id"], v["key"], v["type"], v["value"]) for k, v in document.items()}
+    return _by_key(document, _variable)
 
 
 def _experiment(document: Dict[str, Any]) -> OptimizelyExperiment:
-    variations = {k: OptimizelyVariation(v["id"], v["key"], v["feature_enabled"], _variables(v["variables_map"]))
-                  for k, v in document["variations_map"].items()}
+    variations = _by_key(document["variations_map"], lambda v: OptimizelyVariation(
+        v["id"], v["key"], v["feature_enabled"], _variables(v["variables_map"])))
     return OptimizelyExperiment(document["id"], document["key"], variations, document["audiences"])
 
 
 def _feature(document: Dict[str, Any]) -> OptimizelyFeature:
     feature = OptimizelyFeature(document["id"], document["key"],
-                                {k: _experiment(e) for k, e in document["experiments_map"].items()},
+                                _by_key(document["experiments_map"], _experiment),
                                 _variables(document["variables_map"]))
     feature.experiment_rules = [_experiment(e) for e in document["experiment_rules"]]
     feature.delivery_rules = [_experiment(e) for e in document["delivery_rules"]]

@@ -79,6 +79,6 @@ def test_checked_in_datafiles_give_the_reference_config() -> None:
 def test_generated_datafiles_give_the_reference_config() -> None:
     differing: List[str] = []
     compared = sum(compare(name, text, differing) for seed in SEEDS for name, text in generated(seed))
-    print(f"{compared} generated datafiles compared with the reference")
+    print(f"{compared} generated datafiles compared with the reference; differing: {differing}")
     assert differing == []
     assert compared >= len(SEEDS)
