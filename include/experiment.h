@@ -326,7 +326,7 @@ exp_status exp_client_config_json(exp_client *client, char **out_json);
 
 /*
  * optimizely-sdk's OptimizelyConfig (get_optimizely_config()) of the datafile in use, as one JSON object:
- *   {"revision", "sdk_key", "environment_key", "datafile" (the text),
+ *   {"revision", "sdk_key", "environment_key" (the datafile's; "" when it has none), "datafile" (the text),
  *    "attributes": [{"id", "key"}], "events": [{"id", "key", "experiment_ids"}],
  *    "audiences": [{"id", "name", "conditions"}],
  *    "experiments_map": {key: experiment}, "features_map": {key: feature}}

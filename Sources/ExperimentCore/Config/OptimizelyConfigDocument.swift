@@ -14,9 +14,9 @@
 /// type, because the reference copies them without checking. Maps follow Python's dict semantics: a
 /// repeated key keeps its first place and its last value. Built on request (never while deciding).
 public enum OptimizelyConfigDocument {
-    /// The document for `datafile` (a text the compiler accepted); `sdkKey` is the client's, used when the
-    /// datafile names none (as the reference's `datafile.get("sdkKey") or sdk_key or ""`).
-    public static func build(datafile: [UInt8], sdkKey: String?) throws(JSONError) -> String {
+    /// The document for `datafile` (a text the compiler accepted). Its sdk_key and environment_key are the
+    /// datafile's ("" when it names none), never the client's, as the reference's.
+    public static func build(datafile: [UInt8]) throws(JSONError) -> String {
         let parsed: Result<JSONDocument, JSONError> = datafile.withUnsafeBytes { bytes in
             do throws(JSONError) {
                 return .success(try JSONDocument.parse(bytes, what: "datafile", maxBytes: DatafileCompiler.maxBytes,
@@ -28,7 +28,7 @@ public enum OptimizelyConfigDocument {
         let document = try parsed.get()
         return withExtendedLifetime(document) {
             var builder = Builder(root: document.root)
-            return builder.write(datafileText: String(decoding: datafile, as: UTF8.self), sdkKey: sdkKey)
+            return builder.write(datafileText: String(decoding: datafile, as: UTF8.self))
         }
     }
 }
@@ -154,11 +154,11 @@ private struct Builder {
 
     init(root: JSONValue) { self.root = root }
 
-    mutating func write(datafileText: String, sdkKey: String?) -> String {
+    mutating func write(datafileText: String) -> String {
         writer.beginObject()
         writer.key("revision"); writer.raw(raw(root.member("revision")))
         writer.key("sdk_key")
-        if truthy(root.member("sdkKey")) { writer.raw(raw(root.member("sdkKey"))) } else { writer.string(sdkKey ?? "") }
+        if truthy(root.member("sdkKey")) { writer.raw(raw(root.member("sdkKey"))) } else { writer.string("") }
         writer.key("environment_key")
         if truthy(root.member("environmentKey")) { writer.raw(raw(root.member("environmentKey"))) } else { writer.string("") }
         writeAttributes()

@@ -14,7 +14,7 @@ extension Client {
         guard let current, let text else { return try optimizelyConfigJSON() }
         let document: String
         do {
-            document = try OptimizelyConfigDocument.build(datafile: text, sdkKey: options.sdkKey)
+            document = try OptimizelyConfigDocument.build(datafile: text)
         } catch {
             throw ClientError(error)
         }

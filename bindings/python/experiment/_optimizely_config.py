@@ -105,7 +105,7 @@ class OptimizelyConfig:
         return self._datafile
 
     def get_sdk_key(self) -> Any:
-        """The SDK key: the datafile's, else the client's, else ""."""
+        """The datafile's SDK key, else ""."""
         return self.sdk_key
 
     def get_environment_key(self) -> Any:

@@ -82,3 +82,17 @@ def test_generated_datafiles_give_the_reference_config() -> None:
     print(f"{compared} generated datafiles compared with the reference; differing: {differing}")
     assert differing == []
     assert compared >= len(SEEDS)
+
+
+def test_native_client_gives_the_same_config() -> None:
+    import experiment
+    name, text = checked_in()[0]
+    with experiment.Client(datafile=text, keep_datafile=True, profile_store="none") as client:
+        assert plain(client.get_optimizely_config()) == plain(dropin_config(text)), name
+    with experiment.Client(datafile=text, profile_store="none") as client:
+        try:
+            client.get_optimizely_config()
+        except experiment.Error as error:  # the text is not kept: NotFoundError
+            assert "keep_datafile" in str(error)
+        else:
+            raise AssertionError("expected an error without keep_datafile")
