@@ -96,13 +96,19 @@ private struct OrderedMap<Value> {
         get { places[key].map { values[$0] } }
     }
 
-    /// Sets `key` (written as `text` in the document) to `value`.
+    private var usedTexts = Set<String>()
+
+    /// Sets `key` (written as `text` in the document) to `value`. Two keys Python tells apart may have one
+    /// text (the string "-1" and the integer -1): the later one's name then carries its kind, e.g. "-1 (n:-1)",
+    /// so the JSON object keeps both (each entry's "key" field has the datafile's value).
     mutating func set(_ key: String, text: String, _ value: Value) {
         if let place = places[key] {
             values[place] = value
         } else {
+            let unique = usedTexts.contains(text) ? "\(text) (\(key))" : text
+            usedTexts.insert(unique)
             places[key] = values.count
-            keys.append(key); texts.append(text); values.append(value)
+            keys.append(key); texts.append(unique); values.append(value)
         }
     }
 
@@ -130,6 +136,8 @@ private struct ConfigVariation {
 private struct ConfigExperiment {
     var id: String, key: String, audiences: String
     var variations: OrderedMap<ConfigVariation>
+    /// The key as Python's dicts compare it (nil for a list or object), and as an object name.
+    var mapKey: String? = nil, name = ""
 }
 
 /// One flag's variables as the reference's OptimizelyConfigService maps them: by key and by id.
@@ -399,8 +407,10 @@ private struct Builder {
         var byId: [String: ConfigExperiment] = [:]
         for experiment in all {
             let made = ConfigExperiment(id: raw(experiment.member("id")), key: raw(experiment.member("key")),
-                                  audiences: JSONWriter.quoted(readable(audienceConditions(experiment))),
-                                  variations: variations(of: experiment, featureId: nil))
+                                        audiences: JSONWriter.quoted(readable(audienceConditions(experiment))),
+                                        variations: variations(of: experiment, featureId: nil),
+                                        mapKey: pythonKey(experiment.member("key")),
+                                        name: nameText(experiment.member("key")))
             if let key = pythonKey(experiment.member("key")) {
                 byKey.set(key, text: nameText(experiment.member("key")), made)
             }
@@ -489,7 +499,7 @@ private struct Builder {
             writer.key("id"); writer.raw(feature.id)
             writer.key("key"); writer.raw(feature.key)
             var rulesByKey = OrderedMap<ConfigExperiment>()
-            for rule in feature.rules { rulesByKey.set(rule.key, text: unquotedName(rule.key), rule) }
+            for rule in feature.rules { if let key = rule.mapKey { rulesByKey.set(key, text: rule.name, rule) } }
             writer.key("experiments_map"); writeMap(rulesByKey) { $0.writeExperiment($1) }
             writer.key("variables_map"); writeMap(feature.variables) { $0.writeVariable($1) }
             writer.key("experiment_rules"); writer.beginArray(); feature.rules.forEach { writeExperiment($0) }; writer.endArray()
@@ -504,14 +514,6 @@ private struct Builder {
     func firstRollout(of feature: JSONValue, in rollouts: [JSONValue]) -> JSONValue? {
         let wanted = pythonKey(feature.member("rolloutId"))
         return rollouts.first { wanted != nil && pythonKey($0.member("id")) == wanted }
-    }
-
-    /// The object name of a key already written as JSON text (a string's content, else the text).
-    func unquotedName(_ text: String) -> String {
-        guard text.hasPrefix("\""), let document = try? JSONDocument.parse(text, what: "key", maxBytes: 1 << 20, maxDepth: 2),
-              let name = document.root.string
-        else { return text }
-        return name
     }
 
     // MARK: writing
