@@ -146,11 +146,6 @@ private struct FlagVariables {
     var keyOfId: [String: (key: String, text: String)] = [:]
 }
 
-/// An appended everyone-else variation of an "fr" experiment.
-private struct AppendedVariation {
-    let variation: JSONValue
-}
-
 private struct Builder {
     let root: JSONValue
     var audienceNames: [String: String] = [:]
@@ -419,7 +414,7 @@ private struct Builder {
         return (byKey, byId)
     }
 
-    /// `experiment.get("audienceConditions", [])`.
+    /// The reference's text reads "audienceConditions" only (no fallback to "audienceIds"; absent is none).
     func audienceConditions(_ experiment: JSONValue) -> JSONValue? {
         experiment.member("audienceConditions")
     }
