@@ -154,8 +154,13 @@ $(RELEASE_DIR)/deadlines_c: tests/abi/deadlines.c include/experiment.h lib
 $(RELEASE_DIR)/fork_events: tests/events/fork_events.c tests/support/event_receiver.h include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ tests/events/fork_events.c $(LINK_LOCAL) -lpthread
 
+# exp_client_optimizely_config_json: its errors and the demo datafile's document (tests/abi/optimizely_config.c).
+$(RELEASE_DIR)/optimizely_config_c: tests/abi/optimizely_config.c include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ tests/abi/optimizely_config.c $(LINK_LOCAL)
+
 test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigma $(RELEASE_DIR)/concurrent_track \
-        $(RELEASE_DIR)/inputs_c $(RELEASE_DIR)/callbacks_c $(RELEASE_DIR)/deadlines_c $(RELEASE_DIR)/fork_events
+        $(RELEASE_DIR)/inputs_c $(RELEASE_DIR)/callbacks_c $(RELEASE_DIR)/deadlines_c $(RELEASE_DIR)/fork_events \
+        $(RELEASE_DIR)/optimizely_config_c
 	rm -rf $(TEST_STATE_HOME)
 	$(RELEASE_DIR)/quickstart examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/async_start examples/datafiles demo $$state > /dev/null && rm -rf $$state
@@ -163,6 +168,7 @@ test-c: $(RELEASE_DIR)/quickstart $(RELEASE_DIR)/async_start $(RELEASE_DIR)/sigm
 	state=$$(mktemp -d) && $(RELEASE_DIR)/inputs_c $$state > /dev/null && rm -rf $$state
 	state=$$(mktemp -d) && $(RELEASE_DIR)/callbacks_c examples/datafiles/demo.json $$state > /dev/null && rm -rf $$state
 	state=$$(mktemp -d) && $(RELEASE_DIR)/deadlines_c examples/datafiles/demo.json $$state && rm -rf $$state
+	state=$$(mktemp -d) && $(RELEASE_DIR)/optimizely_config_c examples/datafiles/demo.json $$state > /dev/null && rm -rf $$state
 	@echo "C examples built with $(CFLAGS_STRICT) and ran"
 	$(RELEASE_DIR)/concurrent_track examples/datafiles/demo.json
 	state=$$(mktemp -d) && $(RELEASE_DIR)/fork_events examples/datafiles/demo.json $$state && rm -rf $$state
@@ -183,10 +189,15 @@ $(RELEASE_DIR)/inputs-cpp: tests/cpp/test_inputs.cpp bindings/cpp/experiment.hpp
 
 # Then: every exp_* function of the header is reached by experiment.hpp and run (gcov) by an example or
 # tests/cpp/test_wrapper.cpp; the functions missing are named.
-test-cpp: $(RELEASE_DIR)/quickstart-cpp $(RELEASE_DIR)/sigma-cpp $(RELEASE_DIR)/inputs-cpp
+# The wrapper's optimizely_config_json() (tests/cpp/test_optimizely_config.cpp).
+$(RELEASE_DIR)/optimizely-config-cpp: tests/cpp/test_optimizely_config.cpp bindings/cpp/experiment.hpp include/experiment.h lib
+	$(CXX) $(CXXFLAGS_STRICT) -o $@ tests/cpp/test_optimizely_config.cpp $(LINK_LOCAL)
+
+test-cpp: $(RELEASE_DIR)/quickstart-cpp $(RELEASE_DIR)/sigma-cpp $(RELEASE_DIR)/inputs-cpp $(RELEASE_DIR)/optimizely-config-cpp
 	$(RELEASE_DIR)/quickstart-cpp examples/datafiles/demo.json > /dev/null
 	$(RELEASE_DIR)/sigma-cpp examples/datafiles/demo.json > /dev/null
 	state=$$(mktemp -d) && $(RELEASE_DIR)/inputs-cpp examples/datafiles/demo.json $$state > /dev/null && rm -rf $$state
+	state=$$(mktemp -d) && $(RELEASE_DIR)/optimizely-config-cpp examples/datafiles/demo.json $$state > /dev/null && rm -rf $$state
 	@echo "C++ example built with $(CXXFLAGS_STRICT) and ran"
 	CXX="$(CXX)" $(PYTHON) tests/cpp/check_wrapper.py --lib-dir $(CURDIR)/$(RELEASE_DIR)
 

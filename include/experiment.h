@@ -345,6 +345,32 @@ exp_status exp_client_is_ready(exp_client *client, int *out_ready);
 exp_status exp_client_config_json(exp_client *client, char **out_json);
 
 /*
+ * optimizely-sdk's OptimizelyConfig (get_optimizely_config()) of the datafile in use, as one JSON object:
+ *   {"revision", "sdk_key", "environment_key" (the datafile's; "" when it has none), "datafile" (the text),
+ *    "attributes": [{"id", "key"}], "events": [{"id", "key", "experiment_ids"}],
+ *    "audiences": [{"id", "name", "conditions"}],
+ *    "experiments_map": {key: experiment}, "features_map": {key: feature}}
+ *   experiment: {"id", "key", "audiences" (e.g. "\"us\" OR \"fr\""), "variations_map": {key: variation}}
+ *   variation:  {"id", "key", "feature_enabled", "variables_map": {key: variable}}
+ *   variable:   {"id", "key", "type", "value" (the datafile's text of the value)}
+ *   feature:    {"id", "key", "experiments_map", "variables_map", "experiment_rules": [experiment],
+ *                "delivery_rules": [experiment]}
+ * Values are the datafile's, as the reference copies them (an id or value of another JSON type stays so);
+ * a variation's variables are its flag's defaults with its own values when it enables the feature.
+ * Computed on the first call for each datafile revision (never on the decision path), then kept.
+ * Needs the client option "keep_datafile": true (the document is computed from, and carries, the text).
+ *
+ * Ownership: *out_json receives a NUL-terminated string the caller frees with exp_free(); unchanged on error.
+ * Errors: EXP_ERR_INVALID_ARGUMENT (NULLs), EXP_ERR_NOT_READY (no datafile yet), EXP_ERR_NOT_FOUND (the
+ * client does not keep its datafile's text), EXP_ERR_CLOSED. Thread-safe.
+ *
+ *     char *config = NULL;
+ *     if (exp_client_optimizely_config_json(c, &config) == EXP_OK) puts(config);
+ *     exp_free(config);
+ */
+exp_status exp_client_optimizely_config_json(exp_client *client, char **out_json);
+
+/*
  * The text of the datafile in use, byte for byte as it was given (exp_client_start, the bundled datafile of
  * an asynchronous or synchronous start), fetched or read from the cache: after a poll swaps in a new revision
  * it is the new one. Needs the option "keep_datafile": true. The text and the config decisions use are

@@ -112,6 +112,7 @@ public final class ExperimentClient: @unchecked Sendable {
         if let sdkKey { writer.field("sdk_key", sdkKey) }
         writer.key("polling_interval_s"); writer.int(Int64(periodicDownloadInterval ?? 0))
         writer.field("log_level", logLevel.runtimeLevel.name)
+        writer.field("keep_datafile", true)  // optimizelyConfig is computed from the datafile's text
         writer.key("default_decide_options"); writer.beginArray()
         for (name, option) in DecideOptions.names where DecideOption.set(defaultDecideOptions).contains(option) {
             writer.string(name)
@@ -189,6 +190,15 @@ public final class ExperimentClient: @unchecked Sendable {
 
     /// The revision of the datafile in use (nil when not ready).
     public var datafileRevision: String? { try? runtime.config().revision }
+
+    /// optimizely-sdk's OptimizelyConfig of the datafile in use (computed by the library once per revision).
+    /// Throws `.notReady` before the client has a datafile.
+    public var optimizelyConfig: OptimizelyConfig {
+        get throws(ExperimentError) {
+            let document = try translated { () throws(ClientError) in try runtime.optimizelyConfigJSON() }
+            return OptimizelyConfig(JSON.parse(document))
+        }
+    }
 
     // MARK: users
 

@@ -188,3 +188,12 @@ public func abiSetLogLevel(_ handle: OpaquePointer?, _ level: Int32) -> exp_stat
         client.logger.level = level
     }
 }
+
+@_cdecl("exp_client_optimizely_config_json")
+public func abiClientOptimizelyConfigJSON(_ handle: OpaquePointer?,
+                                          _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> exp_status {
+    api { () throws(ClientError) in
+        let out = try required(out, "out_json")
+        out.pointee = duplicate(try client(handle).optimizelyConfigJSON())
+    }
+}

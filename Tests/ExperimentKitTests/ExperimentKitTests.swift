@@ -282,3 +282,28 @@ private func fetchingSettings() -> ClientSettings {
             .decide(key: "free_shipping").ruleKey == "free_shipping_nl_de")
     #expect(throws: ExperimentError.self) { try ExperimentClient(sdkKey: nil, settings: settings()).start(datafile: "[]") }
 }
+
+/// optimizelyConfig: the library's OptimizelyConfig document, as optimizely-sdk 5.7.0's get_optimizely_config()
+/// gives it for demo.json (the Python differential test compares every field over many datafiles).
+@Test func optimizelyConfigIsTheReferenceOne() throws {
+    let client = try demoClient()
+    let config = try client.optimizelyConfig
+    #expect(config.datafile == demoDatafile)
+    #expect(config.sdkKey == "" || !config.sdkKey.isEmpty)
+    let flag = try #require(config.featuresMap["checkout_redesign"])
+    #expect(flag.experimentRules.map(\.key) == ["checkout_redesign_ab"])
+    let color = try #require(flag.variablesMap["button_color"])
+    #expect(color.id == "9001" && color.key == "button_color" && color.type == "string" && color.value == "blue")
+    let experiment = try #require(config.experimentsMap["checkout_redesign_ab"])
+    #expect(experiment.audiences == "\"High-value adult carts\" OR \"Premium plan (legacy audience)\"")
+    #expect(experiment.variationsMap["control"]?.featureEnabled == true)
+    #expect(experiment.variationsMap["control"]?.variablesMap["button_color"]?.value == "blue")
+    #expect(!flag.deliveryRules.isEmpty || flag.experimentRules.count == 1)
+    #expect(try client.optimizelyConfig == config)
+    client.close()
+
+    let notStarted = try ExperimentClient(sdkKey: nil, settings: settings())
+    let early = #expect(throws: ExperimentError.self) { try notStarted.optimizelyConfig }
+    #expect(early?.code == .notReady)
+    notStarted.close()
+}

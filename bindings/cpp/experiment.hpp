@@ -813,6 +813,16 @@ public:
         return detail::take(json);
     }
 
+    /* optimizely-sdk's OptimizelyConfig of the datafile in use as one JSON document
+       (exp_client_optimizely_config_json: experiments_map, features_map, attributes, audiences, events, ...;
+       needs the option "keep_datafile": true, else an Error with code EXP_ERR_NOT_FOUND; NotReadyError
+       before the first datafile). */
+    std::string optimizely_config_json() const {
+        char *json = nullptr;
+        detail::check(exp_client_optimizely_config_json(client_, &json));
+        return detail::take(json);
+    }
+
     /* The datafile in use, byte for byte as given or fetched (exp_client_datafile_json; needs the option
        "keep_datafile": true, else an Error with code EXP_ERR_NOT_FOUND; NotReadyError before the first
        datafile). */

@@ -121,6 +121,9 @@ public final class Client: @unchecked Sendable {
     public let callbacks = AsyncCallbacks()
 
     private let current = ConfigSlot()
+    /// The OptimizelyConfig document of the config in use, computed on first request (never on the decide
+    /// path) and kept with that config, so each datafile revision is turned into it once.
+    let optimizelyConfigCache = Locked<(config: ProjectConfig, document: String)?>(nil)
     /// Datafile lifecycle: readiness, the fetch/poll manager, the cache-TTL flag (Client+Datafile.swift).
     let datafileState = DatafileState()
     private let isClosed = Atomic<Bool>(false)
@@ -262,6 +265,9 @@ public final class Client: @unchecked Sendable {
         }
         return text
     }
+
+    /// The config in use and the text it was compiled from (nil when not kept), read together.
+    var configWithDatafile: (config: ProjectConfig?, datafile: [UInt8]?) { current.currentWithDatafile }
 
     /// The warnings of the datafile in use (empty when not ready): what it has that the reference accepts.
     public var datafileWarnings: [DatafileError] { current.current?.warnings ?? [] }

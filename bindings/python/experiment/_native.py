@@ -183,6 +183,7 @@ _PROTOTYPES: List[Tuple[str, object, List[Any]]] = [
     ("exp_client_start", c_int, [exp_client_p, c_char_p, c_size_t]),
     ("exp_client_is_ready", c_int, [exp_client_p, POINTER(c_int)]),
     ("exp_client_config_json", c_int, [exp_client_p, c_char_pp]),
+    ("exp_client_optimizely_config_json", c_int, [exp_client_p, c_char_pp]),
     ("exp_client_datafile_json", c_int, [exp_client_p, c_char_pp, POINTER(c_size_t)]),
     ("exp_client_close", c_int, [exp_client_p]),
     ("exp_client_free", None, [exp_client_p]),

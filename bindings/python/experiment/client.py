@@ -18,6 +18,7 @@ from . import _native
 from ._native import EXP_EVENT_DISPATCH_FN, EXP_LOG_FN, EXP_NOTIFICATION_FN, EXP_READY_FN, ExpAttribute, ExpDecision, ExpValue
 from ._native import ExpAttributeN
 from ._native import EXP_PROFILE_LOOKUP_FN, EXP_PROFILE_SAVE_FN
+from ._optimizely_config import OptimizelyConfig, optimizely_config_from_json
 from .decision import _CACHE as _OPTION_BITS
 from .decision import _SLOTTED, DecideOption, Decision, Event, OptionsArg, decide_options_to_int
 from ._timeouts import timeout_ms as _timeout_ms
@@ -973,6 +974,21 @@ class Client(SegmentsMixin, UserContextMixin):
         if status:
             _raise(status)
         return _json_dict(_take_string(out) or "null")
+
+    def optimizely_config_json(self) -> str:
+        """optimizely-sdk's OptimizelyConfig of the datafile in use as the library's JSON document
+        (exp_client_optimizely_config_json). Needs ``keep_datafile=True`` (else :class:`NotFoundError`);
+        :class:`NotReadyError` before the client has a datafile."""
+        handle = self._live()
+        out = c_char_p()
+        status = _lib.exp_client_optimizely_config_json(handle, byref(out))
+        if status:
+            _raise(status)
+        return _take_string(out) or "null"
+
+    def get_optimizely_config(self) -> "OptimizelyConfig":
+        """optimizely-sdk's OptimizelyConfig of the datafile in use (see :meth:`optimizely_config_json`)."""
+        return optimizely_config_from_json(self.optimizely_config_json())
 
     @property
     def datafile_json(self) -> str:

@@ -1838,13 +1838,17 @@ class Optimizely:
     def get_optimizely_config(self) -> Optional["OptimizelyConfig"]:
         """The project configuration as an :class:`OptimizelyConfig` (None when there is none)."""
         project = self._config("get_optimizely_config")
-        if project is None:
+        if project is None or self._client is None:
             return None
-        text: Any = project.text
+        try:
+            document = self._client.optimizely_config_json()
+        except Error:  # closed meanwhile
+            return None
+        config = optimizely_config_from_json(document)
         given = getattr(self, "_given_datafile", None)
-        if given is not None and given[0] == text:
-            text = given[1]  # the given bytes as the reference keeps them (decoded as UTF-8, or the bytearray)
-        return OptimizelyConfig(project.datafile, text)  # sdk_key: the datafile's, as the reference's
+        if given is not None and given[0] == config.get_datafile():
+            config._datafile = given[1]  # the given bytes as the reference keeps them (decoded, or the bytearray)
+        return config
 
     def close(self) -> None:
         """Flushes and closes the client, stops the program's event processor (its last batch is sent, as
@@ -1856,7 +1860,7 @@ class Optimizely:
         shutil.rmtree(self._state_dir, ignore_errors=True)
 
 
-from ._optimizely_config import OptimizelyConfig  # noqa: E402  (uses nothing from this module)
+from ._optimizely_config import OptimizelyConfig, optimizely_config_from_json  # noqa: E402  (uses nothing from this module)
 
 
 class OptimizelyFactory:
