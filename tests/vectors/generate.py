@@ -187,6 +187,12 @@ def decision_json(d: Any) -> dict:
             "rule_key": d.rule_key, "variables": d.variables, "reasons": list(d.reasons)}
 
 
+def decisions_json(decisions: Dict[str, Any]) -> Dict[str, dict]:
+    """decide_all / decide_for_keys: an object by flag key (its order is not part of the answer: the
+    reference puts unknown keys first, the C ABI keeps the caller's order)."""
+    return {key: decision_json(d) for key, d in decisions.items()}
+
+
 def user_context(client: Any, call: dict, user: Tuple[str, Dict[str, Any]]) -> Any:
     context = client.create_user_context(user[0], user[1])
     for forced in call.get("forced_decisions", []):
@@ -202,10 +208,9 @@ def run_on_reference(client: Any, call: dict, user: Tuple[str, Dict[str, Any]]) 
     if kind == "decide":
         return decision_json(user_context(client, call, user).decide(call["flag_key"], call["options"]))
     if kind == "decide_all":
-        return [decision_json(d) for d in user_context(client, call, user).decide_all(call["options"]).values()]
+        return decisions_json(user_context(client, call, user).decide_all(call["options"]))
     if kind == "decide_for_keys":
-        decisions = user_context(client, call, user).decide_for_keys(call["keys"], call["options"])
-        return [decision_json(d) for d in decisions.values()]
+        return decisions_json(user_context(client, call, user).decide_for_keys(call["keys"], call["options"]))
     if kind == "activate":
         return client.activate(call["experiment_key"], user_id, attributes)
     if kind == "get_variation":

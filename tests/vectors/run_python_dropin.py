@@ -14,8 +14,8 @@ import sys
 from typing import Any, Dict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vectors import (CapturingDispatcher, attributes_of, decision_json, main_guard, replay,  # noqa: E402
-                     tags_of)
+from vectors import (CapturingDispatcher, attributes_of, decision_json, decisions_json,  # noqa: E402
+                     main_guard, replay, tags_of)
 
 from experiment.optimizely import Optimizely, OptimizelyUserContext  # noqa: E402
 
@@ -47,10 +47,9 @@ def feature_variable(client: Any, call: dict, _d: Any) -> Any:
 
 CALLS: Dict[str, Any] = {
     "decide": lambda c, call, _d: decision_json(user_context(c, call).decide(call["flag_key"], call["options"])),
-    "decide_all": lambda c, call, _d: [decision_json(d) for d in
-                                       user_context(c, call).decide_all(call["options"]).values()],
-    "decide_for_keys": lambda c, call, _d: [decision_json(d) for d in user_context(c, call).decide_for_keys(
-        call["keys"], call["options"]).values()],
+    "decide_all": lambda c, call, _d: decisions_json(user_context(c, call).decide_all(call["options"])),
+    "decide_for_keys": lambda c, call, _d: decisions_json(user_context(c, call).decide_for_keys(
+        call["keys"], call["options"])),
     "activate": lambda c, call, _d: c.activate(call["experiment_key"], call["user_id"], attributes_of(call)),
     "get_variation": lambda c, call, _d: c.get_variation(call["experiment_key"], call["user_id"],
                                                          attributes_of(call)),

@@ -118,6 +118,10 @@ def decision_json(d: Any) -> dict:
             "rule_key": d.rule_key, "variables": d.variables, "reasons": list(d.reasons)}
 
 
+def decisions_json(decisions: Dict[str, Any]) -> Dict[str, dict]:
+    return {key: decision_json(d) for key, d in decisions.items()}
+
+
 class Tally:
     def __init__(self, binding: str) -> None:
         self.binding = binding
