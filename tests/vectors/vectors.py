@@ -198,9 +198,16 @@ def replay(binding: str, make_client: Callable[[dict, str, CapturingDispatcher],
     return tally.report()
 
 
+_STATE_ROOT: Optional[tempfile.TemporaryDirectory] = None
+
+
 def private_state_dir() -> str:
-    """Every client gets its own state directory (never the user's)."""
-    return tempfile.mkdtemp(prefix="vectors-state-")
+    """Every client gets its own state directory (never the user's), under one temporary directory that is
+    removed when the runner exits."""
+    global _STATE_ROOT
+    if _STATE_ROOT is None:
+        _STATE_ROOT = tempfile.TemporaryDirectory(prefix="vectors-state-")
+    return tempfile.mkdtemp(dir=_STATE_ROOT.name)
 
 
 def main_guard(run: Callable[[List[str]], int]) -> None:
