@@ -164,6 +164,8 @@ class Catalog:
                 experiments[e["id"]] = e
         rollouts = {r["id"]: r for r in datafile.get("rollouts", [])}
         self.experiment_keys = sorted({e["key"] for e in experiments.values()})
+        self.experiment_variations = {e["key"]: sorted({v["key"] for v in e.get("variations", [])})
+                                      for e in experiments.values()}
         self.event_keys = [e["key"] for e in datafile.get("events", [])]
         self.flags: List[dict] = []
         for flag in datafile.get("featureFlags", []):
@@ -225,6 +227,10 @@ def run_on_reference(client: Any, call: dict, user: Tuple[str, Dict[str, Any]]) 
         return method(call["feature_key"], call["variable_key"], user_id, attributes)
     if kind == "get_all_feature_variables":
         return client.get_all_feature_variables(call["feature_key"], user_id, attributes)
+    if kind == "set_forced_variation":
+        return client.set_forced_variation(call["experiment_key"], user_id, call["variation_key"])
+    if kind == "get_forced_variation":
+        return client.get_forced_variation(call["experiment_key"], user_id)
     if kind == "track":
         tags = json.loads(call["tags_json"]) if call["tags_json"] is not None else None
         return client.track(call["event_key"], user_id, attributes, tags)
@@ -264,8 +270,24 @@ def forced_decisions(rng: random.Random, catalog: Catalog, flag: dict) -> List[d
     return forced
 
 
+def forced_variation_calls(rng: random.Random, catalog: Catalog) -> Iterator[dict]:
+    """set_forced_variation (a real variation, an unknown one, a removal, an unknown experiment) and
+    get_forced_variation: the forcing then applies to this user's later calls."""
+    if not catalog.experiment_keys:
+        return
+    key = rng.choice(catalog.experiment_keys) if rng.random() < 0.93 else UNKNOWN_KEY
+    variations = catalog.experiment_variations.get(key) or ["no_such_variation"]
+    r = rng.random()
+    variation = rng.choice(variations) if r < 0.8 else ("no_such_variation" if r < 0.9 else None)
+    yield {"call": "set_forced_variation", "experiment_key": key, "variation_key": variation}
+    yield {"call": "get_forced_variation", "experiment_key": key}
+
+
 def calls_for_user(rng: random.Random, catalog: Catalog, user_index: int) -> Iterator[dict]:
-    """The calls one user makes: every flag decided, then a mix of the other kinds."""
+    """The calls one user makes: maybe a forced variation first, every flag decided, then a mix of the
+    other kinds."""
+    if rng.random() < 0.35:
+        yield from forced_variation_calls(rng, catalog)
     for flag in catalog.flags:
         call: Dict[str, Any] = {"call": "decide", "flag_key": flag["key"], "options": random_options(rng)}
         if rng.random() < 0.2:

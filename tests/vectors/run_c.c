@@ -382,7 +382,33 @@ static json_object *run_track(exp_client *client, const call_input *in) {
     return (s == EXP_OK || s == EXP_ERR_UNKNOWN_EVENT) ? NULL : raised(s);
 }
 
+/* set_forced_variation: true when set; the reference's false is an unknown experiment or variation here. */
+static json_object *run_set_forced_variation(exp_client *client, const call_input *in) {
+    json_object *key = field(in->call, "experiment_key"), *variation = field(in->call, "variation_key");
+    exp_status s = exp_set_forced_variation_n(client, json_object_get_string(key), string_length(key), in->user_id,
+                                              in->user_id_length, variation ? json_object_get_string(variation) : NULL,
+                                              variation ? string_length(variation) : 0);
+    if (s == EXP_OK || s == EXP_ERR_UNKNOWN_EXPERIMENT || s == EXP_ERR_UNKNOWN_VARIATION)
+        return json_object_new_boolean(s == EXP_OK);
+    return raised(s);
+}
+
+/* get_forced_variation: the key or null (null for an unknown experiment too, as the reference). */
+static json_object *run_get_forced_variation(exp_client *client, const call_input *in) {
+    json_object *key = field(in->call, "experiment_key"), *out = NULL;
+    char *variation = NULL;
+    size_t length = 0;
+    exp_status s = exp_get_forced_variation_n(client, json_object_get_string(key), string_length(key), in->user_id,
+                                              in->user_id_length, &variation, &length);
+    if (s == EXP_OK && variation) out = json_object_new_string_len(variation, (int)length);
+    else if (s != EXP_OK && s != EXP_ERR_UNKNOWN_EXPERIMENT) out = raised(s);
+    exp_free(variation);
+    return out;
+}
+
 static json_object *run_call(exp_client *client, const char *kind, const call_input *in) {
+    if (strcmp(kind, "set_forced_variation") == 0) return run_set_forced_variation(client, in);
+    if (strcmp(kind, "get_forced_variation") == 0) return run_get_forced_variation(client, in);
     if (strcmp(kind, "decide") == 0) return run_decide(client, in);
     if (strcmp(kind, "decide_all") == 0) return run_decide_all(client, in);
     if (strcmp(kind, "decide_for_keys") == 0) return run_decide_for_keys(client, in);

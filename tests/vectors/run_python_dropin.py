@@ -59,6 +59,9 @@ CALLS: Dict[str, Any] = {
     "get_feature_variable": feature_variable,
     "get_all_feature_variables": lambda c, call, _d: c.get_all_feature_variables(
         call["feature_key"], call["user_id"], attributes_of(call)),
+    "set_forced_variation": lambda c, call, _d: c.set_forced_variation(call["experiment_key"], call["user_id"],
+                                                                       call["variation_key"]),
+    "get_forced_variation": lambda c, call, _d: c.get_forced_variation(call["experiment_key"], call["user_id"]),
     "track": lambda c, call, _d: c.track(call["event_key"], call["user_id"], attributes_of(call), tags_of(call)),
 }
 

@@ -70,7 +70,25 @@ def track(client: Any, call: dict, _d: Any) -> Any:
     return None
 
 
+def set_forced_variation(client: Any, call: dict, _d: Any) -> bool:
+    """True when set; the reference's False is the native API's UnknownExperiment / UnknownVariation error."""
+    try:
+        client.set_forced_variation(call["experiment_key"], call["user_id"], call["variation_key"])
+    except (experiment.UnknownExperimentError, experiment.UnknownVariationError):
+        return False
+    return True
+
+
+def get_forced_variation(client: Any, call: dict, _d: Any) -> Any:
+    try:
+        return client.get_forced_variation(call["experiment_key"], call["user_id"])
+    except experiment.UnknownExperimentError:
+        return None            # the reference's answer for an experiment it does not know
+
+
 CALLS: Dict[str, Any] = {
+    "set_forced_variation": set_forced_variation,
+    "get_forced_variation": get_forced_variation,
     "decide": decide,
     "decide_all": decide_all,
     "decide_for_keys": decide_for_keys,
