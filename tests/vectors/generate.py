@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import random
 import sys
@@ -26,11 +25,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CASES_DIR = os.path.join(HERE, "cases")
 sys.path.insert(0, os.path.join(ROOT, "bindings", "python", "tests"))
+sys.path.insert(0, HERE)
 
 from datafile_generator import generate_datafile, generate_users  # noqa: E402
+from vectors import CapturingDispatcher, NotificationRecorder, encode_attributes  # noqa: E402
 
 from optimizely import optimizely as reference_sdk  # noqa: E402
 from optimizely.event.event_processor import ForwardingEventProcessor  # noqa: E402
+from optimizely.helpers import enums  # noqa: E402
 from optimizely.helpers.sdk_settings import OptimizelySdkSettings  # noqa: E402
 from optimizely.optimizely_user_context import OptimizelyUserContext  # noqa: E402
 
@@ -57,87 +59,8 @@ _SILENT.setLevel(logging.CRITICAL + 10)
 
 
 # ---------------------------------------------------------------------------------------------------
-# Value encoding: JSON for what JSON carries exactly, a tagged object for the rest (README "Values")
-# ---------------------------------------------------------------------------------------------------
-
-TAG = "$vector_type"
-
-
-def encode_value(value: Any) -> Any:
-    """A Python attribute value as JSON: integers outside int64 and non-finite floats are tagged."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return value if -(2 ** 63) <= value < 2 ** 63 else {TAG: "bigint", "value": str(value)}
-    if isinstance(value, float):
-        if math.isnan(value):
-            return {TAG: "float", "value": "nan"}
-        if math.isinf(value):
-            return {TAG: "float", "value": "inf" if value > 0 else "-inf"}
-        return value
-    if isinstance(value, list):
-        return {TAG: "list", "value": [encode_value(v) for v in value]}
-    if isinstance(value, dict):
-        return {TAG: "dict", "value": {str(k): encode_value(v) for k, v in value.items()}}
-    raise TypeError(f"no vector encoding for {type(value).__name__}")
-
-
-def decode_value(value: Any) -> Any:
-    """The inverse of encode_value (runners in Python use it)."""
-    if isinstance(value, dict):
-        kind, inner = value.get(TAG), value.get("value")
-        if kind == "bigint":
-            return int(inner)
-        if kind == "float":
-            return float(inner)
-        if kind == "list":
-            return [decode_value(v) for v in inner]
-        if kind == "dict":
-            return {k: decode_value(v) for k, v in inner.items()}
-        raise ValueError(f"unknown tagged value {value!r}")
-    return value
-
-
-def encode_attributes(attributes: Dict[str, Any]) -> Dict[str, Any]:
-    return {key: encode_value(value) for key, value in attributes.items()}
-
-
-# ---------------------------------------------------------------------------------------------------
 # The reference, with events captured in order
 # ---------------------------------------------------------------------------------------------------
-
-class CapturingDispatcher:
-    def __init__(self) -> None:
-        self.events: List[Any] = []
-
-    def dispatch_event(self, event: Any) -> None:
-        self.events.append(event)
-
-    def take(self) -> List[dict]:
-        taken = [normalize_event(e) for e in self.events]
-        self.events = []
-        return taken
-
-
-def normalize_event(event: Any) -> dict:
-    """url, http_verb and params without what differs per run (README "Events")."""
-    params = getattr(event, "params", None)
-    if params is None and isinstance(event, dict):
-        params = event.get("params")
-    if isinstance(params, (bytes, str)):
-        params = json.loads(params)
-    params = json.loads(json.dumps(params))          # a deep copy we may edit
-    params.pop("client_name", None)
-    params.pop("client_version", None)
-    for visitor in params.get("visitors") or []:
-        for snapshot in visitor.get("snapshots") or []:
-            for ev in snapshot.get("events") or []:
-                ev.pop("uuid", None)
-                ev.pop("timestamp", None)
-    url = getattr(event, "url", None) if not isinstance(event, dict) else event.get("url")
-    verb = getattr(event, "http_verb", None) if not isinstance(event, dict) else event.get("http_verb")
-    return {"url": url, "http_verb": verb, "params": params}
-
 
 def make_reference(text: str, dispatcher: CapturingDispatcher,
                    default_decide_options: List[str]) -> reference_sdk.Optimizely:
@@ -359,8 +282,10 @@ def build_case(name: str, datafile_text: str, datafile_field: dict, seed: int) -
     catalog = Catalog(datafile)
     # (never ENABLED_FLAGS_ONLY: given by default and per call too, the reference raises KeyError)
     default_options = sorted(rng.sample(DEFAULT_OPTION_CHOICES, 1)) if rng.random() < 0.2 else []
-    dispatcher = CapturingDispatcher()
+    dispatcher, recorder = CapturingDispatcher(), NotificationRecorder()
     client = make_reference(datafile_text, dispatcher, default_options)
+    client.notification_center.add_notification_listener(enums.NotificationTypes.DECISION, recorder.on_decision)
+    client.notification_center.add_notification_listener(enums.NotificationTypes.TRACK, recorder.on_track)
     users = odd_users(rng, list(generate_users(seed, datafile, USERS_PER_CASE)))
     calls = []
     for index, user in enumerate(users):
@@ -372,8 +297,13 @@ def build_case(name: str, datafile_text: str, datafile_field: dict, seed: int) -
                 print(f"{name}: reference raised {type(error).__name__} on {call['call']}: left out",
                       file=sys.stderr)
                 dispatcher.take()
+                recorder.take()
                 continue
-            call["expect"] = {"result": result, "events": dispatcher.take()}
+            notifications = recorder.take()
+            for notification in notifications:        # (the usual case, left implicit to keep files small)
+                if notification["attributes"] == call["attributes"]:
+                    del notification["attributes"]
+            call["expect"] = {"result": result, "events": dispatcher.take(), "notifications": notifications}
             calls.append(call)
     client.close()
     return {"format": FORMAT_VERSION, "name": name, "reference": REFERENCE, **datafile_field,

@@ -14,10 +14,10 @@ import sys
 from typing import Any, Dict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vectors import (CapturingDispatcher, attributes_of, decision_json, decisions_json,  # noqa: E402
-                     main_guard, replay, tags_of)
+from vectors import (CapturingDispatcher, NotificationRecorder, attributes_of, decision_json,  # noqa: E402
+                     decisions_json, main_guard, replay, tags_of)
 
-from experiment.optimizely import Optimizely, OptimizelyUserContext  # noqa: E402
+from experiment.optimizely import Optimizely, OptimizelyUserContext, enums  # noqa: E402
 
 _SILENT = logging.getLogger("vectors.dropin")
 _SILENT.addHandler(logging.NullHandler())
@@ -25,9 +25,12 @@ _SILENT.propagate = False
 _SILENT.setLevel(logging.CRITICAL + 10)
 
 
-def make_client(case: dict, text: str, dispatcher: CapturingDispatcher) -> Any:
-    return Optimizely(datafile=text, event_dispatcher=dispatcher, logger=_SILENT,
-                      default_decide_options=list(case["client"]["default_decide_options"]))
+def make_client(case: dict, text: str, dispatcher: CapturingDispatcher, recorder: NotificationRecorder) -> Any:
+    client = Optimizely(datafile=text, event_dispatcher=dispatcher, logger=_SILENT,
+                        default_decide_options=list(case["client"]["default_decide_options"]))
+    client.notification_center.add_notification_listener(enums.NotificationTypes.DECISION, recorder.on_decision)
+    client.notification_center.add_notification_listener(enums.NotificationTypes.TRACK, recorder.on_track)
+    return client
 
 
 def user_context(client: Any, call: dict) -> Any:

@@ -17,8 +17,8 @@ import sys
 from typing import Any, Dict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vectors import (CapturingDispatcher, attributes_of, decision_json, decisions_json,  # noqa: E402
-                     main_guard, private_state_dir, replay, tags_of)
+from vectors import (CapturingDispatcher, NotificationRecorder, attributes_of, decision_json,  # noqa: E402
+                     decisions_json, main_guard, private_state_dir, replay, tags_of)
 
 import experiment  # noqa: E402
 from experiment.user_context import OptimizelyDecisionContext, OptimizelyForcedDecision  # noqa: E402
@@ -29,11 +29,14 @@ _SILENT.propagate = False
 _SILENT.setLevel(logging.CRITICAL + 10)
 
 
-def make_client(case: dict, text: str, dispatcher: CapturingDispatcher) -> Any:
+def make_client(case: dict, text: str, dispatcher: CapturingDispatcher, recorder: NotificationRecorder) -> Any:
     # No sticky bucketing: the reference ran without a user profile service.
-    return experiment.Client(datafile=text, event_dispatcher=dispatcher, profile_store="none",
-                             state_dir=private_state_dir(), logger=_SILENT, log_level="error",
-                             default_decide_options=list(case["client"]["default_decide_options"]))
+    client = experiment.Client(datafile=text, event_dispatcher=dispatcher, profile_store="none",
+                               state_dir=private_state_dir(), logger=_SILENT, log_level="error",
+                               default_decide_options=list(case["client"]["default_decide_options"]))
+    client.add_listener("decision", lambda payload: recorder.on_payload("DECISION", payload))
+    client.add_listener("track", lambda payload: recorder.on_payload("TRACK", payload))
+    return client
 
 
 def forced_context(client: Any, call: dict) -> Any:
@@ -100,7 +103,7 @@ CALLS: Dict[str, Any] = {
 
 
 def run(argv: list) -> int:
-    return replay("python native", make_client, CALLS, lambda c: c.close(), argv)
+    return replay("python native", make_client, CALLS, lambda c: c.close(), argv, lossy_attributes=True)
 
 
 if __name__ == "__main__":

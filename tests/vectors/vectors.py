@@ -23,6 +23,34 @@ class NotApplicable(Exception):
     """The binding has no equivalent of this call kind (counted apart, never as passed)."""
 
 
+def encode_value(value: Any) -> Any:
+    """A Python attribute value as a vector writes it: integers outside int64, non-finite floats, lists and
+    dicts are tagged (README "Values")."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value if -(2 ** 63) <= value < 2 ** 63 else {TAG: "bigint", "value": str(value)}
+    if isinstance(value, float):
+        if math.isnan(value):
+            return {TAG: "float", "value": "nan"}
+        if math.isinf(value):
+            return {TAG: "float", "value": "inf" if value > 0 else "-inf"}
+        return value
+    if isinstance(value, (list, tuple)):
+        return {TAG: "list", "value": [encode_value(v) for v in value]}
+    if isinstance(value, dict):
+        return {TAG: "dict", "value": {str(k): encode_value(v) for k, v in value.items()}}
+    raise TypeError(f"no vector encoding for {type(value).__name__}")
+
+
+def encode_attributes(attributes: Dict[str, Any]) -> Dict[str, Any]:
+    return {key: encode_value(value) for key, value in attributes.items()}
+
+
+def has_tagged_value(attributes: Dict[str, Any]) -> bool:
+    return any(isinstance(v, dict) and TAG in v for v in attributes.values())
+
+
 def decode_value(value: Any) -> Any:
     """A vector's attribute value as the Python value the reference was given (README "Values")."""
     if isinstance(value, dict) and TAG in value:
@@ -60,13 +88,14 @@ def load_cases(paths: Optional[List[str]] = None) -> Iterator[dict]:
             yield json.load(f)
 
 
-def load_known_differences() -> Dict[Tuple[str, int], str]:
-    """(case name, call index) -> reason, for the calls known to differ (README "Known differences")."""
+def load_known_differences(binding: str) -> Dict[Tuple[str, int], str]:
+    """(case name, call index) -> reason, for the calls known to differ in `binding` (an entry without
+    "bindings" applies to every binding; README "Known differences")."""
     if not os.path.exists(KNOWN_DIFFERENCES):
         return {}
     with open(KNOWN_DIFFERENCES, encoding="utf-8") as f:
         entries = json.load(f).get("calls", [])
-    return {(e["case"], e["index"]): e["reason"] for e in entries}
+    return {(e["case"], e["index"]): e["reason"] for e in entries if binding in e.get("bindings", [binding])}
 
 
 def strict_equal(a: Any, b: Any) -> bool:
@@ -113,6 +142,30 @@ class CapturingDispatcher:
         return taken
 
 
+class NotificationRecorder:
+    """DECISION and TRACK notifications as the vectors write them (README "Notifications"): on_decision and
+    on_track are the reference's listener signatures; on_payload takes the C ABI's JSON payloads."""
+
+    def __init__(self) -> None:
+        self.notifications: List[dict] = []
+
+    def on_decision(self, decision_type: str, user_id: str, attributes: Any, decision_info: Any) -> None:
+        self.notifications.append({"notification": "DECISION", "type": decision_type, "user_id": user_id,
+                                   "attributes": encode_attributes(attributes or {}),
+                                   "decision_info": decision_info})
+
+    def on_track(self, event_key: str, user_id: str, attributes: Any, event_tags: Any, _event: Any) -> None:
+        self.notifications.append({"notification": "TRACK", "event_key": event_key, "user_id": user_id,
+                                   "attributes": encode_attributes(attributes or {}), "event_tags": event_tags})
+
+    def on_payload(self, kind: str, payload: Dict[str, Any]) -> None:
+        self.notifications.append({"notification": kind, **payload})
+
+    def take(self) -> List[dict]:
+        taken, self.notifications = self.notifications, []
+        return json.loads(json.dumps(taken))    # what JSON carries (tuples become lists)
+
+
 def decision_json(d: Any) -> dict:
     return {"flag_key": d.flag_key, "enabled": d.enabled, "variation_key": d.variation_key,
             "rule_key": d.rule_key, "variables": d.variables, "reasons": list(d.reasons)}
@@ -157,24 +210,54 @@ class Tally:
         return 1 if self.failed else 0
 
 
+def first_difference(expected: Any, actual: Any, path: str = "") -> Tuple[str, Any, Any]:
+    """Where two answers first differ: (path, expected there, actual there)."""
+    if type(expected) is type(actual) and isinstance(expected, dict):
+        for key in list(expected) + [k for k in actual if k not in expected]:
+            if key not in expected or key not in actual or not strict_equal(expected[key], actual[key]):
+                if key in expected and key in actual:
+                    return first_difference(expected[key], actual[key], f"{path}.{key}")
+                return f"{path}.{key}", expected.get(key, "<absent>"), actual.get(key, "<absent>")
+    if type(expected) is type(actual) and isinstance(expected, list) and len(expected) == len(actual):
+        for i, (x, y) in enumerate(zip(expected, actual)):
+            if not strict_equal(x, y):
+                return first_difference(x, y, f"{path}[{i}]")
+    return path or ".", expected, actual
+
+
 def difference(expected: Any, actual: Any) -> str:
-    exp_text = json.dumps(expected, ensure_ascii=False, sort_keys=True, default=repr)
-    act_text = json.dumps(actual, ensure_ascii=False, sort_keys=True, default=repr)
-    return f"expected {exp_text[:600]}\n     got      {act_text[:600]}"
+    path, exp, act = first_difference(expected, actual)
+    exp_text = json.dumps(exp, ensure_ascii=False, sort_keys=True, default=repr)
+    act_text = json.dumps(act, ensure_ascii=False, sort_keys=True, default=repr)
+    return f"at {path}\n     expected {exp_text[:500]}\n     got      {act_text[:500]}"
 
 
 Runner = Callable[[Any, dict, CapturingDispatcher], Any]
 
 
-def replay(binding: str, make_client: Callable[[dict, str, CapturingDispatcher], Any],
-           call_runners: Dict[str, Runner], close: Callable[[Any], None], argv: List[str]) -> int:
-    """Replays every case through one binding: per call, its result and then its events are compared with
-    the vector (one comparison per call: both must match)."""
+def comparable(expect: dict, call: dict, actual: dict, lossy_attributes: bool) -> Tuple[dict, dict]:
+    """The vector's expectations made whole (a notification without "attributes" has the call's) and, for a
+    binding whose notifications carry attributes as JSON (lossy_attributes: NaN, lists and integers past
+    int64 cannot cross it), both sides without the attributes of calls that have such values."""
+    expect = json.loads(json.dumps(expect))
+    for notification in expect["notifications"]:
+        notification.setdefault("attributes", call["attributes"])
+    if lossy_attributes and has_tagged_value(call["attributes"]):
+        for notification in expect["notifications"] + actual["notifications"]:
+            notification.pop("attributes", None)
+    return expect, actual
+
+
+def replay(binding: str, make_client: Callable[[dict, str, CapturingDispatcher, NotificationRecorder], Any],
+           call_runners: Dict[str, Runner], close: Callable[[Any], None], argv: List[str],
+           lossy_attributes: bool = False) -> int:
+    """Replays every case through one binding: per call, its result, events and notifications are compared
+    with the vector (one comparison per call: all must match)."""
     tally = Tally(binding)
-    known = load_known_differences()
+    known = load_known_differences(binding)
     for case in load_cases(argv or None):
-        dispatcher = CapturingDispatcher()
-        client = make_client(case, datafile_text(case), dispatcher)
+        dispatcher, recorder = CapturingDispatcher(), NotificationRecorder()
+        client = make_client(case, datafile_text(case), dispatcher, recorder)
         try:
             for index, call in enumerate(case["calls"]):
                 where = f"{case['name']}#{index}"
@@ -186,13 +269,15 @@ def replay(binding: str, make_client: Callable[[dict, str, CapturingDispatcher],
                 except NotApplicable:
                     tally.not_applicable[call["call"]] = tally.not_applicable.get(call["call"], 0) + 1
                     dispatcher.take()
+                    recorder.take()
                     continue
                 except Exception as error:  # noqa: BLE001 - a raise is a difference like any other
                     result = {"raised": f"{type(error).__name__}: {error}"}
-                actual = {"result": result, "events": dispatcher.take()}
-                ok = strict_equal(call["expect"], actual)
+                actual = {"result": result, "events": dispatcher.take(), "notifications": recorder.take()}
+                expect, actual = comparable(call["expect"], call, actual, lossy_attributes)
+                ok = strict_equal(expect, actual)
                 tally.record(where, call["call"], ok, known.get((case["name"], index)),
-                             "" if ok else difference(call["expect"], actual))
+                             "" if ok else difference(expect, actual))
         finally:
             close(client)
     return tally.report()
