@@ -28,7 +28,8 @@ sys.path.insert(0, os.path.join(ROOT, "bindings", "python", "tests"))
 sys.path.insert(0, HERE)
 
 from datafile_generator import generate_datafile, generate_users  # noqa: E402
-from vectors import CapturingDispatcher, NotificationRecorder, encode_attributes  # noqa: E402
+from vectors import (CapturingDispatcher, NotificationRecorder, decision_json, decisions_json,  # noqa: E402
+                     encode_attributes)
 
 from optimizely import optimizely as reference_sdk  # noqa: E402
 from optimizely.event.event_processor import ForwardingEventProcessor  # noqa: E402
@@ -59,7 +60,7 @@ _SILENT.setLevel(logging.CRITICAL + 10)
 
 
 # ---------------------------------------------------------------------------------------------------
-# The reference, with events captured in order
+# The reference: events and notifications captured in order
 # ---------------------------------------------------------------------------------------------------
 
 def make_reference(text: str, dispatcher: CapturingDispatcher,
@@ -106,17 +107,6 @@ class Catalog:
 # ---------------------------------------------------------------------------------------------------
 # Calls: each builds its inputs from the rng, runs them on the reference, and returns the vector entry
 # ---------------------------------------------------------------------------------------------------
-
-def decision_json(d: Any) -> dict:
-    return {"flag_key": d.flag_key, "enabled": d.enabled, "variation_key": d.variation_key,
-            "rule_key": d.rule_key, "variables": d.variables, "reasons": list(d.reasons)}
-
-
-def decisions_json(decisions: Dict[str, Any]) -> Dict[str, dict]:
-    """decide_all / decide_for_keys: an object by flag key (its order is not part of the answer: the
-    reference puts unknown keys first, the C ABI keeps the caller's order)."""
-    return {key: decision_json(d) for key, d in decisions.items()}
-
 
 def user_context(client: Any, call: dict, user: Tuple[str, Dict[str, Any]]) -> Any:
     context = client.create_user_context(user[0], user[1])

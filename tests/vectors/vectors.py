@@ -1,5 +1,7 @@
-"""What every Python vectors runner shares: reading the cases, comparing answers strictly, the tally and its
-report (README "Runners"). A runner supplies one function per call kind; this module does the rest."""
+"""What generate.py and every Python vectors runner share: the value encoding, event normalisation and
+notification recording, and for runners reading the cases, strict comparison, the tally and its report
+(README "A runner for a new binding"). A runner supplies one function per call kind; replay() does the rest.
+Never imports the library: generate.py uses it too."""
 
 from __future__ import annotations
 
@@ -172,6 +174,8 @@ def decision_json(d: Any) -> dict:
 
 
 def decisions_json(decisions: Dict[str, Any]) -> Dict[str, dict]:
+    """decide_all / decide_for_keys: an object by flag key (its order is not part of the answer: the
+    reference puts unknown keys first, the C ABI keeps the caller's order)."""
     return {key: decision_json(d) for key, d in decisions.items()}
 
 
