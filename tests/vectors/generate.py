@@ -36,6 +36,7 @@ from optimizely.event.event_processor import ForwardingEventProcessor  # noqa: E
 from optimizely.helpers import enums  # noqa: E402
 from optimizely.helpers.sdk_settings import OptimizelySdkSettings  # noqa: E402
 from optimizely.optimizely_user_context import OptimizelyUserContext  # noqa: E402
+from optimizely.version import __version__ as reference_version  # noqa: E402
 
 FORMAT_VERSION = 1
 REFERENCE = "optimizely-sdk 5.7.0"
@@ -324,6 +325,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a committed case differs")
     args = parser.parse_args(argv)
+    if f"optimizely-sdk {reference_version}" != REFERENCE:   # another version may answer differently
+        print(f"generate.py needs {REFERENCE}, found optimizely-sdk {reference_version}", file=sys.stderr)
+        return 2
     os.makedirs(CASES_DIR, exist_ok=True)
     stale, total = [], 0
     for name, case in all_cases():
