@@ -280,17 +280,23 @@ test-python: test-deps lib python-speedups
 
 # The reference vectors (tests/vectors/README.md): the committed cases are checked against a fresh run of
 # optimizely-sdk (generate.py --check), then every binding's runner replays them; each prints
-# `N passed, N failed` and exits 1 on a failure. All runners run even when one fails.
+# `N passed, N failed` and exits 1 on a failure (Python drop-in, Python native, C, C++). All runners run even
+# when one fails.
 VECTORS_RUNNER_C := $(RELEASE_DIR)/run_vectors_c
 $(VECTORS_RUNNER_C): tests/vectors/run_c.c include/experiment.h lib
 	$(CC) $(CFLAGS_STRICT) -o $@ tests/vectors/run_c.c $(LINK_LOCAL) -ljson-c -lm
 
-test-vectors: test-deps lib python-speedups $(VECTORS_RUNNER_C)
+VECTORS_RUNNER_CPP := $(RELEASE_DIR)/run_vectors_cpp
+$(VECTORS_RUNNER_CPP): tests/vectors/run_cpp.cpp include/experiment.h bindings/cpp/experiment.hpp lib
+	$(CXX) $(CXXFLAGS_STRICT) -o $@ tests/vectors/run_cpp.cpp $(LINK_LOCAL) -ljson-c
+
+test-vectors: test-deps lib python-speedups $(VECTORS_RUNNER_C) $(VECTORS_RUNNER_CPP)
 	@status=0; \
 	echo "== generate.py --check"; $(PYTHON) tests/vectors/generate.py --check || status=1; \
 	echo "== python drop-in"; $(FUZZ_ENV) $(PYTHON) tests/vectors/run_python_dropin.py || status=1; \
 	echo "== python native"; $(FUZZ_ENV) $(PYTHON) tests/vectors/run_python_native.py || status=1; \
 	echo "== c"; $(VECTORS_RUNNER_C) --root $(CURDIR) tests/vectors/cases/*.json || status=1; \
+	echo "== c++"; $(VECTORS_RUNNER_CPP) --root $(CURDIR) tests/vectors/cases/*.json || status=1; \
 	exit $$status
 
 # Installs like libcurl or libgit2 (PREFIX, DESTDIR and the *DIR variables as in the GNU conventions):
