@@ -293,7 +293,8 @@ static int capture_event(const exp_event *event, void *user_data) {
 /* DECISION and TRACK listeners: the payload with "notification" added (README "Notifications"). */
 static void capture_notification(int type, const char *payload_json, void *user_data) {
     json_object *payload = json_tokener_parse(payload_json), *out = json_object_new_object();
-    json_object_object_add(out, "notification", json_object_new_string(type == EXP_NOTIFY_TRACK ? "TRACK" : "DECISION"));
+    const char *kind = type == EXP_NOTIFY_TRACK ? "TRACK" : "DECISION";
+    json_object_object_add(out, "notification", json_object_new_string(kind));
     json_object_object_foreach(payload, key, value) json_object_object_add(out, key, json_object_get(value));
     json_object_put(payload);
     json_object_array_add(((capture *)user_data)->notifications, out);
@@ -456,7 +457,10 @@ static json_object *run_call(exp_client *client, const char *kind, const call_in
 
 static exp_client *make_client(json_object *c, const char *root, capture *captured, char *state_dir) {
     json_object *options = json_object_new_object(), *client_options = field(c, "client");
-    json_object_object_add(options, "profile_store", json_object_new_string("none")); /* the reference has no UPS */
+    json_object *odp = json_object_new_object();   /* as the reference ran: no UPS, ODP off (no network) */
+    json_object_object_add(odp, "disabled", json_object_new_boolean(1));
+    json_object_object_add(options, "odp", odp);
+    json_object_object_add(options, "profile_store", json_object_new_string("none"));
     json_object_object_add(options, "state_dir", json_object_new_string(state_dir));
     json_object_object_add(options, "log_level", json_object_new_string("error"));
     json_object_object_add(options, "default_decide_options",

@@ -350,7 +350,10 @@ Json comparable(json_object *call, json_object *actual) {
 
 std::string client_options(json_object *c, const std::string &state_dir) {
     Json options(json_object_new_object());
-    json_object_object_add(options.get(), "profile_store", json_object_new_string("none"));  // the reference has no UPS
+    json_object *odp = json_object_new_object();   // as the reference ran: no UPS, ODP off (no network)
+    json_object_object_add(odp, "disabled", json_object_new_boolean(1));
+    json_object_object_add(options.get(), "odp", odp);
+    json_object_object_add(options.get(), "profile_store", json_object_new_string("none"));
     json_object_object_add(options.get(), "state_dir", json_object_new_string(state_dir.c_str()));
     json_object_object_add(options.get(), "log_level", json_object_new_string("error"));
     json_object_object_add(options.get(), "default_decide_options",

@@ -30,9 +30,9 @@ _SILENT.setLevel(logging.CRITICAL + 10)
 
 
 def make_client(case: dict, text: str, dispatcher: CapturingDispatcher, recorder: NotificationRecorder) -> Any:
-    # No sticky bucketing: the reference ran without a user profile service.
+    # As the reference ran: no user profile service, ODP off (nothing reaches the network).
     client = experiment.Client(datafile=text, event_dispatcher=dispatcher, profile_store="none",
-                               state_dir=private_state_dir(), logger=_SILENT, log_level="error",
+                               odp={"disabled": True}, state_dir=private_state_dir(), logger=_SILENT, log_level="error",
                                default_decide_options=list(case["client"]["default_decide_options"]))
     client.add_listener("decision", lambda payload: recorder.on_payload("DECISION", payload))
     client.add_listener("track", lambda payload: recorder.on_payload("TRACK", payload))
