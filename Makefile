@@ -33,7 +33,7 @@ TEST_APT_PACKAGES := redis-server cmake
 PIP_TEST_PACKAGES := pytest pytest-xdist optimizely-sdk==5.7.0 openfeature-sdk==0.10.0 mypy==1.13.0 gunicorn
 
 .PHONY: all deps test-deps lib cli docs uninstall demo python-speedups test test-full test-swift test-c test-cpp test-segments-c test-cli test-install test-docs test-abi test-python test-fuzz test-fuzz-long test-sanitize test-sanitize-address test-sanitize-thread \
-        test-differential-wide test-swiftpm fuzz install \
+        test-differential-wide test-vectors test-swiftpm fuzz install \
         wheel wheel-from-source test-sdist \
         bench clean
 
@@ -89,7 +89,7 @@ demo: $(RELEASE_DIR)/quickstart
 # The two test tiers, each stage timed by tools/run_stages.sh (a table at the end). `make test` stays under
 # 20 minutes on a fresh 2-core machine; what takes longer is scheduled in `make test-full`, never dropped.
 FAST_STAGES := test-abi test-c test-cpp test-segments-c test-cli test-install test-docs test-swift test-swiftpm \
-               test-python test-fuzz test-sanitize-address
+               test-python test-vectors test-fuzz test-sanitize-address
 FULL_STAGES := $(FAST_STAGES) test-sdist test-sanitize-thread test-differential-wide test-fuzz-long
 
 test: test-deps lib cli
@@ -104,7 +104,7 @@ test-full: test-deps lib cli
 TEST_STATE_HOME := $(CURDIR)/.build/test-state
 TEST_TARGETS := test test-full test-swift test-swiftpm test-c test-cpp test-segments-c test-cli test-install test-sdist \
                 test-docs test-python test-fuzz test-fuzz-long test-sanitize test-sanitize-address test-sanitize-thread \
-                test-differential-wide
+                test-differential-wide test-vectors
 $(TEST_TARGETS) bench: export XDG_STATE_HOME = $(TEST_STATE_HOME)
 $(TEST_TARGETS): export EXPERIMENT_EVENT_ENDPOINT = none
 # ... and a client started by sdk_key fetches no datafile unless it names its own datafile_url_template.
@@ -297,6 +297,27 @@ test-python: test-deps lib python-speedups
 	EXPERIMENT_NO_SPEEDUPS=1 EXPERIMENT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/bindings/python \
 	  $(PYTHON) -m pytest -q bindings/python/tests/test_decide.py bindings/python/tests/test_input_errors.py \
 	    bindings/python/tests/test_speedups.py bindings/python/tests/test_user_context.py
+
+# The reference vectors (tests/vectors/README.md): the committed cases are checked against a fresh run of
+# optimizely-sdk (generate.py --check), then every binding's runner replays them; each prints
+# `N passed, N failed` and exits 1 on a failure (Python drop-in, Python native, C, C++). All runners run even
+# when one fails.
+VECTORS_RUNNER_C := $(RELEASE_DIR)/run_vectors_c
+$(VECTORS_RUNNER_C): tests/vectors/run_c.c include/experiment.h lib
+	$(CC) $(CFLAGS_STRICT) -o $@ tests/vectors/run_c.c $(LINK_LOCAL) -ljson-c -lm
+
+VECTORS_RUNNER_CPP := $(RELEASE_DIR)/run_vectors_cpp
+$(VECTORS_RUNNER_CPP): tests/vectors/run_cpp.cpp include/experiment.h bindings/cpp/experiment.hpp lib
+	$(CXX) $(CXXFLAGS_STRICT) -o $@ tests/vectors/run_cpp.cpp $(LINK_LOCAL) -ljson-c
+
+test-vectors: test-deps lib python-speedups $(VECTORS_RUNNER_C) $(VECTORS_RUNNER_CPP)
+	@status=0; \
+	echo "== generate.py --check"; $(PYTHON) tests/vectors/generate.py --check || status=1; \
+	echo "== python drop-in"; $(FUZZ_ENV) $(PYTHON) tests/vectors/run_python_dropin.py || status=1; \
+	echo "== python native"; $(FUZZ_ENV) $(PYTHON) tests/vectors/run_python_native.py || status=1; \
+	echo "== c"; $(VECTORS_RUNNER_C) --root $(CURDIR) tests/vectors/cases/*.json || status=1; \
+	echo "== c++"; $(VECTORS_RUNNER_CPP) --root $(CURDIR) tests/vectors/cases/*.json || status=1; \
+	exit $$status
 
 # Installs like libcurl or libgit2 (PREFIX, DESTDIR and the *DIR variables as in the GNU conventions):
 #   lib/libexperiment.so.$(VERSION)   stripped, no RUNPATH; its debug info in lib/.debug/ (found by gdb through
