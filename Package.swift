@@ -19,6 +19,7 @@ let package = Package(
         // (`import ssx`) or Sigma's iOS SDK (`import SigmaSDK`) builds with `import KameleoonKit` /
         // `import SigmaKit` (docs/swift-seeds.md maps every call).
         .library(name: "KameleoonKit", targets: ["KameleoonKit"]),
+        .library(name: "SigmaKit", targets: ["SigmaKit"]),
         // Command-line tool over the same library: validate datafiles, decide, explain, batch-decide JSONL.
         .executable(name: "experiment-cli", targets: ["experiment-cli"]),
     ],
@@ -50,6 +51,7 @@ let package = Package(
         // The Swift API: Swift types over the runtime (not over the C ABI).
         .target(name: "ExperimentKit", dependencies: ["ExperimentRuntime", "ExperimentCore"]),
         .target(name: "KameleoonKit", dependencies: ["ExperimentKit", "ExperimentRuntime", "ExperimentCore"]),
+        .target(name: "SigmaKit", dependencies: ["ExperimentKit", "ExperimentRuntime", "ExperimentCore"]),
         .executableTarget(name: "experiment-cli",
                           dependencies: ["ExperimentRuntime", "ExperimentCore",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")]),
