@@ -60,6 +60,8 @@ let package = Package(
         // Loads the shipped .build/release/libexperiment.so with dlopen and calls the exported C ABI.
         .testTarget(name: "ExperimentABITests", dependencies: ["CExperimentABI"]),
         .testTarget(name: "ExperimentKitTests", dependencies: ["ExperimentKit"]),
+        // The seed documents' Swift examples, changed only in their import and the values they need.
+        .testTarget(name: "SeedExampleTests", dependencies: ["KameleoonKit", "SigmaKit", "ExperimentKit"]),
     ]
 )
 

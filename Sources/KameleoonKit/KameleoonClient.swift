@@ -40,28 +40,18 @@ func kameleoon<T>(_ body: () throws(ClientError) -> T) throws(KameleoonError) ->
 /// Kameleoon's ClientFactory.
 public enum ClientFactory {
     /// A client for `sitecode` that fetches its configuration in the background (`ready` turns true when it
-    /// has one). Never throws, as the seed's: a site code the library refuses gives a client that never
-    /// becomes ready (every call then throws `.sdkNotReady`), and the reason is logged.
-    public static func create(sitecode: String) -> KameleoonClient {
-        do throws(KameleoonError) {
-            return try create(sitecode: sitecode, settings: ClientSettings())
+    /// has one). `settings`: the library's (state directory, datafile URL template with `{sdk_key}` replaced
+    /// by the site code, event endpoint). Never throws, as the seed's: settings or a site code the library
+    /// refuses give a client that never becomes ready (every call then throws `.sdkNotReady`), and the
+    /// reason is logged.
+    public static func create(sitecode: String, settings: ClientSettings = ClientSettings()) -> KameleoonClient {
+        do throws(ExperimentError) {
+            let client = try ExperimentClient(sdkKey: sitecode, settings: settings)
+            client.start { _ in }  // the outcome is what `ready` and `runWhenReady` report
+            return KameleoonClient(client)
         } catch {
             return KameleoonClient(unusable: "site code \"\(sitecode)\": \(error)")
         }
-    }
-
-    /// A client for `sitecode` with the library's settings (state directory, datafile URL template with
-    /// `{sdk_key}` replaced by the site code, event endpoint): started in the background.
-    public static func create(sitecode: String, settings: ClientSettings) throws(KameleoonError) -> KameleoonClient {
-        let client = try kameleoon { () throws(ClientError) in
-            do throws(ExperimentError) {
-                return try ExperimentClient(sdkKey: sitecode, settings: settings)
-            } catch {
-                throw ClientError(error.code, error.message)
-            }
-        }
-        client.start { _ in }  // the outcome is what `ready` and `runWhenReady` report
-        return KameleoonClient(client)
     }
 
     /// A client started at once on a bundled `datafile` (no fetching): ready when this returns.
@@ -88,8 +78,10 @@ public final class KameleoonClient: Sendable {
 
     /// A client without an SDK key, never started: not ready for good.
     convenience init(unusable reason: String) {
-        // An empty settings value never fails validation.
-        let client = try! ExperimentClient(sdkKey: nil, settings: ClientSettings())
+        // These settings always pass validation, and keep nothing (no profiles, no events sent).
+        var settings = ClientSettings(eventEndpoint: "none")
+        settings.userProfiles = false
+        let client = try! ExperimentClient(sdkKey: nil, settings: settings)
         client.runtime.logger.log(.error, "Kameleoon client not created: \(reason)")
         self.init(client)
     }
