@@ -112,6 +112,18 @@ public final class ExperimentClient: @unchecked Sendable {
         try start(datafile: datafile)
     }
 
+    /// A client that is never started and keeps nothing anywhere: no state file, no profiles, no events.
+    /// The seed facades' stand-in for a client whose settings were refused (their factories do not throw).
+    package init(unstartedInMemory: Void) {
+        var options = ClientOptions()
+        options.usesStateFile = false
+        options.profileStore = .none
+        options.eventEndpoint = "none"
+        sdkKey = nil
+        runtime = Client(options: options)
+        notificationCenter = ExperimentNotificationCenter(runtime.notifications)
+    }
+
     deinit { runtime.close() }
 
     /// The runtime's options, validated as the C API validates its JSON options (one set of rules).

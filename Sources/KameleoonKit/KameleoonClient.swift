@@ -78,10 +78,7 @@ public final class KameleoonClient: Sendable {
 
     /// A client without an SDK key, never started: not ready for good.
     convenience init(unusable reason: String) {
-        // These settings always pass validation, and keep nothing (no profiles, no events sent).
-        var settings = ClientSettings(eventEndpoint: "none")
-        settings.userProfiles = false
-        let client = try! ExperimentClient(sdkKey: nil, settings: settings)
+        let client = ExperimentClient(unstartedInMemory: ())
         client.runtime.logger.log(.error, "Kameleoon client not created: \(reason)")
         self.init(client)
     }
@@ -144,6 +141,10 @@ public final class KameleoonClient: Sendable {
     }
 
     public func addData(visitorCode: String, _ data: KameleoonData...) throws(KameleoonError) {
+        try addData(userID: visitorCode, entries: data)
+    }
+
+    public func addData(visitorCode: String, data: KameleoonData...) throws(KameleoonError) {
         try addData(userID: visitorCode, entries: data)
     }
 

@@ -9,7 +9,7 @@ import ExperimentRuntime
 public struct SigmaUser: Sendable, Equatable {
     /// nil: the client gives the user a random id (as Sigma does for an anonymous user).
     public let userId: String?
-    /// The properties by stored key, in the order they were set.
+    /// The properties by the key they are stored under.
     public let properties: [String: JSON]
 
     /// Sigma's SigmaUser.Builder: each setter returns the builder, so calls chain.

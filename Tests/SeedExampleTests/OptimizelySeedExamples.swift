@@ -18,7 +18,7 @@ private let userId = "user-123"
 private let flagKey = "checkout_redesign"
 
 /// The bundled datafile (the seed's `String(contentsOfFile: Bundle.main.path(...))`).
-private func readDemoDatafile() -> String {
+func readSeedDatafile() -> String {
     var bytes: [UInt8] = []
     guard let file = fopen(datafilesDirectory + "/demo.json", "rb") else { return "" }
     defer { fclose(file) }
@@ -27,7 +27,7 @@ private func readDemoDatafile() -> String {
     return String(decoding: bytes, as: UTF8.self)
 }
 
-private let localDatafile = readDemoDatafile()
+private let localDatafile = readSeedDatafile()
 
 @Suite struct OptimizelySeedExamples {
     // "Examples": synchronous, then asynchronous with a callback
