@@ -15,6 +15,11 @@ let package = Package(
         // The Swift API for Swift programs that depend on this package: clients, user contexts, decide,
         // track, listeners (Optimizely Swift SDK style). Built from source into the program.
         .library(name: "ExperimentKit", targets: ["ExperimentKit"]),
+        // The seeds' Swift API shapes over the same runtime: an app written against Kameleoon's Swift SDK
+        // (`import ssx`) or Sigma's iOS SDK (`import SigmaSDK`) builds with `import KameleoonKit` /
+        // `import SigmaKit` (docs/swift-seeds.md maps every call).
+        .library(name: "KameleoonKit", targets: ["KameleoonKit"]),
+        .library(name: "SigmaKit", targets: ["SigmaKit"]),
         // Command-line tool over the same library: validate datafiles, decide, explain, batch-decide JSONL.
         .executable(name: "experiment-cli", targets: ["experiment-cli"]),
     ],
@@ -45,6 +50,8 @@ let package = Package(
                 exclude: ["exports.map", "shipping.flags"]),
         // The Swift API: Swift types over the runtime (not over the C ABI).
         .target(name: "ExperimentKit", dependencies: ["ExperimentRuntime", "ExperimentCore"]),
+        .target(name: "KameleoonKit", dependencies: ["ExperimentKit", "ExperimentRuntime", "ExperimentCore"]),
+        .target(name: "SigmaKit", dependencies: ["ExperimentKit", "ExperimentRuntime", "ExperimentCore"]),
         .executableTarget(name: "experiment-cli",
                           dependencies: ["ExperimentRuntime", "ExperimentCore",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -53,6 +60,8 @@ let package = Package(
         // Loads the shipped .build/release/libexperiment.so with dlopen and calls the exported C ABI.
         .testTarget(name: "ExperimentABITests", dependencies: ["CExperimentABI"]),
         .testTarget(name: "ExperimentKitTests", dependencies: ["ExperimentKit"]),
+        // The seed documents' Swift examples, changed only in their import and the values they need.
+        .testTarget(name: "SeedExampleTests", dependencies: ["KameleoonKit", "SigmaKit", "ExperimentKit"]),
     ]
 )
 

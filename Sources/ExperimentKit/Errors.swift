@@ -15,7 +15,7 @@ public struct ExperimentError: Error, Sendable, Equatable, CustomStringConvertib
         self.message = message
     }
 
-    init(_ error: ClientError) {
+    package init(_ error: ClientError) {
         self.init(error.code, error.message)
     }
 
@@ -24,6 +24,6 @@ public struct ExperimentError: Error, Sendable, Equatable, CustomStringConvertib
 
 /// `body`'s result, with the runtime's error as this module's.
 @inline(__always)
-func translated<T>(_ body: () throws(ClientError) -> T) throws(ExperimentError) -> T {
+package func translated<T>(_ body: () throws(ClientError) -> T) throws(ExperimentError) -> T {
     do throws(ClientError) { return try body() } catch { throw ExperimentError(error) }
 }

@@ -45,6 +45,14 @@ public struct ClientSettings: Sendable {
     public var userProfiles = true
     /// Real-time segments (ODP) off.
     public var disableODP = false
+    /// Names the client in this process (Sigma's tag): a second open client with the same tag is refused
+    /// with `.tagInUse`; closing the client frees the tag.
+    public var tag: String? = nil
+    /// Attempts after a failed datafile request (Sigma's retryCount).
+    public var retryCount: Int? = nil
+    /// Refresh the datafile on use once it is older than this many seconds, instead of polling (Sigma's
+    /// cacheTTL; the runtime keeps it at 10 s or more).
+    public var cacheTTLSeconds: Int? = nil
 
     public init(stateDirectory: String? = nil, eventEndpoint: String? = nil, datafileURLTemplate: String? = nil) {
         self.stateDirectory = stateDirectory
@@ -69,7 +77,8 @@ public struct EventRequest: Sendable {
 ///     let user = client.createUserContext(userId: "user-1", attributes: ["country": "US"])
 ///     let decision = user.decide(key: "checkout_flow")
 public final class ExperimentClient: @unchecked Sendable {
-    let runtime: Client
+    /// The runtime client: `package` so the seed facades (KameleoonKit, SigmaKit) map onto it directly.
+    package let runtime: Client
     public let sdkKey: String?
     /// Register closures for decisions, conversions, event batches and datafile changes here.
     public let notificationCenter: ExperimentNotificationCenter
@@ -87,6 +96,9 @@ public final class ExperimentClient: @unchecked Sendable {
         self.sdkKey = sdkKey
         runtime = Client(options: options)
         notificationCenter = ExperimentNotificationCenter(runtime.notifications)
+        if let tag = options.tag {
+            try translated { () throws(ClientError) in try ClientRegistry.claim(tag, for: runtime) }
+        }
     }
 
     /// A client started at once on `datafile` (JSON text of an Optimizely v4 datafile), without an SDK key:
@@ -98,6 +110,18 @@ public final class ExperimentClient: @unchecked Sendable {
         try self.init(sdkKey: nil, defaultLogLevel: defaultLogLevel, defaultDecideOptions: defaultDecideOptions,
                       settings: settings)
         try start(datafile: datafile)
+    }
+
+    /// A client that is never started and keeps nothing anywhere: no state file, no profiles, no events.
+    /// The seed facades' stand-in for a client whose settings were refused (their factories do not throw).
+    package init(unstartedInMemory: Void) {
+        var options = ClientOptions()
+        options.usesStateFile = false
+        options.profileStore = .none
+        options.eventEndpoint = "none"
+        sdkKey = nil
+        runtime = Client(options: options)
+        notificationCenter = ExperimentNotificationCenter(runtime.notifications)
     }
 
     deinit { runtime.close() }
@@ -128,6 +152,9 @@ public final class ExperimentClient: @unchecked Sendable {
         number("close_timeout_ms", settings.closeTimeoutMs)
         number("event_batch_size", settings.eventBatchSize)
         number("event_flush_interval_ms", settings.eventFlushIntervalMs)
+        text("tag", settings.tag)
+        number("retry_count", settings.retryCount)
+        number("cache_ttl_s", settings.cacheTTLSeconds)
         if !settings.userProfiles { writer.field("profile_store", "none") }
         if settings.disableODP {
             writer.key("odp"); writer.beginObject(); writer.field("disabled", true); writer.endObject()

@@ -80,7 +80,7 @@ extension JSON: CustomStringConvertible {
 extension JSON {
     /// JSON text the library wrote (variables, notification payloads) read back into values.
     /// Text the library wrote is always valid: anything else reads as `.null` rather than failing a decision.
-    static func parse(_ text: String) -> JSON {
+    package static func parse(_ text: String) -> JSON {
         guard let document = try? JSONDocument.parse(text, what: "JSON", maxBytes: Int(Int32.max) - 1, maxDepth: 1024)
         else { return .null }
         return withExtendedLifetime(document) { JSON(document.root) }

@@ -127,24 +127,10 @@ public func abiTriggerExperiment(_ handle: OpaquePointer?, _ userId: UnsafePoint
         let user = try text(userId, "user_id")
         let id = try string(experimentId, "experiment_id")
         let config = try client.config()
-        guard let experiment = config.experimentIdIndex.find(id), config.experiments[experiment].kind == .experiment else {
-            throw ClientError(.unknownExperiment, "unknown experiment id \"\(id)\"")
+        let variationId = try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
+            try client.triggerExperiment(config: config, experimentId: id, userId: user, attributes: attributes)
         }
-        let key = config.experiments[experiment].key.text
-        let outcome = try withAttributes(attributes, attributeCount) { (attributes) throws(ClientError) in
-            client.experimentOutcome(config: config, experiment: experiment, userId: user, attributes: attributes,
-                                     call: .trigger)
-        }
-        switch outcome {
-        case .variation(let variation):
-            out.pointee = duplicate(config.experiments[experiment].variations[Int(variation)].id.text)
-        case .notRunning:
-            throw ClientError(.notAllocated, "experiment \"\(key)\" (id \(id)) is not running")
-        case .notTargeted:
-            throw ClientError(.notTargeted, "user does not meet the audience conditions of experiment \"\(key)\" (id \(id))")
-        case .notAllocated:
-            throw ClientError(.notAllocated, "user falls outside the traffic allocation of experiment \"\(key)\" (id \(id))")
-        }
+        out.pointee = duplicate(variationId)
     }
 }
 

@@ -167,24 +167,17 @@ public func abiForceClear(_ handle: OpaquePointer?, _ userId: UnsafePointer<CCha
     }
 }
 
-/// The id of the experiment named `key` (Sigma names experiments; memberships are kept by id, which stays
-/// the same when a later datafile renames the experiment). Needs a datafile.
-private func experimentId(_ client: Client, key: UnsafePointer<CChar>?) throws(ClientError) -> String {
-    let name = try string(key, "experiment_key")
-    let config = try client.config()
-    guard let index = config.experimentKeyIndex.find(name), config.experiments[index].kind == .experiment else {
-        throw ClientError(.unknownExperiment, "unknown experiment \"\(name)\"")
-    }
-    return config.experiments[index].id.text
-}
-
 @_cdecl("exp_force_include_key")
 public func abiForceIncludeKey(_ handle: OpaquePointer?, _ userId: UnsafePointer<CChar>?,
                                _ experimentKey: UnsafePointer<CChar>?, _ groupIndex: Int32) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
-        try forceInclude(client, user: try string(userId, "user_id"),
-                         experimentId: try experimentId(client, key: experimentKey), groupIndex: groupIndex)
+        guard groupIndex >= -1 else {
+            throw ClientError(.invalidArgument, "group_index: \(groupIndex) (expected -1 or a variation position)")
+        }
+        try client.forceInclude(userId: try string(userId, "user_id"),
+                                experimentKey: try string(experimentKey, "experiment_key"),
+                                groupIndex: groupIndex >= 0 ? Int(groupIndex) : nil)
     }
 }
 
@@ -193,8 +186,8 @@ public func abiForceExcludeKey(_ handle: OpaquePointer?, _ userId: UnsafePointer
                                _ experimentKey: UnsafePointer<CChar>?) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
-        let user = try string(userId, "user_id")
-        client.overrides.setMembership(userId: user, experimentId: try experimentId(client, key: experimentKey), .excluded)
+        try client.forceExclude(userId: try string(userId, "user_id"),
+                                experimentKey: try string(experimentKey, "experiment_key"))
     }
 }
 
@@ -203,7 +196,7 @@ public func abiForceClearKey(_ handle: OpaquePointer?, _ userId: UnsafePointer<C
                              _ experimentKey: UnsafePointer<CChar>?) -> exp_status {
     api { () throws(ClientError) in
         let client = try client(handle)
-        let user = try string(userId, "user_id")
-        client.overrides.setMembership(userId: user, experimentId: try experimentId(client, key: experimentKey), nil)
+        try client.forceClear(userId: try string(userId, "user_id"),
+                              experimentKey: try string(experimentKey, "experiment_key"))
     }
 }
