@@ -398,5 +398,10 @@ uninstall:
 bench: lib python-speedups
 	bash benchmarks/run.sh
 
+# Every build product: the Swift builds (release, debug, sanitizer, fuzz scratch paths), the Python
+# accelerator, pip's and setuptools' leftovers, and the caches of pytest and mypy.
 clean:
-	rm -rf .build .build-fuzz .build-thread .build-address
+	rm -rf .build .build-* .build_* out bindings/python/build bindings/python/dist
+	rm -f bindings/python/experiment/_speedups*.so
+	find . -path ./.git -prune -o \( -name __pycache__ -o -name '*.egg-info' -o -name .pytest_cache \
+	  -o -name .mypy_cache \) -type d -prune -exec rm -rf {} +

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs every code block of README.md and bindings/*/README* as a new user would (what `make test-docs` runs).
+"""Runs every code block of README.md, docs/*.md and bindings/*/README* as a new user would (what `make test-docs` runs).
 
     python3 tools/check_doc_blocks.py [--list] [files...]
 
@@ -75,7 +75,8 @@ class Block(NamedTuple):
 
 
 def default_files() -> List[str]:
-    return [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "bindings", "*", "README*")))
+    return ([os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+            + sorted(glob.glob(os.path.join(ROOT, "bindings", "*", "README*"))))
 
 
 def blocks_of(path: str) -> List[Block]:
