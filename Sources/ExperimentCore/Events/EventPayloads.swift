@@ -291,7 +291,12 @@ public enum EventPayloads {
 /// Event tags of a conversion: the JSON object as the reference puts it on the wire, and the revenue and
 /// value it derives from them.
 public struct EventTags: Sendable {
+    /// The tags as the conversion payload carries them: members "revenue", "value", "tags" and "decisions"
+    /// whose value is null are left out, at every depth, as the reference's payload leaves them out.
     public let json: String
+    /// The tags as the caller gave them, nulls kept: what TRACK listeners receive, as the reference hands
+    /// its listeners the tags it was given.
+    public let givenJSON: String
     /// An integer "revenue", exactly as written (any size, as Python keeps it).
     public let revenue: String?
     public let value: Double?
@@ -319,8 +324,16 @@ public struct EventTags: Sendable {
         }
         if let number = value, !number.isFinite { value = nil }
         var wire: [UInt8] = []
-        wireJSON(tags, text: text, to: &wire)
-        return .success(EventTags(json: String(decoding: wire, as: UTF8.self), revenue: revenue, value: value))
+        var droppedNulls = false
+        wireJSON(tags, text: text, to: &wire, droppingNulls: true, dropped: &droppedNulls)
+        let json = String(decoding: wire, as: UTF8.self)
+        var givenJSON = json
+        if droppedNulls {
+            var given: [UInt8] = []
+            wireJSON(tags, text: text, to: &given, droppingNulls: false, dropped: &droppedNulls)
+            givenJSON = String(decoding: given, as: UTF8.self)
+        }
+        return .success(EventTags(json: json, givenJSON: givenJSON, revenue: revenue, value: value))
     }
 
     /// Whether Python's truth test reads the JSON value as false (null aside: that is no tags at all).
@@ -344,25 +357,32 @@ public struct EventTags: Sendable {
     /// The tags as the reference puts them on the wire: its payload cleaner drops null "revenue",
     /// "value", "tags" and "decisions" members from every object, the tags included. Numbers and strings
     /// keep what Python's `json` would (integers of any size, unpaired surrogate escapes).
-    static func wireJSON(_ value: JSONValue, text: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+    /// Writes `value` as JSON; with `droppingNulls`, leaves out the null members the payload does not carry
+    /// and sets `dropped` when it left one out.
+    static func wireJSON(_ value: JSONValue, text: UnsafeBufferPointer<UInt8>, to out: inout [UInt8],
+                         droppingNulls: Bool, dropped: inout Bool) {
         switch value.kind {
         case .object:
             out.append(UInt8(ascii: "{"))
             var first = true
             value.forEachMember { name, member in
-                if member.isNull, ["revenue", "value", "tags", "decisions"].contains(String(cString: name)) { return }
+                if droppingNulls, member.isNull,
+                   ["revenue", "value", "tags", "decisions"].contains(String(cString: name)) {
+                    dropped = true
+                    return
+                }
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
                 out.append(contentsOf: JSONWriter.quoted(String(cString: name)).utf8)
                 out.append(UInt8(ascii: ":"))
-                wireJSON(member, text: text, to: &out)
+                wireJSON(member, text: text, to: &out, droppingNulls: droppingNulls, dropped: &dropped)
             }
             out.append(UInt8(ascii: "}"))
         case .array:
             out.append(UInt8(ascii: "["))
             for index in 0..<value.count {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                wireJSON(value[index], text: text, to: &out)
+                wireJSON(value[index], text: text, to: &out, droppingNulls: droppingNulls, dropped: &dropped)
             }
             out.append(UInt8(ascii: "]"))
         case .int:

@@ -210,7 +210,7 @@ extension Client {
             writer.field("user_id", String(decoding: userId, as: UTF8.self))
             writer.key("attributes"); Self.write(attributes, to: &writer)
             writer.key("event_tags")
-            if let tags { writer.raw(tags.json) } else { writer.null() }
+            if let tags { writer.raw(tags.givenJSON) } else { writer.null() }
             writer.endObject()
             return writer.text
         }
