@@ -1,3 +1,4 @@
+import CSQLite
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -17,8 +18,12 @@ public enum ForkGeneration {
         _ = counter.load(ordering: .relaxed)  // initialised before any fork, never inside the handler
         _ = EventIdentity.uuid()
         _ = ForkGuardedLocks.shared
-        pthread_atfork({ ForkGuardedLocks.shared.lockAll() }, { ForkGuardedLocks.shared.unlockAll() },
-                       { ForkGuardedLocks.shared.unlockAll(); ForkGeneration.childStarted() })
+        SQLiteForkGuard.prepare()
+        // The library's locks first: a thread holding one of them may be inside SQLite waiting for its
+        // mutexes, while no thread inside SQLite waits for the library's locks.
+        pthread_atfork({ ForkGuardedLocks.shared.lockAll(); SQLiteForkGuard.enter() },
+                       { SQLiteForkGuard.leave(); ForkGuardedLocks.shared.unlockAll() },
+                       { SQLiteForkGuard.leave(); ForkGuardedLocks.shared.unlockAll(); ForkGeneration.childStarted() })
         return true
     }()
 
@@ -69,5 +74,27 @@ final class ForkGuardedLocks: @unchecked Sendable {
     func unlockAll() {
         for mutex in mutexes { pthread_mutex_unlock(mutex) }
         pthread_mutex_unlock(registry)
+    }
+}
+
+/// SQLite's process-wide mutexes that a forked child takes when it opens its own connection: the unix VFS's
+/// inode list (every open) and the allocator's (every allocation while memory statistics are on). A parent
+/// thread inside either at the moment of fork would leave it locked forever in the child, so the prepare
+/// handler holds both across the fork, the allocator's last (SQLite takes it inside the other).
+enum SQLiteForkGuard {
+    nonisolated(unsafe) private static var mutexes: [OpaquePointer] = []
+
+    /// Called once, before the handler is registered (sqlite3_mutex_alloc needs an initialised SQLite).
+    static func prepare() {
+        guard sqlite3_initialize() == SQLITE_OK else { return }
+        mutexes = [SQLITE_MUTEX_STATIC_VFS1, SQLITE_MUTEX_STATIC_MEM].compactMap { sqlite3_mutex_alloc($0) }
+    }
+
+    static func enter() {
+        for mutex in mutexes { sqlite3_mutex_enter(mutex) }
+    }
+
+    static func leave() {
+        for mutex in mutexes.reversed() { sqlite3_mutex_leave(mutex) }
     }
 }
